@@ -1,0 +1,47 @@
+"""rosetta: compile markdown agent definitions into the best prompt for each LLM.
+
+``import rosetta`` is cheap: names are imported on first use (PEP 562), so an application that
+only needs one corner of rosetta never pays for the rest, and nothing heavy (litellm, dspy,
+optuna, datasets) is imported until a function that needs it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from rosetta.__about__ import __version__
+from rosetta.errors import ConfigError, DefinitionError, Location, Problem, RosettaError, UsageError
+
+_LAZY = {
+    "AgentDefinition": "rosetta.definition.models",
+    "AgentSpec": "rosetta.definition.models",
+    "load_definition": "rosetta.definition.loader",
+    "load_directory": "rosetta.definition.loader",
+    "discover_definitions": "rosetta.definition.loader",
+    "Settings": "rosetta.config",
+    "load_settings": "rosetta.config",
+}
+
+__all__ = [
+    "ConfigError", "DefinitionError", "Location", "Problem", "RosettaError", "UsageError", "__version__",
+    *_LAZY,
+]
+
+if TYPE_CHECKING:
+    from rosetta.config import Settings, load_settings
+    from rosetta.definition.loader import discover_definitions, load_definition, load_directory
+    from rosetta.definition.models import AgentDefinition, AgentSpec
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rosetta' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

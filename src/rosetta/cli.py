@@ -1,0 +1,270 @@
+"""The ``rosetta`` command: thin Typer commands over the library.
+
+Exit codes: 0 success, 1 validation found errors, 2 bad input (a file that cannot be loaded, bad
+configuration) or bad usage. Errors are printed as ``file:line:col: field: message`` plus a
+hint, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from rosetta.__about__ import __version__
+from rosetta.errors import RosettaError, UsageError
+
+app = typer.Typer(
+    name="rosetta",
+    help="Compile markdown agent definitions into the best prompt for each LLM.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode="rich",
+)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def reports_errors(command: F) -> F:
+    """Print a :class:`RosettaError` as its problems and exit with its code, never a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except RosettaError as error:
+            print_problems(error)
+            raise typer.Exit(error.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def print_problems(error: RosettaError, indent: str = "") -> None:
+    for problem in error.problems:
+        first, *rest = problem.format().split("\n")
+        err.print(f"{indent}[red]error[/red] {escape(first)}")
+        for line in rest:
+            err.print(f"{indent}[dim]{escape(line)}[/dim]")
+
+
+class ReportFormat(StrEnum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+
+
+class ListFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"rosetta {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def options(
+    ctx: typer.Context,
+    project: Annotated[
+        Path | None,
+        typer.Option("--project", "-C", help="Project directory (its pyproject.toml [tool.rosetta] is read).",
+                     show_default="current directory"),
+    ] = None,
+    signatures_dir: Annotated[
+        Path | None, typer.Option("--signatures-dir", help="Where agent definitions live (overrides config).")
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """Settings come from [tool.rosetta] in pyproject.toml, ROSETTA_* variables, then these flags."""
+    ctx.obj = {"project": project, "signatures_dir": signatures_dir}
+
+
+def _settings(ctx: typer.Context) -> Any:
+    from rosetta.config import load_settings
+
+    options = ctx.obj or {}
+    return load_settings(options.get("project"), signatures_dir=options.get("signatures_dir"))
+
+
+def _paths_or_default(ctx: typer.Context, paths: list[Path] | None) -> tuple[list[Path], Any]:
+    settings = _settings(ctx)
+    if paths:
+        return paths, settings
+    default = settings.signatures_dir
+    if not default.is_dir():
+        raise UsageError.at(
+            "no PATH given and the signatures directory does not exist", file=default,
+            hint="pass a file or directory, or set signatures_dir in [tool.rosetta]",
+        )
+    return [_relative(default)], settings
+
+
+def _relative(path: Path) -> Path:
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+def _emit(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    from rosetta.fileio import write_atomic
+
+    write_atomic(output, text)
+    err.print(f"[dim]wrote {escape(str(output))}[/dim]")
+
+
+@app.command()
+@reports_errors
+def validate(
+    ctx: typer.Context,
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Agent files or directories.", show_default="the configured signatures directory"),
+    ] = None,
+    format: Annotated[ReportFormat, typer.Option("--format", "-f", help="Report format.")] = ReportFormat.text,
+    strict: Annotated[bool, typer.Option("--strict", help="Treat warnings as errors.")] = False,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to a file.")] = None,
+    show_info: Annotated[bool, typer.Option("--show-info", help="List info findings too (text format).")] = False,
+) -> None:
+    """Lint agent definitions against the portability criteria PV-001…PV-010.
+
+    Exit code 0: no errors (warnings allowed unless --strict); 1: findings with errors;
+    2: a file could not be loaded, or bad usage.
+    """
+    from rosetta.definition.loader import load_many
+    from rosetta.lint.report import build_report, dumps, to_json, to_sarif
+
+    paths, settings = _paths_or_default(ctx, paths)
+    report = build_report(load_many(paths, section_roles=settings.section_roles))
+    if format is ReportFormat.json:
+        _emit(dumps(to_json(report)), output)
+    elif format is ReportFormat.sarif:
+        _emit(dumps(to_sarif(report)), output)
+    else:
+        _print_text_report(report, strict=strict, show_info=show_info)
+    raise typer.Exit(report.exit_code(strict=strict))
+
+
+_STYLE = {"error": "red", "warning": "yellow", "info": "blue"}
+
+
+def _print_text_report(report: Any, *, strict: bool, show_info: bool) -> None:
+    for file in report.files:
+        if not file.loaded:
+            out.print(f"[red]✗[/red] [bold]{escape(file.path)}[/bold]  [red]could not be loaded[/red]")
+            print_problems(file.error, indent="    ")
+            continue
+        shown = [f for f in file.findings if show_info or f.severity.value != "info"]
+        worst = next((s for s in ("error", "warning") if any(f.severity.value == s for f in file.findings)), None)
+        mark = {"error": "[red]✗[/red]", "warning": "[yellow]![/yellow]"}.get(worst or "", "[green]✓[/green]")
+        out.print(f"{mark} [bold]{escape(file.path)}[/bold]  {escape(file.agent or '')} [dim]({file.format})[/dim]")
+        for finding in shown:
+            where = f"{finding.line}" if finding.line else "-"
+            if finding.column:
+                where += f":{finding.column}"
+            style = _STYLE[finding.severity.value]
+            location = "" if finding.file == file.path else f"{escape(finding.file)}:"
+            out.print(f"    {location}{where:<7} [{style}]{finding.severity.value:<7}[/{style}] "
+                      f"{finding.id}  {escape(finding.message)}")
+            out.print(f"    {'':<7} {'':<7} [dim]{'':<6}  → {escape(finding.remediation)}[/dim]")
+    summary = report.summary()
+    line = (f"{summary['files']} files · {summary['loaded']} loaded · {summary['errors']} errors · "
+            f"{summary['warnings']} warnings · {summary['info']} info")
+    if summary["info"] and not show_info:
+        line += " (--show-info lists them)"
+    code = report.exit_code(strict=strict)
+    style = "green" if code == 0 else "red"
+    out.print(f"[{style}]{line}[/{style}]")
+
+
+@app.command("list")
+@reports_errors
+def list_agents(
+    ctx: typer.Context,
+    path: Annotated[
+        Path | None, typer.Argument(help="File or directory.", show_default="the configured signatures directory")
+    ] = None,
+    format: Annotated[ListFormat, typer.Option("--format", "-f", help="Output format.")] = ListFormat.text,
+) -> None:
+    """Show the agents found: name, format, portability status and model preferences."""
+    from rosetta.definition.loader import load_many
+
+    paths, settings = _paths_or_default(ctx, [path] if path else None)
+    results = load_many(paths, section_roles=settings.section_roles)
+    agents = [r.definition for r in results if r.definition]
+    if format is ListFormat.json:
+        rows = [
+            {
+                "name": a.name,
+                "path": a.source.path,
+                "format": a.source.format.value,
+                "portable": a.portable,
+                "body_format": a.body_format.value,
+                "model": a.spec.model,
+                "model_preferences": a.spec.portability.model_preferences,
+                "description": a.spec.description,
+            }
+            for a in agents
+        ]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+    else:
+        table = Table(title=f"{len(agents)} agents", title_justify="left")
+        for column in ("Agent", "Format", "Portable", "Body", "Models", "File"):
+            table.add_column(column, overflow="fold")
+        for a in agents:
+            models = a.spec.portability.model_preferences or ([a.spec.model] if a.spec.model else [])
+            table.add_row(
+                escape(a.name), a.source.format.value, "yes" if a.portable else "[dim]no[/dim]",
+                a.body_format.value, escape(", ".join(models)) or "[dim]-[/dim]", escape(a.source.path),
+            )
+        out.print(table)
+    failed = [r for r in results if r.error]
+    for result in failed:
+        err.print(f"[red]✗[/red] {escape(str(result.path))} could not be loaded:")
+        print_problems(result.error, indent="    ")
+    if failed:
+        raise typer.Exit(2)
+
+
+@app.command()
+@reports_errors
+def schema(
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the schema to a file.")] = None,
+) -> None:
+    """Print the JSON Schema of the agent frontmatter, for editors.
+
+    With the YAML language server, put the schema in your repo and start frontmatter with
+    `# yaml-language-server: $schema=./agent.schema.json`.
+    """
+    from rosetta.definition.models import frontmatter_json_schema
+
+    _emit(json.dumps(frontmatter_json_schema(), indent=2) + "\n", output)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

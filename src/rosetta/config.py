@@ -1,0 +1,198 @@
+"""Project settings: ``[tool.rosetta]`` in the nearest ``pyproject.toml``, overridden by
+``ROSETTA_*`` environment variables, overridden by CLI flags (or keyword arguments).
+
+Relative directories are resolved against the project root (the directory of that
+``pyproject.toml``), not the working directory, so ``rosetta`` behaves the same from any
+sub-directory. Unknown keys are errors that name the line and the nearest valid key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+
+from rosetta.definition.models import RCCFRole
+from rosetta.errors import ConfigError, Location, Problem
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODELS = ["anthropic/claude-sonnet-4", "openai/gpt-4o", "gemini/gemini-2.5-pro", "ollama/llama3.1"]
+"""Compile targets for agents that declare no model preferences."""
+
+ENV_PREFIX = "ROSETTA_"
+
+
+def _default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "rosetta"
+
+
+class Settings(BaseSettings):
+    """Everything a project can configure. Paths are absolute once loaded via :func:`load_settings`."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", use_attribute_docstrings=True)
+
+    root: Path = Path(".")
+    """Project root; relative paths below are resolved against it."""
+    signatures_dir: Path = Path("signatures")
+    """Where agent definitions live."""
+    compiled_dir: Path = Path("compiled")
+    """Where compiled artifacts are written."""
+    datasets_dir: Path = Path("datasets")
+    """Where labeled examples live."""
+    cache_dir: Path = Field(default_factory=_default_cache_dir)
+    """Downloads and models (e.g. the embedded local model)."""
+    default_models: Annotated[list[str], NoDecode] = list(DEFAULT_MODELS)
+    """Compile targets for agents without portability.model_preferences."""
+    adapter_dirs: Annotated[list[Path], NoDecode] = []
+    """Extra directories of provider adapter YAML files that add to or override the bundled ones."""
+    strict: bool = False
+    """Runtime strictness: raise instead of falling back to the uncompiled render."""
+    section_roles: dict[str, RCCFRole] = {}
+    """Project-wide heading → RCCF role overrides, e.g. {"House rules": "constraints"}."""
+
+    @field_validator("default_models", "adapter_dirs", mode="before")
+    @classmethod
+    def _split_lists(cls, value: Any) -> Any:
+        # env vars hold text: accept a JSON list or a comma-separated one
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                import json
+
+                return json.loads(text)
+            return [part.strip() for part in text.split(",") if part.strip()]
+        return value
+
+    def resolved(self) -> Settings:
+        """A copy whose directories are absolute, relative ones taken from :attr:`root`."""
+        root = self.root.expanduser().resolve()
+
+        def absolute(path: Path) -> Path:
+            path = path.expanduser()
+            return path if path.is_absolute() else root / path
+
+        return self.model_copy(
+            update={
+                "root": root,
+                "signatures_dir": absolute(self.signatures_dir),
+                "compiled_dir": absolute(self.compiled_dir),
+                "datasets_dir": absolute(self.datasets_dir),
+                "cache_dir": absolute(self.cache_dir),
+                "adapter_dirs": [absolute(p) for p in self.adapter_dirs],
+            }
+        )
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start``."""
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_tool_table(pyproject: Path) -> dict[str, Any]:
+    """The ``[tool.rosetta]`` table; a TOML syntax error or unknown key is a :class:`ConfigError`."""
+    text = pyproject.read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"line (\d+), column (\d+)", str(exc))
+        line, column = (int(match.group(1)), int(match.group(2))) if match else (None, None)
+        raise ConfigError.at(f"invalid TOML: {exc}", file=pyproject, line=line, column=column) from None
+    table = data.get("tool", {}).get("rosetta", {})
+    if not isinstance(table, dict):
+        raise ConfigError.at("[tool.rosetta] must be a table", file=pyproject, line=_line_of(text, "rosetta"))
+    known = list(Settings.model_fields)
+    problems = []
+    for key in table:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            problems.append(
+                Problem(
+                    f"unknown setting {key!r} in [tool.rosetta]",
+                    Location(str(pyproject), _line_of(text, key)),
+                    f"tool.rosetta.{key}",
+                    hint=f"did you mean {close[0]!r}?" if close else f"known settings: {', '.join(known)}",
+                )
+            )
+    if problems:
+        raise ConfigError(problems)
+    return table
+
+
+def _line_of(text: str, key: str) -> int | None:
+    match = re.search(rf"^\s*{re.escape(key)}\s*=", text, re.MULTILINE)
+    return text.count("\n", 0, match.start()) + 1 if match else None
+
+
+class _TableSource(PydanticBaseSettingsSource):
+    """Settings from an already-read ``[tool.rosetta]`` table (lowest priority)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], table: dict[str, Any]) -> None:
+        super().__init__(settings_cls)
+        self.table = table
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self.table.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self.table)
+
+
+def load_settings(project_dir: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
+    """Settings for the project containing ``project_dir`` (default: the working directory).
+
+    ``overrides`` (CLI flags) win over ``ROSETTA_*`` variables, which win over ``[tool.rosetta]``.
+    ``None`` overrides are ignored, so CLI options can pass their defaults through.
+    """
+    start = Path(project_dir or Path.cwd())
+    pyproject = find_pyproject(start)
+    table = read_tool_table(pyproject) if pyproject else {}
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    overrides.setdefault("root", os.environ.get(ENV_PREFIX + "ROOT") or (pyproject.parent if pyproject else start))
+    _warn_unknown_env()
+
+    class ProjectSettings(Settings):
+        @classmethod
+        def settings_customise_sources(cls, settings_cls, init_settings, env_settings, **_: Any):  # type: ignore[override]
+            return init_settings, env_settings, _TableSource(settings_cls, table)
+
+    try:
+        loaded = ProjectSettings(**overrides)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors(include_url=False):
+            key = str(error["loc"][0]) if error["loc"] else "?"
+            source = "argument"
+            location = Location()
+            if ENV_PREFIX + key.upper() in os.environ:
+                source = "environment"
+                location = Location(f"${ENV_PREFIX}{key.upper()}")
+            elif key in table and pyproject:
+                source = "[tool.rosetta]"
+                location = Location(str(pyproject), _line_of(pyproject.read_text(encoding="utf-8"), key))
+            message = error["msg"].removeprefix("Value error, ")
+            problems.append(Problem(f"{message} (from {source})", location, key))
+        raise ConfigError(problems) from None
+    return Settings.model_validate(loaded.model_dump()).resolved()
+
+
+def _warn_unknown_env() -> None:
+    known = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
+    for name in os.environ:
+        if name.startswith(ENV_PREFIX) and name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            log.warning("ignoring unknown environment variable %s%s", name,
+                        f" (did you mean {close[0]}?)" if close else "")

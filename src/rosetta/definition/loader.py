@@ -1,0 +1,272 @@
+"""Load agent definitions: find them, read any format, type them, and explain every failure.
+
+``load_definition(path)`` returns one :class:`AgentDefinition` or raises :class:`DefinitionError`
+whose problems name file, line, field, what was expected and a hint. ``load_directory`` and
+``load_many`` never stop at the first bad file; they return one :class:`LoadResult` per file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from rosetta.definition.formats import (
+    MARKDOWN_SUFFIXES,
+    PAIR_SUFFIXES,
+    PROMPT_SUFFIX,
+    SIDECAR_SUFFIXES,
+    RawDefinition,
+    read_definition,
+    stem_of,
+)
+from rosetta.definition.models import AgentDefinition, AgentSpec, DefinitionSource, RCCFRole
+from rosetta.definition.paths import find_project_root, resolve_reference
+from rosetta.definition.sections import split_sections
+from rosetta.definition.yaml_source import format_path
+from rosetta.errors import DefinitionError, Location, Problem
+
+SKIPPED_DIRECTORIES = {"__pycache__", "node_modules", "compiled"}
+"""Directory names never searched for agents (hidden directories are skipped too)."""
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """The outcome of loading one file: a definition or the error that stopped it."""
+
+    path: Path
+    definition: AgentDefinition | None = None
+    error: DefinitionError | None = None
+
+
+def load_definition(
+    path: str | os.PathLike[str],
+    *,
+    root: str | os.PathLike[str] | None = None,
+    section_roles: Mapping[str, RCCFRole] | None = None,
+) -> AgentDefinition:
+    """Load one agent definition in any supported format.
+
+    ``root`` bounds the files a definition may reference (default: the nearest directory above
+    it with a ``pyproject.toml`` or ``.git``). ``section_roles`` adds heading → RCCF role
+    overrides; a definition's own ``portability.section_roles`` wins over them.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise DefinitionError.at(
+            "is a directory", file=path, hint="use load_directory() to load every agent in a directory"
+        )
+    raw = read_definition(path)
+    spec = _validate_spec(raw)
+    project_root = Path(root) if root is not None else find_project_root(path)
+    _check_references(spec, raw, project_root)
+    overrides = {**(section_roles or {}), **spec.portability.section_roles}
+    body_format = spec.portability.body_format or raw.detected_body_format
+    return AgentDefinition(
+        spec=spec,
+        body=raw.body,
+        sections=split_sections(raw.body, body_format, first_line=raw.body_line, overrides=overrides),
+        source=DefinitionSource(
+            format=raw.format,
+            path=str(raw.path),
+            files=tuple(str(f) for f in raw.files),
+            body_path=str(raw.body_path),
+            body_line=raw.body_line,
+            detected_body_format=raw.detected_body_format,
+            raw=raw.data,
+            locations=raw.locations,
+        ),
+    )
+
+
+def discover_definitions(path: str | os.PathLike[str]) -> list[Path]:
+    """Every agent file under ``path`` (a file is returned as is), in a stable order.
+
+    Markdown files count only when they open with a ``---`` frontmatter fence, so READMEs and
+    notes can live beside agents; sidecars and pair bodies are found through their agent.
+    """
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise DefinitionError.at("no such file or directory", file=path, hint="check the path")
+    found: list[Path] = []
+    for directory, subdirectories, files in os.walk(path):
+        subdirectories[:] = sorted(d for d in subdirectories if not d.startswith(".") and d not in SKIPPED_DIRECTORIES)
+        for name in sorted(files):
+            file = Path(directory, name)
+            if name.endswith(PAIR_SUFFIXES):
+                found.append(file)
+            elif name.endswith(SIDECAR_SUFFIXES):
+                continue
+            elif name.endswith(PROMPT_SUFFIX) and any(
+                file.with_name(stem_of(file) + suffix).is_file() for suffix in PAIR_SUFFIXES
+            ):
+                continue
+            elif name.endswith(MARKDOWN_SUFFIXES) and _opens_with_fence(file):
+                found.append(file)
+    return found
+
+
+def load_many(paths: Iterable[str | os.PathLike[str]], **options: Any) -> list[LoadResult]:
+    """Load every agent found under each path, collecting errors instead of stopping."""
+    results = []
+    for given in paths:
+        try:
+            files = discover_definitions(given)
+        except DefinitionError as error:
+            results.append(LoadResult(Path(given), error=error))
+            continue
+        for file in files:
+            try:
+                results.append(LoadResult(file, definition=load_definition(file, **options)))
+            except DefinitionError as error:
+                results.append(LoadResult(file, error=error))
+    return results
+
+
+def load_directory(path: str | os.PathLike[str], **options: Any) -> list[AgentDefinition]:
+    """Load every agent under ``path``; raise one error listing every file that failed."""
+    results = load_many([path], **options)
+    problems = [p for r in results if r.error for p in r.error.problems]
+    if problems:
+        raise DefinitionError(problems)
+    return [r.definition for r in results if r.definition]
+
+
+def _opens_with_fence(file: Path) -> bool:
+    try:
+        with file.open("rb") as handle:
+            head = handle.read(64)
+    except OSError:
+        return True  # let the loader report why it cannot be read
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        text = head.decode("utf-16", errors="ignore")
+    else:
+        text = head.decode("utf-8-sig", errors="ignore")
+    return text.split("\n", 1)[0].rstrip("\r \t") == "---"
+
+
+# -- schema errors ---------------------------------------------------------------------------
+
+
+def _validate_spec(raw: RawDefinition) -> AgentSpec:
+    try:
+        return AgentSpec.model_validate(raw.data)
+    except ValidationError as exc:
+        problems = [_problem(error, raw) for error in exc.errors(include_url=False)]
+        problems.sort(key=lambda p: (p.location.file or "", p.location.line or 0, p.location.column or 0))
+        raise DefinitionError(problems) from None
+
+
+_EXPECTED = {
+    "string_type": "text",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "list_type": "a list (one '- item' per line, or [a, b])",
+    "dict_type": "a mapping of 'key: value' lines",
+    "model_type": "a mapping of 'key: value' lines",
+    "model_attributes_type": "a mapping of 'key: value' lines",
+}
+
+
+def _problem(error: Any, raw: RawDefinition) -> Problem:
+    loc = tuple(error["loc"])
+    kind = error["type"]
+    file, line, column = _locate(raw, loc)
+    message = error["msg"].removeprefix("Value error, ")
+    expected = _EXPECTED.get(kind)
+    hint = None
+    if kind == "missing":
+        message = "required field is missing"
+        hint = f"add '{loc[-1]}: ...'" + (" at the top of the frontmatter" if len(loc) == 1 else "")
+    elif kind == "extra_forbidden":
+        message = f"unknown field {loc[-1]!r}"
+        known = _known_fields(loc[:-1])
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known fields here: {', '.join(known)}"
+    elif kind == "enum":
+        expected = f"one of {error['ctx']['expected']}"
+        message = f"{error['input']!r} is not allowed"
+    elif kind == "string_pattern_mismatch":
+        expected = f"text matching {error['ctx']['pattern']}"
+        message = f"{error['input']!r} has invalid characters"
+    elif expected:
+        message = f"got {_describe(error['input'])}"
+    return Problem(message, Location(file, line, column), format_path(loc) or None, expected, hint)
+
+
+def _describe(value: Any) -> str:
+    kind = {dict: "a mapping", list: "a list", type(None): "nothing (null)"}.get(type(value))
+    if kind:
+        return kind
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _locate(raw: RawDefinition, loc: tuple) -> tuple[str, int | None, int | None]:
+    for end in range(len(loc), -1, -1):
+        found = raw.locations.get(loc[:end])
+        if found:
+            return found
+    return str(raw.path), None, None
+
+
+def _known_fields(loc: tuple) -> list[str]:
+    """Field names (by alias) of the model found at ``loc`` inside :class:`AgentSpec`."""
+    model: type[BaseModel] | None = AgentSpec
+    for part in loc:
+        if isinstance(part, int) or model is None:
+            continue
+        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
+        model = _model_in(field.annotation) if field else None
+    if model is None:
+        return []
+    return [f.alias or n for n, f in model.model_fields.items()]
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is not None:
+        for argument in typing.get_args(annotation):
+            found = _model_in(argument)
+            if found:
+                return found
+    return None
+
+
+# -- references ------------------------------------------------------------------------------
+
+
+def _check_references(spec: AgentSpec, raw: RawDefinition, root: Path) -> None:
+    references = {
+        ("portability", "few_shot", "examples_ref"): spec.portability.few_shot.examples_ref,
+        ("output", "template"): spec.output.template,
+    }
+    problems = []
+    for path, reference in references.items():
+        if reference is None:
+            continue
+        file, line, column = _locate(raw, path)
+        try:
+            resolve_reference(
+                reference, base_dir=Path(file).parent, root=root,
+                field=format_path(path), location=Location(file, line, column),
+            )
+        except DefinitionError as error:
+            problems.extend(error.problems)
+    if problems:
+        raise DefinitionError(problems)

@@ -1,0 +1,394 @@
+"""The portable agent schema (ADR-003, 38 fields) as frozen pydantic models.
+
+:class:`AgentSpec` is exactly the frontmatter a user writes; ``rosetta schema`` publishes its JSON
+Schema for editors. :class:`AgentDefinition` is what the loader returns: the spec plus the body,
+its RCCF sections, and where everything came from. Types are checked here; portability rules
+(PV-001…PV-010) are judged by ``rosetta.lint`` so that a definition can load and still be
+reported on, with line numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+PROVIDER_API_PARAMS = (
+    "response_format",
+    "tool_choice",
+    "function_calling_config",
+    "extended_thinking",
+    "reasoning_effort",
+    "system_instruction",
+)
+"""Provider request parameters that must never appear in a definition (PV-001). The nested models
+tolerate them so that lint can report them with a line number instead of failing the load."""
+
+
+class _Spec(BaseModel):
+    """Base for nested spec sections: immutable, unknown keys are typos and get an error."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _leave_provider_params_to_lint(cls, data: Any) -> Any:
+        if isinstance(data, dict) and any(key in data for key in PROVIDER_API_PARAMS):
+            return {k: v for k, v in data.items() if k not in PROVIDER_API_PARAMS}
+        return data
+
+
+class CognitiveMode(StrEnum):
+    """How the agent approaches problems."""
+
+    DIVERGENT = "divergent"
+    CONVERGENT = "convergent"
+    INTEGRATIVE = "integrative"
+    SYSTEMATIC = "systematic"
+    STRATEGIC = "strategic"
+    FORENSIC = "forensic"
+
+
+class Feature(StrEnum):
+    """Provider features an agent can depend on."""
+
+    TOOL_USE = "tool_use"
+    STRUCTURED_OUTPUT = "structured_output"
+    VISION = "vision"
+    STREAMING = "streaming"
+
+
+class FallbackBehavior(StrEnum):
+    """What to do when the model's answer fails validation."""
+
+    WARN_AND_RETRY = "warn_and_retry"
+    WARN_AND_HALT = "warn_and_halt"
+    ESCALATE_TO_USER = "escalate_to_user"
+
+
+class OutputLevel(StrEnum):
+    """Audience levels: L0 executive, L1 lead, L2 practitioner."""
+
+    L0 = "L0"
+    L1 = "L1"
+    L2 = "L2"
+
+
+class ReasoningStrategy(StrEnum):
+    """Who decides about chain-of-thought instructions."""
+
+    ADAPTIVE = "adaptive"
+    EXPLICIT_COT = "explicit_cot"
+    NONE = "none"
+
+
+class BodyFormat(StrEnum):
+    """How the body below the frontmatter is structured."""
+
+    XML = "xml"
+    MARKDOWN = "markdown"
+    RCCF = "rccf"
+
+
+class RCCFRole(StrEnum):
+    """The part of an RCCF prompt (Role, Context, Constraints, Format) a body section plays."""
+
+    ROLE = "role"
+    CONTEXT = "context"
+    CONSTRAINTS = "constraints"
+    FORMAT = "format"
+    OTHER = "other"
+
+
+class Identity(_Spec):
+    """Who the agent is."""
+
+    role: str | None = None
+    """Human-readable role title, e.g. "Vulnerability Triage Analyst"."""
+    expertise: list[str] = []
+    """Domain expertise areas."""
+    cognitive_mode: CognitiveMode | None = None
+    """How the agent approaches problems."""
+
+
+class Persona(_Spec):
+    """How the agent speaks."""
+
+    tone: str | None = None
+    """Communication tone, e.g. professional, analytical."""
+    communication_style: str | None = None
+    """Interaction style, e.g. consultative, direct."""
+    audience_level: str | None = None
+    """Target audience: L0, L1, L2 or adaptive."""
+
+
+class Capabilities(_Spec):
+    """What the agent may do and what it needs from a provider."""
+
+    allowed_tools: list[str] = []
+    """Tool identifiers the agent may call (e.g. Read, Grep, or names from `tools`)."""
+    output_formats: list[str] = []
+    """Supported output formats: markdown, yaml, json."""
+    forbidden_actions: list[str] = []
+    """Prohibitions in natural language; rendered into the Constraints section."""
+    required_features: list[Feature] = []
+    """Provider features the agent depends on (tool_use, structured_output, vision, streaming)."""
+
+
+class InputRule(_Spec):
+    """A regular expression applied to an input before any model call."""
+
+    field: str | None = None
+    """Input name the rule applies to; omit for every text input."""
+    pattern: str | None = None
+    """The input must match this expression (re.search)."""
+    reject: str | None = None
+    """The input must not match this expression (re.search)."""
+    message: str | None = None
+    """What to tell the caller when the rule fails."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_shorthand(cls, data: Any) -> Any:
+        # `- ticket_id: "^T-\d+$"` is the short form of {field: ticket_id, pattern: ...}
+        if isinstance(data, dict) and len(data) == 1:
+            (key, value), = data.items()
+            if key not in cls.model_fields and isinstance(value, str):
+                return {"field": key, "pattern": value}
+        return data
+
+    @model_validator(mode="after")
+    def _check_one_expression(self) -> InputRule:
+        if (self.pattern is None) == (self.reject is None):
+            raise ValueError("give exactly one of 'pattern' (must match) or 'reject' (must not match)")
+        for expression in (self.pattern, self.reject):
+            if expression is not None:
+                try:
+                    re.compile(expression)
+                except re.error as exc:
+                    raise ValueError(f"invalid regular expression {expression!r}: {exc}") from None
+        return self
+
+
+class Guardrails(_Spec):
+    """Checks applied around every model call, the same on every provider."""
+
+    input_validation: list[InputRule] = []
+    """Regex rules checked before the call."""
+    output_filtering: list[str] = []
+    """Output rules in natural language, e.g. no_secrets_in_output."""
+    fallback_behavior: FallbackBehavior = FallbackBehavior.WARN_AND_RETRY
+    """What to do when output stays invalid after retries."""
+
+
+class Tool(_Spec):
+    """A function the agent can call; parameters are JSON Schema."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+    """Function name (letters, digits, _ and -, at most 64: the strictest provider's rule)."""
+    description: str = ""
+    """What the tool does and when to use it."""
+    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+    """JSON Schema of the arguments (an object schema)."""
+    required: list[str] = []
+    """Required argument names, in addition to any `required` inside `parameters`."""
+
+
+class Output(_Spec):
+    """What the agent produces."""
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    """JSON Schema of the structured answer."""
+    required: bool = False
+    """Whether structured output is mandatory."""
+    location: str | None = None
+    """Repository path template where results are persisted."""
+    template: str | None = None
+    """Path of an output template file, relative to the definition."""
+    levels: list[OutputLevel] = []
+    """Output levels to produce: L0, L1, L2."""
+
+
+class CountRange(_Spec):
+    """How many few-shot demos a renderer may pick."""
+
+    min: int = Field(default=1, ge=0)
+    """Fewest demos."""
+    max: int = Field(default=3, ge=0)
+    """Most demos."""
+
+    @model_validator(mode="after")
+    def _check_order(self) -> CountRange:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is greater than max ({self.max})")
+        return self
+
+
+class FewShot(_Spec):
+    """Few-shot demonstrations."""
+
+    enabled: bool = False
+    """Whether demos are used."""
+    examples_ref: str | None = None
+    """Path of an examples file, relative to the definition."""
+    count_range: CountRange = CountRange()
+    """How many demos the renderer may pick per model."""
+
+
+class Portability(_Spec):
+    """Opt-in settings for multi-provider use."""
+
+    enabled: bool = False
+    """Whether the definition is meant (and validated) for multiple providers."""
+    minimum_context_window: int | None = None
+    """Smallest context window, in tokens, the agent needs."""
+    model_preferences: list[str] = []
+    """Ordered provider/model list; later entries are fallbacks."""
+    reasoning_strategy: ReasoningStrategy = ReasoningStrategy.ADAPTIVE
+    """adaptive (renderer decides per model), explicit_cot, or none."""
+    few_shot: FewShot = FewShot()
+    """Few-shot demonstration settings."""
+    body_format: BodyFormat | None = None
+    """Format of the body: xml, markdown or rccf (detected when omitted)."""
+    section_roles: dict[str, RCCFRole] = {}
+    """Overrides of the heading → RCCF role mapping, e.g. {"House rules": constraints}."""
+
+
+class AgentSpec(BaseModel):
+    """The frontmatter of a portable agent definition. Unknown top-level sections are kept."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True, title="rosetta agent definition")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=128)
+    """Agent identifier, e.g. vuln-triage."""
+    version: str | None = None
+    """Version of the definition (semantic versioning recommended)."""
+    description: str = ""
+    """One line: what the agent does and when to use it."""
+    identity: Identity = Identity()
+    """Who the agent is."""
+    persona: Persona = Persona()
+    """How the agent speaks."""
+    capabilities: Capabilities = Capabilities()
+    """What the agent may do and needs."""
+    model: str | None = None
+    """Preferred model as provider/model, e.g. anthropic/claude-sonnet-4."""
+    guardrails: Guardrails = Guardrails()
+    """Checks applied around every call."""
+    tools: list[Tool] = []
+    """Functions the agent can call."""
+    output: Output = Output()
+    """What the agent produces."""
+    portability: Portability = Portability()
+    """Multi-provider settings; absent means a single-provider (Anthropic) legacy agent."""
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version_as_text(cls, value: Any) -> Any:
+        # `version: 1.0` parses as a float; the author meant the text.
+        return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+    @property
+    def extensions(self) -> dict[str, Any]:
+        """Top-level sections rosetta does not know (e.g. ``validation``), preserved as written."""
+        return dict(self.model_extra or {})
+
+
+class AgentFormat(StrEnum):
+    """The on-disk shape a definition was read from."""
+
+    PORTABLE = "portable"
+    CLAUDE_CODE = "claude_code"
+    PAIR = "pair"
+    LEGACY_XML = "legacy_xml"
+
+
+class Section(BaseModel):
+    """A named piece of the body, tagged with the RCCF role it plays. ``content`` is verbatim."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    """Normalized name used for role lookup, e.g. output_format."""
+    title: str
+    """The heading, tag or label as written; empty for text before the first one."""
+    role: RCCFRole
+    """Which RCCF part this section belongs to."""
+    content: str
+    """The text inside the section, without its heading or tags."""
+    line: int
+    """1-based line in the body file where the section starts."""
+    level: int = 0
+    """Heading level for markdown (1–6), 0 otherwise."""
+
+
+class DefinitionSource(BaseModel):
+    """Where a definition came from; paths as given to the loader."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    format: AgentFormat
+    """Which of the supported formats it was read as."""
+    path: str
+    """The main file (the .md, or the .agent.yaml of a pair)."""
+    files: tuple[str, ...]
+    """Every file merged into the definition, main file first."""
+    body_path: str
+    """The file holding the body."""
+    body_line: int
+    """Line of ``body_path`` where the body starts."""
+    detected_body_format: BodyFormat
+    """Body format as detected from the text."""
+    raw: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
+    """The merged frontmatter exactly as parsed (lint reads it for PV-001)."""
+    locations: dict[tuple, tuple[str, int, int]] = Field(default_factory=dict, exclude=True, repr=False)
+    """Field path → (file, line, column) of every frontmatter value."""
+
+
+class AgentDefinition(BaseModel):
+    """A loaded agent: its spec, its body split into RCCF sections, and its provenance."""
+
+    model_config = ConfigDict(frozen=True)
+
+    spec: AgentSpec
+    """The frontmatter."""
+    body: str
+    """The prompt body as written (line endings normalized)."""
+    sections: tuple[Section, ...]
+    """The body split into named sections, in source order."""
+    source: DefinitionSource
+    """Where it came from."""
+
+    @property
+    def name(self) -> str:
+        """The agent's name."""
+        return self.spec.name
+
+    @property
+    def body_format(self) -> BodyFormat:
+        """The declared body format, or the detected one when none is declared."""
+        return self.spec.portability.body_format or self.source.detected_body_format
+
+    @property
+    def portable(self) -> bool:
+        """Whether the definition opted into multi-provider use."""
+        return self.spec.portability.enabled
+
+    def locate(self, *path: str | int) -> tuple[str, int | None, int | None]:
+        """(file, line, column) of a frontmatter field, or of its nearest located ancestor."""
+        for end in range(len(path), -1, -1):
+            found = self.source.locations.get(tuple(path[:end]))
+            if found:
+                return found
+        return (self.source.path, None, None)
+
+
+def frontmatter_json_schema() -> dict[str, Any]:
+    """JSON Schema of the frontmatter, for editors (yaml-language-server) and ``rosetta schema``."""
+    schema = AgentSpec.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema

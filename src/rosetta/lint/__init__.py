@@ -1,0 +1,9 @@
+"""Static portability lint: rules PV-001…PV-010 (and rosetta's RS rules) over loaded definitions."""
+
+from rosetta.lint.registry import RULES, Finding, Hit, Rule, Severity, lint_definition, rule
+from rosetta.lint.report import FileReport, ValidationReport, build_report, to_json, to_sarif
+
+__all__ = [
+    "RULES", "Finding", "Hit", "Rule", "Severity", "lint_definition", "rule",
+    "FileReport", "ValidationReport", "build_report", "to_json", "to_sarif",
+]

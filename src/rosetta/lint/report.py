@@ -1,0 +1,225 @@
+"""Validation results and their three renderings: text for people, JSON for scripts, SARIF 2.1.0
+for GitHub code scanning and other static-analysis dashboards."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rosetta.__about__ import __version__
+from rosetta.definition.loader import LoadResult
+from rosetta.errors import DefinitionError
+from rosetta.lint.registry import RULES, Finding, Severity, lint_definition
+
+LOAD_RULE_ID = "RS-000"
+LOAD_RULE = {
+    "id": LOAD_RULE_ID,
+    "title": "Definition can be loaded",
+    "criterion": "The file parses and matches the agent definition schema.",
+    "remediation": "Fix the problem the message names at the given line.",
+}
+"""Reported for files that could not be loaded at all (exit code 2)."""
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+@dataclass
+class FileReport:
+    """Validation of one file: either it loaded and has findings, or it failed with an error."""
+
+    path: str
+    agent: str | None = None
+    format: str | None = None
+    error: DefinitionError | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def loaded(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class ValidationReport:
+    """Every file's result plus the totals that decide the exit code."""
+
+    files: list[FileReport]
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for f in self.files for finding in f.findings if finding.severity is severity)
+
+    @property
+    def load_failures(self) -> int:
+        return sum(1 for f in self.files if not f.loaded)
+
+    def summary(self) -> dict[str, int]:
+        """Totals; ``errors`` counts error findings plus files that failed to load."""
+        return {
+            "files": len(self.files),
+            "loaded": len(self.files) - self.load_failures,
+            "errors": self.count(Severity.ERROR) + self.load_failures,
+            "warnings": self.count(Severity.WARNING),
+            "info": self.count(Severity.INFO),
+        }
+
+    def exit_code(self, *, strict: bool = False) -> int:
+        """2 when a file failed to load, 1 on errors (or warnings with ``strict``), else 0."""
+        if self.load_failures:
+            return 2
+        if self.count(Severity.ERROR) or (strict and self.count(Severity.WARNING)):
+            return 1
+        return 0
+
+
+def build_report(results: Iterable[LoadResult]) -> ValidationReport:
+    """Lint every loaded definition; keep load errors as they are."""
+    files = []
+    for result in results:
+        if result.definition is None:
+            files.append(FileReport(str(result.path), error=result.error))
+            continue
+        definition = result.definition
+        files.append(
+            FileReport(
+                str(result.path),
+                agent=definition.name,
+                format=definition.source.format.value,
+                findings=lint_definition(definition),
+            )
+        )
+    return ValidationReport(files)
+
+
+# -- JSON --------------------------------------------------------------------------------------
+
+
+def to_json(report: ValidationReport) -> dict[str, Any]:
+    """The machine-readable report (documented in the README)."""
+    return {
+        "files": [
+            {
+                "path": f.path,
+                "agent": f.agent,
+                "format": f.format,
+                "loaded": f.loaded,
+                "error": str(f.error) if f.error else None,
+                "problems": [
+                    {
+                        "message": p.message,
+                        "file": p.location.file,
+                        "line": p.location.line,
+                        "column": p.location.column,
+                        "field": p.field,
+                        "expected": p.expected,
+                        "hint": p.hint,
+                    }
+                    for p in (f.error.problems if f.error else [])
+                ],
+                "findings": [
+                    {
+                        "id": x.id,
+                        "severity": x.severity.value,
+                        "message": x.message,
+                        "line": x.line,
+                        "column": x.column,
+                        "file": x.file,
+                        "field": x.field,
+                        "remediation": x.remediation,
+                    }
+                    for x in f.findings
+                ],
+            }
+            for f in report.files
+        ],
+        "summary": report.summary(),
+    }
+
+
+# -- SARIF -------------------------------------------------------------------------------------
+
+
+def _artifact(path: str, base: Path) -> dict[str, str]:
+    absolute = Path(path).resolve()
+    try:
+        return {"uri": absolute.relative_to(base).as_posix(), "uriBaseId": "%SRCROOT%"}
+    except ValueError:
+        return {"uri": absolute.as_uri()}
+
+
+def _location(path: str, line: int | None, column: int | None, base: Path) -> dict[str, Any]:
+    region: dict[str, int] = {"startLine": line or 1}
+    if column:
+        region["startColumn"] = column
+    return {"physicalLocation": {"artifactLocation": _artifact(path, base), "region": region}}
+
+
+def to_sarif(report: ValidationReport, *, base: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """A SARIF 2.1.0 log; paths are relative to ``base`` (default: the working directory)."""
+    from rosetta.lint import checks  # noqa: F401  (registers the rules)
+
+    root = Path(base or Path.cwd()).resolve()
+    descriptors = [LOAD_RULE] + [
+        {"id": r.id, "title": r.title, "criterion": r.criterion, "remediation": r.remediation}
+        for r in RULES.values()
+    ]
+    index = {d["id"]: i for i, d in enumerate(descriptors)}
+    severities = {r.id: r.severity for r in RULES.values()}
+    rules = [
+        {
+            "id": d["id"],
+            "name": "".join(w.capitalize() for w in d["title"].replace("-", " ").split() if w.isalnum()),
+            "shortDescription": {"text": d["title"]},
+            "fullDescription": {"text": d["criterion"]},
+            "help": {"text": d["remediation"]},
+            "defaultConfiguration": {"level": _SARIF_LEVEL[severities.get(d["id"], Severity.ERROR)]},
+            "properties": {"tags": ["portability"] if d["id"].startswith("PV-") else ["rosetta"]},
+        }
+        for d in descriptors
+    ]
+    results = []
+    for file in report.files:
+        for problem in file.error.problems if file.error else []:
+            results.append(
+                {
+                    "ruleId": LOAD_RULE_ID,
+                    "ruleIndex": index[LOAD_RULE_ID],
+                    "level": "error",
+                    "message": {"text": problem.format()},
+                    "locations": [
+                        _location(problem.location.file or file.path, problem.location.line,
+                                  problem.location.column, root)
+                    ],
+                }
+            )
+        for finding in file.findings:
+            results.append(
+                {
+                    "ruleId": finding.id,
+                    "ruleIndex": index[finding.id],
+                    "level": _SARIF_LEVEL[finding.severity],
+                    "message": {"text": f"{finding.message}. {finding.remediation}"},
+                    "locations": [_location(finding.file, finding.line, finding.column, root)],
+                }
+            )
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {"driver": {"name": "rosetta", "version": __version__, "semanticVersion": __version__,
+                                    "rules": rules}},
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
+                "invocations": [{"executionSuccessful": report.load_failures == 0}],
+                "results": results,
+            }
+        ],
+    }
+
+
+def dumps(document: dict[str, Any]) -> str:
+    """Stable, readable JSON."""
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,97 @@
+"""Shared helpers: write definition files into a throwaway project and run the CLI."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+REPO = Path(__file__).resolve().parents[1]
+
+PORTABLE = """\
+---
+name: {name}
+version: "1.0.0"
+description: Classifies things.
+identity:
+  role: Classifier
+  expertise: [sorting]
+capabilities:
+  required_features: [structured_output]
+output:
+  schema:
+    type: object
+    properties:
+      label: {{type: string, enum: [a, b]}}
+    required: [label]
+  required: true
+portability:
+  enabled: true
+  minimum_context_window: 8000
+  model_preferences: [anthropic/claude-sonnet-4, openai/gpt-4o]
+  reasoning_strategy: adaptive
+  body_format: markdown
+---
+## Role
+You classify things.
+
+## Constraints
+- Answer with one label.
+
+## Output format
+JSON with a `label`.
+"""
+"""A definition that passes every PV check; tests mutate it to fail one check at a time."""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """An empty project directory (it has a pyproject.toml, so it is a project root)."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    return tmp_path
+
+
+@pytest.fixture
+def write(project: Path) -> Callable[..., Path]:
+    """write(name, text) → path: create a file in the project, dedenting ``text``."""
+
+    def _write(name: str, text: str | bytes, *, dedent: bool = True) -> Path:
+        path = project / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, bytes):
+            path.write_bytes(text)
+        else:
+            path.write_text(textwrap.dedent(text) if dedent else text, encoding="utf-8")
+        return path
+
+    return _write
+
+
+@pytest.fixture
+def portable(write: Callable[..., Path]) -> Callable[..., Path]:
+    """portable(name, replace={old: new}) → path of a PORTABLE definition with edits applied."""
+
+    def _portable(name: str = "demo", replace: dict[str, str] | None = None, body_extra: str = "") -> Path:
+        text = PORTABLE.format(name=name)
+        for old, new in (replace or {}).items():
+            assert old in text, f"fixture edit {old!r} does not apply"
+            text = text.replace(old, new)
+        return write(f"{name}.md", text + body_extra, dedent=False)
+
+    return _portable
+
+
+@pytest.fixture
+def cli() -> Callable[..., object]:
+    """cli(*args) → click Result of running ``rosetta args`` in-process."""
+    from rosetta.cli import app
+
+    runner = CliRunner()
+
+    def _cli(*args: str):
+        return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+    return _cli
