@@ -51,12 +51,12 @@ def reports_errors(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def print_problems(error: RosettaError, indent: str = "") -> None:
+def print_problems(error: RosettaError, indent: str = "", console: Console = err) -> None:
     for problem in error.problems:
         first, *rest = problem.format().split("\n")
-        err.print(f"{indent}[red]error[/red] {escape(first)}")
+        console.print(f"{indent}[red]error[/red] {escape(first)}")
         for line in rest:
-            err.print(f"{indent}[dim]{escape(line)}[/dim]")
+            console.print(f"{indent}[dim]{escape(line)}[/dim]")
 
 
 class ReportFormat(StrEnum):
@@ -172,7 +172,7 @@ def _print_text_report(report: Any, *, strict: bool, show_info: bool) -> None:
     for file in report.files:
         if not file.loaded:
             out.print(f"[red]✗[/red] [bold]{escape(file.path)}[/bold]  [red]could not be loaded[/red]")
-            print_problems(file.error, indent="    ")
+            print_problems(file.error, indent="    ", console=out)
             continue
         shown = [f for f in file.findings if show_info or f.severity.value != "info"]
         worst = next((s for s in ("error", "warning") if any(f.severity.value == s for f in file.findings)), None)

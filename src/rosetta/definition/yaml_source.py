@@ -271,16 +271,21 @@ def parse_yaml(text: str, *, file: str, first_line: int = 1) -> tuple[Any, Sourc
 
 
 def _syntax_error(exc: yaml.MarkedYAMLError, text: str, file: str, first_line: int) -> DefinitionError:
+    lines = text.split("\n")
     mark = exc.problem_mark or exc.context_mark
+    context = exc.context_mark
+    if context is not None and mark is not None and mark.index >= len(text.rstrip()):
+        mark = context  # the parser ran off the end: point at what was left open instead
     line = column = None
     hint = "check indentation and quoting around this line"
     if mark is not None:
         line, column = mark.line + first_line, mark.column + 1
-        lines = text.split("\n")
         source_line = lines[mark.line] if mark.line < len(lines) else ""
         if "\t" in source_line:
             hint = "YAML does not allow tabs for indentation; indent with spaces"
         elif ": " in source_line.split(":", 1)[-1]:
             hint = "a value containing ': ' must be quoted, e.g. key: \"a: b\""
     problem = " ".join(p for p in (exc.context, exc.problem) if p) or "invalid YAML"
+    if context is not None and mark is not context and context.line != mark.line:
+        problem += f" (opened on line {context.line + first_line})"
     return DefinitionError.at(f"invalid YAML: {problem}", file=file, line=line, column=column, hint=hint)

@@ -1,0 +1,101 @@
+"""The rosetta command: exit codes, formats, defaults from config, and no tracebacks."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+
+
+def test_validate_clean_file_exits_0(cli, portable):
+    result = cli("validate", portable("ok"))
+    assert result.exit_code == 0, result.output
+    assert "1 files · 1 loaded · 0 errors" in result.stdout
+
+
+def test_validate_errors_exit_1_and_show_line_and_fix(cli, portable):
+    result = cli("validate", portable("bad", {"openai/gpt-4o]": "gpt-4o]"}))
+    assert result.exit_code == 1
+    assert "20:5" in result.stdout and "PV-006" in result.stdout and "provider/model" in result.stdout
+
+
+def test_warnings_fail_only_with_strict(cli, write):
+    path = write("cc.md", "---\nname: cc\nmodel: sonnet\n---\nbody\n")
+    assert cli("validate", path).exit_code == 0
+    assert cli("validate", "--strict", path).exit_code == 1
+
+
+def test_unloadable_file_exits_2_without_traceback(cli, write):
+    result = cli("validate", write("broken.md", "---\nname: [unclosed\n---\n"))
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output and "broken.md:2" in result.output
+
+
+def test_missing_path_exits_2(cli, project):
+    result = cli("validate", project / "nope")
+    assert result.exit_code == 2 and "no such file or directory" in result.output
+
+
+def test_bad_option_is_a_usage_error(cli):
+    assert cli("validate", "--format", "xml").exit_code == 2
+
+
+def test_json_and_sarif_to_file(cli, portable, project, monkeypatch):
+    monkeypatch.chdir(project)
+    path = portable("ok")
+    result = cli("validate", "--format", "json", path)
+    assert json.loads(result.stdout)["summary"]["files"] == 1
+    result = cli("validate", "-f", "sarif", "-o", project / "out.sarif", path)
+    assert result.exit_code == 0
+    assert json.loads((project / "out.sarif").read_text())["version"] == "2.1.0"
+
+
+def test_validate_defaults_to_configured_signatures_dir(cli, portable, project, monkeypatch):
+    (project / "pyproject.toml").write_text("[tool.rosetta]\nsignatures_dir = 'agents'\n")
+    (project / "agents").mkdir()
+    portable("ok").rename(project / "agents" / "ok.md")
+    monkeypatch.chdir(project)
+    result = cli("validate")
+    assert result.exit_code == 0 and "agents/ok.md" in result.stdout
+    assert cli("--signatures-dir", "missing", "validate").exit_code == 2
+
+
+def test_config_errors_are_reported(cli, project, monkeypatch):
+    (project / "pyproject.toml").write_text("[tool.rosetta]\nsignature_dir = 'x'\n")
+    monkeypatch.chdir(project)
+    result = cli("validate")
+    assert result.exit_code == 2 and "did you mean 'signatures_dir'" in result.output
+
+
+def test_list_shows_agents_and_formats(cli, portable, write, project):
+    portable("one")
+    write("two.md", "---\nname: two\ntools: Read\n---\nbody\n")
+    rows = json.loads(cli("list", project, "--format", "json").stdout)
+    assert [(r["name"], r["format"], r["portable"]) for r in rows] == [("one", "portable", True),
+                                                                       ("two", "claude_code", False)]
+    text = cli("list", project)
+    assert text.exit_code == 0 and "claude_code" in text.stdout
+
+
+def test_list_reports_broken_files_with_exit_2(cli, portable, write, project):
+    portable("one")
+    write("bad.md", "---\nname: bad\n")
+    result = cli("list", project)
+    assert result.exit_code == 2 and "never closed" in result.output
+
+
+def test_schema_is_valid_json_schema_and_accepts_the_bundled_frontmatter(cli):
+    schema = json.loads(cli("schema").stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert "portability" in schema["properties"] and schema["properties"]["name"]["description"]
+    import yaml
+
+    from conftest import PORTABLE
+    frontmatter = yaml.safe_load(PORTABLE.format(name="x").split("---")[1])
+    jsonschema.Draft202012Validator(schema).validate(frontmatter)
+
+
+def test_version(cli):
+    from rosetta import __version__
+
+    assert cli("--version").stdout.strip() == f"rosetta {__version__}"

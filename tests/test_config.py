@@ -1,0 +1,75 @@
+"""Settings: [tool.rosetta] < ROSETTA_* < explicit overrides; relative paths from the project root."""
+
+from __future__ import annotations
+
+import pytest
+
+from rosetta.config import load_settings
+from rosetta.errors import ConfigError
+
+
+@pytest.fixture
+def configured(project):
+    (project / "pyproject.toml").write_text(
+        "[project]\nname='x'\n\n[tool.rosetta]\ncompiled_dir = 'build/compiled'\n"
+        "default_models = ['openai/gpt-4o']\nstrict = true\n")
+    (project / "sub" / "dir").mkdir(parents=True)
+    return project
+
+
+def test_reads_pyproject_walking_up(configured, monkeypatch):
+    monkeypatch.chdir(configured / "sub" / "dir")
+    settings = load_settings()
+    assert settings.root == configured.resolve()
+    assert settings.compiled_dir == configured.resolve() / "build" / "compiled"
+    assert settings.signatures_dir == configured.resolve() / "signatures"
+    assert settings.default_models == ["openai/gpt-4o"] and settings.strict is True
+
+
+def test_environment_overrides_file_and_arguments_override_environment(configured, monkeypatch):
+    monkeypatch.setenv("ROSETTA_COMPILED_DIR", "/tmp/elsewhere")
+    monkeypatch.setenv("ROSETTA_DEFAULT_MODELS", "a/b, c/d")
+    monkeypatch.setenv("ROSETTA_STRICT", "false")
+    settings = load_settings(configured)
+    assert str(settings.compiled_dir) == "/tmp/elsewhere"
+    assert settings.default_models == ["a/b", "c/d"] and settings.strict is False
+    settings = load_settings(configured, compiled_dir="out", strict=True)
+    assert settings.compiled_dir == configured.resolve() / "out" and settings.strict is True
+
+
+def test_unknown_key_is_an_error_with_line_and_hint(project):
+    (project / "pyproject.toml").write_text("[tool.rosetta]\n\ndefault_model = ['x/y']\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(project)
+    (problem,) = caught.value.problems
+    assert problem.location.line == 3 and problem.hint == "did you mean 'default_models'?"
+
+
+def test_bad_value_names_its_source(project, monkeypatch):
+    (project / "pyproject.toml").write_text("[tool.rosetta]\nstrict = 'maybe'\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(project)
+    assert "[tool.rosetta]" in caught.value.problems[0].message and caught.value.problems[0].location.line == 2
+    (project / "pyproject.toml").write_text("")
+    monkeypatch.setenv("ROSETTA_DEFAULT_MODELS", "[broken")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(project)
+    assert caught.value.problems[0].location.file == "$ROSETTA_DEFAULT_MODELS"
+
+
+def test_invalid_toml_is_reported(project):
+    (project / "pyproject.toml").write_text("[tool.rosetta\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(project)
+    assert "invalid TOML" in caught.value.problems[0].message
+
+
+def test_no_pyproject_uses_defaults(tmp_path):
+    settings = load_settings(tmp_path)
+    assert settings.root == tmp_path.resolve() and settings.section_roles == {}
+
+
+def test_unknown_environment_variable_is_warned(project, monkeypatch, caplog):
+    monkeypatch.setenv("ROSETTA_STRCT", "1")
+    load_settings(project)
+    assert "did you mean ROSETTA_STRICT" in caplog.text

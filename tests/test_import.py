@@ -1,0 +1,32 @@
+"""`import rosetta` stays light: nothing heavy until a function needs it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ["litellm", "dspy", "optuna", "datasets", "llama_cpp", "typer", "rich", "jsonschema", "pydantic_settings"]
+
+
+def _modules_after(code: str) -> set[str]:
+    output = subprocess.run([sys.executable, "-c", f"{code}\nimport sys; print(' '.join(sys.modules))"],
+                            capture_output=True, text=True, check=True).stdout
+    return set(output.split())
+
+
+def test_import_rosetta_imports_nothing_heavy():
+    loaded = _modules_after("import rosetta")
+    assert not loaded & set(HEAVY)
+    assert "pydantic" not in loaded
+
+
+def test_loading_a_definition_does_not_import_the_heavy_stack():
+    loaded = _modules_after("import rosetta; rosetta.load_definition('signatures/vuln-triage.md')")
+    assert not loaded & {"litellm", "dspy", "optuna", "datasets", "typer", "rich"}
+
+
+def test_lazy_names_resolve():
+    import rosetta
+
+    assert rosetta.load_definition.__module__ == "rosetta.definition.loader"
+    assert "load_definition" in dir(rosetta)
