@@ -145,17 +145,19 @@ def validate(
     strict: Annotated[bool, typer.Option("--strict", help="Treat warnings as errors.")] = False,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to a file.")] = None,
     show_info: Annotated[bool, typer.Option("--show-info", help="List info findings too (text format).")] = False,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes for large trees.", show_default="CPUs")
+    ] = None,
 ) -> None:
     """Lint agent definitions against the portability criteria PV-001…PV-010.
 
     Exit code 0: no errors (warnings allowed unless --strict); 1: findings with errors;
     2: a file could not be loaded, or bad usage.
     """
-    from rosetta.definition.loader import load_many
-    from rosetta.lint.report import build_report, dumps, to_json, to_sarif
+    from rosetta.lint.report import dumps, to_json, to_sarif, validate_paths
 
     paths, settings = _paths_or_default(ctx, paths)
-    report = build_report(load_many(paths, section_roles=settings.section_roles))
+    report = validate_paths(paths, jobs=jobs, section_roles=settings.section_roles)
     if format is ReportFormat.json:
         _emit(dumps(to_json(report)), output)
     elif format is ReportFormat.sarif:

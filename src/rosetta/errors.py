@@ -64,6 +64,10 @@ class RosettaError(Exception):
         self.problems: list[Problem] = list(problems)
         super().__init__("\n".join(p.format() for p in self.problems))
 
+    def __reduce__(self) -> tuple:
+        # keep the structured problems when errors cross process boundaries (parallel lint)
+        return (self.__class__, (self.problems,))
+
     @classmethod
     def at(
         cls,

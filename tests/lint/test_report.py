@@ -71,3 +71,21 @@ def test_sarif_has_what_github_code_scanning_requires(mixed_report, project, mon
     levels = {r["ruleId"]: r["level"] for r in run["results"]}
     assert levels["PV-006"] in {"error", "warning"} and levels["RS-000"] == "error"
     assert run["invocations"][0]["executionSuccessful"] is False
+
+
+def test_parallel_validation_matches_serial(portable, write, project, monkeypatch):
+    import pickle
+
+    from rosetta.lint import report as report_module
+
+    for n in range(6):
+        portable(f"agent{n}", {"openai/gpt-4o]": "gpt-4o]"} if n % 2 else {})
+    write("broken.md", "---\nname: broken\n")
+    serial = report_module.validate_paths([project], jobs=1)
+    monkeypatch.setattr(report_module, "PARALLEL_THRESHOLD", 2)
+    parallel = report_module.validate_paths([project], jobs=2)
+    assert to_json(parallel) == to_json(serial)
+    assert [f.path for f in parallel.files] == sorted(f.path for f in parallel.files)
+    broken = next(f for f in parallel.files if f.error)
+    assert broken.error.problems[0].location.line == 1
+    assert pickle.loads(pickle.dumps(broken.error)).problems == broken.error.problems

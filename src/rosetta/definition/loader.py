@@ -115,20 +115,41 @@ def discover_definitions(path: str | os.PathLike[str]) -> list[Path]:
     return found
 
 
-def load_many(paths: Iterable[str | os.PathLike[str]], **options: Any) -> list[LoadResult]:
-    """Load every agent found under each path, collecting errors instead of stopping."""
-    results = []
+def discover_many(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, DefinitionError | None]]:
+    """Every agent file under each path; a path that does not exist yields its error instead."""
+    found: list[tuple[Path, DefinitionError | None]] = []
     for given in paths:
         try:
-            files = discover_definitions(given)
+            found.extend((file, None) for file in discover_definitions(given))
         except DefinitionError as error:
-            results.append(LoadResult(Path(given), error=error))
-            continue
-        for file in files:
+            found.append((Path(given), error))
+    return found
+
+
+def project_roots(files: Iterable[Path]) -> dict[Path, Path]:
+    """The project root of each file's directory, looked up once per directory."""
+    roots: dict[Path, Path] = {}
+    for file in files:
+        if file.parent not in roots:
+            roots[file.parent] = find_project_root(file.parent)
+    return roots
+
+
+def load_many(paths: Iterable[str | os.PathLike[str]], **options: Any) -> list[LoadResult]:
+    """Load every agent found under each path, collecting errors instead of stopping."""
+    found = discover_many(paths)
+    roots = {} if "root" in options else project_roots(file for file, error in found if error is None)
+    results = []
+    for file, error in found:
+        if error is None:
             try:
-                results.append(LoadResult(file, definition=load_definition(file, **options)))
-            except DefinitionError as error:
-                results.append(LoadResult(file, error=error))
+                root = options.get("root", roots.get(file.parent))
+                definition = load_definition(file, **{**options, "root": root})
+                results.append(LoadResult(file, definition=definition))
+                continue
+            except DefinitionError as failure:
+                error = failure
+        results.append(LoadResult(file, error=error))
     return results
 
 

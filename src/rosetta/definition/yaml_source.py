@@ -22,6 +22,7 @@ from yaml.events import (
     ScalarEvent,
     SequenceEndEvent,
     SequenceStartEvent,
+    StreamEndEvent,
 )
 from yaml.nodes import ScalarNode
 
@@ -37,7 +38,7 @@ MAX_NODES = 200_000
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STANDARD = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {_STANDARD + t for t in ("str", "int", "float", "bool", "null", "timestamp")}
-_MERGE_TAG = _STANDARD + "merge"
+_STR_TAG = _STANDARD + "str"
 
 FieldPath = tuple[str | int, ...]
 
@@ -91,6 +92,8 @@ class _Builder:
         self.nodes = 0
         self.root: Any = None
         self.has_root = False
+        self.resolve = self.loader.resolve
+        self.constructors = self.loader.yaml_constructors
 
     def error(self, message: str, mark: Any, *, hint: str | None = None, path: FieldPath = ()) -> DefinitionError:
         line, column = self.position(mark)
@@ -102,25 +105,30 @@ class _Builder:
         return mark.line + self.first_line, mark.column + 1
 
     def build(self) -> Any:
+        handlers = {
+            ScalarEvent: self.on_scalar,
+            MappingStartEvent: self.on_start,
+            SequenceStartEvent: self.on_start,
+            MappingEndEvent: self.on_end,
+            SequenceEndEvent: self.on_end,
+            AliasEvent: self.on_alias,
+        }
+        get_event = self.loader.get_event
+        documents = 0
         try:
-            documents = 0
-            while self.loader.check_event():
-                event = self.loader.get_event()
-                if isinstance(event, DocumentStartEvent):
+            while (event := get_event()) is not None:
+                handler = handlers.get(type(event))
+                if handler is not None:
+                    handler(event)
+                elif isinstance(event, DocumentStartEvent):
                     documents += 1
                     if documents > 1:
                         raise self.error(
                             "more than one YAML document", event.start_mark,
                             hint="remove the extra '---' line; a definition holds one document",
                         )
-                elif isinstance(event, ScalarEvent):
-                    self.on_scalar(event)
-                elif isinstance(event, (MappingStartEvent, SequenceStartEvent)):
-                    self.on_start(event)
-                elif isinstance(event, (MappingEndEvent, SequenceEndEvent)):
-                    self.on_end()
-                elif isinstance(event, AliasEvent):
-                    self.on_alias(event)
+                elif isinstance(event, StreamEndEvent):
+                    break
         finally:
             self.loader.dispose()
         return self.root
@@ -137,14 +145,23 @@ class _Builder:
             )
 
     def on_scalar(self, event: ScalarEvent) -> None:
-        self.count(1, event.start_mark)
-        if self.stack and isinstance(self.stack[-1].value, dict) and self.stack[-1].key is None:
-            line, column = self.position(event.start_mark)
-            self.stack[-1].key = (event.value, line, column)  # keys keep their source text
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            self.count(0, event.start_mark)
+        top = self.stack[-1] if self.stack else None
+        if top is not None and top.key is None and isinstance(top.value, dict):
+            mark = event.start_mark
+            top.key = (event.value, mark.line + self.first_line, mark.column + 1)  # keys keep their source text
             return
         tag = event.tag
-        if tag in (None, "!"):
-            tag = self.loader.resolve(ScalarNode, event.value, event.implicit)
+        if tag is None or tag == "!":
+            if not event.implicit[0]:
+                self.attach(event.value, event, 1)  # quoted or block scalar: always text
+                return
+            tag = self.resolve(ScalarNode, event.value, event.implicit)
+        if tag == _STR_TAG:
+            self.attach(event.value, event, 1)
+            return
         if tag not in _SCALAR_TAGS:
             raise self.error(
                 f"YAML tag {event.tag!r} is not allowed", event.start_mark,
@@ -152,8 +169,8 @@ class _Builder:
             )
         node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
         try:
-            value = self.loader.construct_object(node)
-        except yaml.YAMLError as exc:
+            value = self.constructors[tag](self.loader, node)
+        except (yaml.YAMLError, ValueError) as exc:
             raise self.error(f"invalid {tag.removeprefix(_STANDARD)} value {event.value!r}: {exc}", event.start_mark)
         self.attach(value, event, 1)
 
@@ -182,7 +199,7 @@ class _Builder:
             self.open_anchors.add(event.anchor)
         self.stack.append(_Frame(container, path, event.anchor))
 
-    def on_end(self) -> None:
+    def on_end(self, _event: Any = None) -> None:
         frame = self.stack.pop()
         if isinstance(frame.value, dict):
             for merged in frame.merges:

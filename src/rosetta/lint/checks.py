@@ -8,8 +8,6 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterator
-from functools import cache
-from typing import Any
 
 from rosetta.definition.models import (
     PROVIDER_API_PARAMS,
@@ -19,6 +17,7 @@ from rosetta.definition.models import (
     ReasoningStrategy,
 )
 from rosetta.definition.sections import lines_outside_fences
+from rosetta.lint.metaschema import metaschema_errors
 from rosetta.lint.registry import Hit, Severity, rule
 
 CHAT_TEMPLATE_TOKENS = (
@@ -61,45 +60,18 @@ def _in_schema(path: tuple) -> bool:
     return False
 
 
-def _walk(value: Any, path: tuple = ()) -> Iterator[tuple[tuple, Any]]:
-    yield path, value
-    if isinstance(value, dict):
-        for key, child in value.items():
-            yield from _walk(child, (*path, key))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            yield from _walk(child, (*path, index))
-
-
 @rule(
     "PV-001", "No provider-specific API parameters in frontmatter",
     criterion="Zero references to " + ", ".join(PROVIDER_API_PARAMS) + ".",
     remediation="Delete the parameter; the provider adapter chooses it when rendering for each model.",
 )
 def check_provider_params(definition: AgentDefinition) -> Iterator[Hit]:
-    for path, _ in _walk(definition.source.raw):
+    for path in definition.source.locations:  # every key of the frontmatter (and sidecar) as parsed
         if path and path[-1] in PROVIDER_API_PARAMS and not _in_schema(path):
             yield Hit(f"provider API parameter {path[-1]!r} in the definition", field=path)
 
 
 # -- PV-002 / PV-003 -------------------------------------------------------------------------
-
-
-@cache
-def _metaschema_validator(cls: type) -> Any:
-    return cls(cls.META_SCHEMA)
-
-
-def schema_errors(schema: Any) -> Iterator[tuple[tuple, str]]:
-    """(path inside the schema, message) for each way ``schema`` breaks its JSON Schema metaschema."""
-    from jsonschema.validators import Draft202012Validator, validator_for
-
-    if not isinstance(schema, dict):
-        yield (), f"a JSON Schema must be a mapping, got {type(schema).__name__}"
-        return
-    cls = validator_for(schema, default=Draft202012Validator)
-    for error in _metaschema_validator(cls).iter_errors(schema):
-        yield tuple(error.absolute_path), error.message
 
 
 @rule(
@@ -111,7 +83,7 @@ def schema_errors(schema: Any) -> Iterator[tuple[tuple, str]]:
 def check_tool_schemas(definition: AgentDefinition) -> Iterator[Hit]:
     for index, tool in enumerate(definition.spec.tools):
         base = ("tools", index, "parameters")
-        for path, message in schema_errors(tool.parameters):
+        for path, message in metaschema_errors(tool.parameters):
             yield Hit(f"tool {tool.name!r}: {message}", field=(*base, *path))
         if tool.parameters.get("type") != "object":
             yield Hit(f"tool {tool.name!r}: parameters must be an object schema (type: object)", field=base)
@@ -136,7 +108,7 @@ def check_output_schema(definition: AgentDefinition) -> Iterator[Hit]:
             yield Hit("output.required is true but there is no output.schema", field=("output", "required"),
                       remediation="Add output.schema, or set output.required: false for free-text output.")
         return
-    for path, message in schema_errors(schema):
+    for path, message in metaschema_errors(schema):
         yield Hit(message, field=("output", "schema", *path))
 
 

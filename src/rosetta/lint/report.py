@@ -3,15 +3,18 @@ for GitHub code scanning and other static-analysis dashboards."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import multiprocessing
 import os
 from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rosetta.__about__ import __version__
-from rosetta.definition.loader import LoadResult
+from rosetta.definition.loader import LoadResult, discover_many, load_definition, project_roots
 from rosetta.errors import DefinitionError
 from rosetta.lint.registry import RULES, Finding, Severity, lint_definition
 
@@ -77,21 +80,53 @@ class ValidationReport:
 
 def build_report(results: Iterable[LoadResult]) -> ValidationReport:
     """Lint every loaded definition; keep load errors as they are."""
-    files = []
-    for result in results:
-        if result.definition is None:
-            files.append(FileReport(str(result.path), error=result.error))
-            continue
-        definition = result.definition
-        files.append(
-            FileReport(
-                str(result.path),
-                agent=definition.name,
-                format=definition.source.format.value,
-                findings=lint_definition(definition),
-            )
-        )
+    return ValidationReport([_file_report(result) for result in results])
+
+
+def _file_report(result: LoadResult) -> FileReport:
+    if result.definition is None:
+        return FileReport(str(result.path), error=result.error)
+    definition = result.definition
+    return FileReport(
+        str(result.path),
+        agent=definition.name,
+        format=definition.source.format.value,
+        findings=lint_definition(definition),
+    )
+
+
+PARALLEL_THRESHOLD = 64
+"""Below this many files a process pool costs more than it saves."""
+
+
+def validate_paths(
+    paths: Iterable[str | os.PathLike[str]], *, jobs: int | None = None, **load_options: Any
+) -> ValidationReport:
+    """Discover, load and lint every agent under ``paths``, on ``jobs`` processes for large trees.
+
+    ``jobs`` defaults to the number of CPUs; results keep discovery order whatever ``jobs`` is.
+    """
+    found = discover_many(paths)
+    roots = project_roots(file for file, error in found if error is None)
+    tasks = [(file, error, roots.get(file.parent)) for file, error in found]
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    if jobs == 1 or len(tasks) < PARALLEL_THRESHOLD:
+        return ValidationReport([_validate_one(task, load_options) for task in tasks])
+    context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    chunk = max(1, len(tasks) // (jobs * 4))
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        files = list(pool.map(_validate_one, tasks, itertools.repeat(load_options), chunksize=chunk))
     return ValidationReport(files)
+
+
+def _validate_one(task: tuple[Path, DefinitionError | None, Path | None], options: dict[str, Any]) -> FileReport:
+    file, error, root = task
+    if error is not None:
+        return FileReport(str(file), error=error)
+    try:
+        return _file_report(LoadResult(file, definition=load_definition(file, root=root, **options)))
+    except DefinitionError as failure:
+        return FileReport(str(file), error=failure)
 
 
 # -- JSON --------------------------------------------------------------------------------------
