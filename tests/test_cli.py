@@ -99,3 +99,14 @@ def test_version(cli):
     from rosetta import __version__
 
     assert cli("--version").stdout.strip() == f"rosetta {__version__}"
+
+
+def test_directory_without_agents_is_a_usage_error(cli, project):
+    (project / "empty").mkdir()
+    result = cli("validate", project / "empty")
+    assert result.exit_code == 2 and "no agent definitions found" in result.output
+
+
+def test_text_report_shows_load_problems_with_hints(cli, write):
+    result = cli("validate", write("tabs.md", "---\nname: t\nidentity:\n\trole: x\n---\nbody\n"))
+    assert result.exit_code == 2 and "tabs.md:4" in result.stdout and "indent with spaces" in result.stdout

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -158,6 +159,11 @@ def validate(
 
     paths, settings = _paths_or_default(ctx, paths)
     report = validate_paths(paths, jobs=jobs, section_roles=settings.section_roles)
+    if not report.files:
+        raise UsageError.at(
+            "no agent definitions found", file=", ".join(str(p) for p in paths),
+            hint="agents are .md files starting with '---', or name.agent.yaml files",
+        )
     if format is ReportFormat.json:
         _emit(dumps(to_json(report)), output)
     elif format is ReportFormat.sarif:
@@ -230,14 +236,17 @@ def list_agents(
         ]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     else:
-        table = Table(title=f"{len(agents)} agents", title_justify="left")
-        for column in ("Agent", "Format", "Portable", "Body", "Models", "File"):
-            table.add_column(column, overflow="fold")
+        table = Table(title=f"{len(agents)} agents", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        table.add_column("Agent", no_wrap=True)
+        table.add_column("Format", no_wrap=True)
+        table.add_column("Portable", no_wrap=True)
+        table.add_column("Body", no_wrap=True)
+        table.add_column("Models", overflow="fold", min_width=25)
         for a in agents:
             models = a.spec.portability.model_preferences or ([a.spec.model] if a.spec.model else [])
             table.add_row(
                 escape(a.name), a.source.format.value, "yes" if a.portable else "[dim]no[/dim]",
-                a.body_format.value, escape(", ".join(models)) or "[dim]-[/dim]", escape(a.source.path),
+                a.body_format.value, escape("\n".join(models)) or "[dim]-[/dim]",
             )
         out.print(table)
     failed = [r for r in results if r.error]

@@ -30,7 +30,7 @@ CHAT_TEMPLATE_TOKENS = (
 """Chat-template control tokens of the common open-model families (PV-004)."""
 
 COT_PHRASES = re.compile(
-    r"step[- ]by[- ]step|think(?:ing)? through|chain[- ]of[- ]thought|let'?s think|reason through", re.IGNORECASE
+    r"step[- ]by[- ]step|think(?:ing)? through|chain[- ]of[- ]thought|let'?s think", re.IGNORECASE
 )
 """Hard-coded chain-of-thought instructions (PV-005)."""
 
