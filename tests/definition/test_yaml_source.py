@@ -84,3 +84,8 @@ def test_two_documents_are_refused():
 
 def test_complex_keys_are_refused():
     assert "plain value" in _error("? [a, b]\n: 1\n").problems[0].message
+
+
+def test_invalid_typed_scalars_are_reported():
+    assert "invalid timestamp" in _error("released: 2024-13-45\n").problems[0].message
+    assert "invalid int" in _error("n: !!int abc\n").problems[0].message

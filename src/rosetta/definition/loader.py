@@ -7,16 +7,11 @@ whose problems name file, line, field, what was expected and a hint. ``load_dire
 
 from __future__ import annotations
 
-import difflib
 import os
-import types
-import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ValidationError
 
 from rosetta.definition.formats import (
     MARKDOWN_SUFFIXES,
@@ -30,8 +25,9 @@ from rosetta.definition.formats import (
 from rosetta.definition.models import AgentDefinition, AgentSpec, DefinitionSource, RCCFRole
 from rosetta.definition.paths import find_project_root, resolve_reference
 from rosetta.definition.sections import split_sections
+from rosetta.definition.spec_errors import locate_field, validate_spec
 from rosetta.definition.yaml_source import format_path
-from rosetta.errors import DefinitionError, Location, Problem
+from rosetta.errors import DefinitionError, Location
 
 SKIPPED_DIRECTORIES = {"__pycache__", "node_modules", "compiled"}
 """Directory names never searched for agents (hidden directories are skipped too)."""
@@ -64,7 +60,7 @@ def load_definition(
             "is a directory", file=path, hint="use load_directory() to load every agent in a directory"
         )
     raw = read_definition(path)
-    spec = _validate_spec(raw)
+    spec = validate_spec(raw)
     project_root = Path(root) if root is not None else find_project_root(path)
     _check_references(spec, raw, project_root)
     overrides = {**(section_roles or {}), **spec.portability.section_roles}
@@ -175,100 +171,6 @@ def _opens_with_fence(file: Path) -> bool:
     return text.split("\n", 1)[0].rstrip("\r \t") == "---"
 
 
-# -- schema errors ---------------------------------------------------------------------------
-
-
-def _validate_spec(raw: RawDefinition) -> AgentSpec:
-    try:
-        return AgentSpec.model_validate(raw.data)
-    except ValidationError as exc:
-        problems = [_problem(error, raw) for error in exc.errors(include_url=False)]
-        problems.sort(key=lambda p: (p.location.file or "", p.location.line or 0, p.location.column or 0))
-        raise DefinitionError(problems) from None
-
-
-_EXPECTED = {
-    "string_type": "text",
-    "bool_type": "true or false",
-    "bool_parsing": "true or false",
-    "int_type": "a whole number",
-    "int_parsing": "a whole number",
-    "int_from_float": "a whole number",
-    "float_type": "a number",
-    "float_parsing": "a number",
-    "list_type": "a list (one '- item' per line, or [a, b])",
-    "dict_type": "a mapping of 'key: value' lines",
-    "model_type": "a mapping of 'key: value' lines",
-    "model_attributes_type": "a mapping of 'key: value' lines",
-}
-
-
-def _problem(error: Any, raw: RawDefinition) -> Problem:
-    loc = tuple(error["loc"])
-    kind = error["type"]
-    file, line, column = _locate(raw, loc)
-    message = error["msg"].removeprefix("Value error, ")
-    expected = _EXPECTED.get(kind)
-    hint = None
-    if kind == "missing":
-        message = "required field is missing"
-        hint = f"add '{loc[-1]}: ...'" + (" at the top of the frontmatter" if len(loc) == 1 else "")
-    elif kind == "extra_forbidden":
-        message = f"unknown field {loc[-1]!r}"
-        known = _known_fields(loc[:-1])
-        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else f"known fields here: {', '.join(known)}"
-    elif kind == "enum":
-        expected = f"one of {error['ctx']['expected']}"
-        message = f"{error['input']!r} is not allowed"
-    elif kind == "string_pattern_mismatch":
-        expected = f"text matching {error['ctx']['pattern']}"
-        message = f"{error['input']!r} has invalid characters"
-    elif expected:
-        message = f"got {_describe(error['input'])}"
-    return Problem(message, Location(file, line, column), format_path(loc) or None, expected, hint)
-
-
-def _describe(value: Any) -> str:
-    kind = {dict: "a mapping", list: "a list", type(None): "nothing (null)"}.get(type(value))
-    if kind:
-        return kind
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _locate(raw: RawDefinition, loc: tuple) -> tuple[str, int | None, int | None]:
-    for end in range(len(loc), -1, -1):
-        found = raw.locations.get(loc[:end])
-        if found:
-            return found
-    return str(raw.path), None, None
-
-
-def _known_fields(loc: tuple) -> list[str]:
-    """Field names (by alias) of the model found at ``loc`` inside :class:`AgentSpec`."""
-    model: type[BaseModel] | None = AgentSpec
-    for part in loc:
-        if isinstance(part, int) or model is None:
-            continue
-        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
-        model = _model_in(field.annotation) if field else None
-    if model is None:
-        return []
-    return [f.alias or n for n, f in model.model_fields.items()]
-
-
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is not None:
-        for argument in typing.get_args(annotation):
-            found = _model_in(argument)
-            if found:
-                return found
-    return None
-
-
 # -- references ------------------------------------------------------------------------------
 
 
@@ -281,7 +183,7 @@ def _check_references(spec: AgentSpec, raw: RawDefinition, root: Path) -> None:
     for path, reference in references.items():
         if reference is None:
             continue
-        file, line, column = _locate(raw, path)
+        file, line, column = locate_field(raw, path)
         try:
             resolve_reference(
                 reference, base_dir=Path(file).parent, root=root,

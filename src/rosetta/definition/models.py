@@ -261,7 +261,9 @@ class Portability(_Spec):
 class AgentSpec(BaseModel):
     """The frontmatter of a portable agent definition. Unknown top-level sections are kept."""
 
-    model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True, title="rosetta agent definition")
+    model_config = ConfigDict(
+        extra="allow", frozen=True, use_attribute_docstrings=True, title="rosetta agent definition"
+    )
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=128)
     """Agent identifier, e.g. vuln-triage."""

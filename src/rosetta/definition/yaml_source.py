@@ -145,9 +145,7 @@ class _Builder:
             )
 
     def on_scalar(self, event: ScalarEvent) -> None:
-        self.nodes += 1
-        if self.nodes > MAX_NODES:
-            self.count(0, event.start_mark)
+        self.count(1, event.start_mark)
         top = self.stack[-1] if self.stack else None
         if top is not None and top.key is None and isinstance(top.value, dict):
             mark = event.start_mark
@@ -171,7 +169,8 @@ class _Builder:
         try:
             value = self.constructors[tag](self.loader, node)
         except (yaml.YAMLError, ValueError) as exc:
-            raise self.error(f"invalid {tag.removeprefix(_STANDARD)} value {event.value!r}: {exc}", event.start_mark)
+            kind = tag.removeprefix(_STANDARD)
+            raise self.error(f"invalid {kind} value {event.value!r}: {exc}", event.start_mark) from None
         self.attach(value, event, 1)
 
     def on_start(self, event: MappingStartEvent | SequenceStartEvent) -> None:
@@ -243,7 +242,7 @@ class _Builder:
         assert frame.key is not None
         key, key_line, key_column = frame.key
         frame.key = None
-        if key == "<<" :
+        if key == "<<":
             merged = value if isinstance(value, list) else [value]
             if not all(isinstance(m, dict) for m in merged):
                 raise self.error("'<<' merges only mappings", event.start_mark, path=frame.path)

@@ -54,7 +54,7 @@ def _in_schema(path: tuple) -> bool:
     """Whether ``path`` lies inside a JSON Schema, where any property name is fair."""
     for prefix in _SCHEMA_SUBTREES:
         if len(path) >= len(prefix) and all(
-            isinstance(p, int) if q is int else p == q for p, q in zip(path, prefix)
+            isinstance(p, int) if q is int else p == q for p, q in zip(path, prefix, strict=False)
         ):
             return True
     return False
