@@ -16,6 +16,7 @@ from typing import Any
 from rosetta.__about__ import __version__
 from rosetta.definition.loader import LoadResult, discover_many, load_definition, project_roots
 from rosetta.errors import DefinitionError
+from rosetta.lint.metaschema import metaschema_errors
 from rosetta.lint.registry import RULES, Finding, Severity, lint_definition
 
 LOAD_RULE_ID = "RS-000"
@@ -112,8 +113,9 @@ def validate_paths(
     jobs = max(1, jobs or os.cpu_count() or 1)
     if jobs == 1 or len(tasks) < PARALLEL_THRESHOLD:
         return ValidationReport([_validate_one(task, load_options) for task in tasks])
+    list(metaschema_errors({}))  # build the metaschema validator once, before workers fork
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-    chunk = max(1, len(tasks) // (jobs * 4))
+    chunk = max(1, len(tasks) // (jobs * 16))  # small chunks balance uneven files across workers
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
         files = list(pool.map(_validate_one, tasks, itertools.repeat(load_options), chunksize=chunk))
     return ValidationReport(files)
