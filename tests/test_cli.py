@@ -110,3 +110,9 @@ def test_directory_without_agents_is_a_usage_error(cli, project):
 def test_text_report_shows_load_problems_with_hints(cli, write):
     result = cli("validate", write("tabs.md", "---\nname: t\nidentity:\n\trole: x\n---\nbody\n"))
     assert result.exit_code == 2 and "tabs.md:4" in result.stdout and "indent with spaces" in result.stdout
+
+
+def test_models_lists_the_catalog(cli):
+    rows = json.loads(cli("models", "-f", "json").stdout)
+    assert any(r["id"] == "gemini/gemini-2.5-pro" and "gemini/2.5-pro" in r["aliases"] for r in rows)
+    assert cli("models").exit_code == 0

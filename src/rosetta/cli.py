@@ -259,6 +259,29 @@ def list_agents(
 
 @app.command()
 @reports_errors
+def models(
+    format: Annotated[ListFormat, typer.Option("--format", "-f", help="Output format.")] = ListFormat.text,
+) -> None:
+    """List the model catalog: canonical ids, aliases, adapter, class, limits and capabilities."""
+    from rosetta.providers.catalog import load_catalog
+
+    catalog = load_catalog()
+    if format is ListFormat.json:
+        rows = [m.model_dump(by_alias=True, exclude={"known"}) for m in catalog.models]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    table = Table(title=f"{len(catalog.models)} models", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("Model", "Aliases", "Adapter", "Class", "Context", "Capabilities"):
+        table.add_column(column, overflow="fold")
+    for m in catalog.models:
+        flags = [name for name, on in m.capabilities.model_dump().items() if on]
+        table.add_row(escape(m.id), escape(", ".join(m.aliases)), m.adapter, m.model_class,
+                      f"{m.context_window:,}", ", ".join(flags))
+    out.print(table)
+
+
+@app.command()
+@reports_errors
 def schema(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the schema to a file.")] = None,
 ) -> None:

@@ -1,0 +1,210 @@
+"""Provider adapters: what differs between providers, as data.
+
+Each adapter is a YAML file (``providers/adapters/*.yaml`` ships four) validated by
+:class:`Adapter`. Renderers read these facts instead of branching on provider names; the few
+behaviours that need code are named here (``schema_transforms``, ``tool_envelope``,
+``structured_output``) and implemented once as small transforms. Users add or override adapters
+with their own directories (``--adapters DIR`` / ``adapter_dirs`` in config): a file whose
+``name`` matches a bundled adapter replaces it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from enum import StrEnum
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from rosetta.definition.models import RCCFRole
+from rosetta.definition.yaml_source import parse_yaml
+from rosetta.errors import ConfigError, Location, Problem
+
+ModelClass = Literal["frontier", "mid", "open"]
+
+
+class SystemPlacement(StrEnum):
+    """Where the system prompt goes."""
+
+    SEPARATE = "separate"  # a dedicated API parameter (Anthropic `system`, Gemini `system_instruction`)
+    SYSTEM_MESSAGE = "system_message"  # the first message, role system
+    FIRST_USER_TURN = "first_user_turn"  # prepended to the first user message (no system role)
+
+
+class Delimiter(StrEnum):
+    """How sections are marked in the system text."""
+
+    XML = "xml"  # <constraints>…</constraints>
+    MARKDOWN = "markdown"  # ## Constraints
+    LABEL = "label"  # CONSTRAINTS:
+
+
+class ReasoningMode(StrEnum):
+    """Whether to add a reasoning instruction for a model class under `adaptive`."""
+
+    OMIT = "omit"
+    INJECT = "inject"
+
+
+class ToolEnvelope(StrEnum):
+    """The shape a provider expects tool definitions in."""
+
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+    GOOGLE = "google"
+
+
+class StructuredOutput(StrEnum):
+    """How the provider is made to answer in the output schema."""
+
+    JSON_SCHEMA_STRICT = "json_schema_strict"  # OpenAI response_format json_schema, strict
+    FORCED_TOOL = "forced_tool"  # Anthropic: a tool with the output schema, forced
+    RESPONSE_SCHEMA = "response_schema"  # Gemini response_schema + JSON mime type
+    PROMPT_SCHEMA = "prompt_schema"  # schema in the prompt (+ JSON mode where offered)
+
+
+class SchemaTransform(StrEnum):
+    """Named output-schema rewrites a provider needs (implemented in rosetta.render.schemas)."""
+
+    INLINE_REFS = "inline_refs"
+    CONSTRAINTS_TO_DESCRIPTIONS = "constraints_to_descriptions"
+    OPENAI_STRICT = "openai_strict"
+    GEMINI_SUBSET = "gemini_subset"
+
+
+class PerClass(BaseModel):
+    """A value per model class."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    frontier: ReasoningMode | int
+    mid: ReasoningMode | int
+    open: ReasoningMode | int
+
+    def __getitem__(self, model_class: ModelClass) -> ReasoningMode | int:
+        return getattr(self, model_class)
+
+
+class Budget(BaseModel):
+    """Shares of the context window; they must add up to 1."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    output_reserve: float = Field(ge=0, le=1)
+    system: float = Field(ge=0, le=1)
+    tools: float = Field(ge=0, le=1)
+    history: float = Field(ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _sums_to_one(self) -> Budget:
+        total = self.output_reserve + self.system + self.tools + self.history
+        if abs(total - 1) > 1e-6:
+            raise ValueError(f"budget shares add up to {total:g}, expected 1")
+        return self
+
+
+DEFAULT_REASONING_INSTRUCTION = "Think through the problem step by step before you give your final answer."
+
+
+class Adapter(BaseModel):
+    """Everything the renderer needs to know about one provider family."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    name: str
+    """Adapter id, referenced by the model catalog."""
+    description: str = ""
+    """One line for people."""
+    providers: list[str] = []
+    """litellm provider prefixes served by this adapter (used for models outside the catalog)."""
+    system_prompt: SystemPlacement
+    """Where the system prompt goes."""
+    delimiter: Delimiter
+    """Section delimiter style."""
+    keep_xml_bodies: bool = False
+    """Render XML-bodied agents with XML tags even if the preferred delimiter differs."""
+    section_order: list[RCCFRole | Literal["tools"]]
+    """RCCF order of the system text; `other` sections follow their nearest predecessor."""
+    reasoning: PerClass
+    """Under `adaptive`: omit or inject a reasoning instruction, per model class."""
+    reasoning_instruction: str = DEFAULT_REASONING_INSTRUCTION
+    """The instruction injected when reasoning is on."""
+    few_shot: PerClass
+    """Preferred demo count per model class, clamped to the agent's count_range."""
+    tool_envelope: ToolEnvelope
+    """Shape of tool definitions."""
+    structured_output: StructuredOutput
+    """Mechanism that enforces the output schema."""
+    schema_transforms: list[SchemaTransform] = []
+    """Output-schema rewrites applied, in order, before sending."""
+    roles: dict[Literal["system", "user", "assistant"], str]
+    """Message role names as the provider calls them (informational; litellm maps them)."""
+    strict_alternation: bool = False
+    """Whether user/assistant turns must alternate."""
+    budget: Budget
+    """Context window shares."""
+    sha256: str = Field(default="", exclude=True)
+    """Hash of the adapter file (provenance for compiled artifacts)."""
+    path: str = Field(default="", exclude=True)
+    """Where the adapter was loaded from."""
+
+    @model_validator(mode="after")
+    def _check_tables(self) -> Adapter:
+        for model_class in ("frontier", "mid", "open"):
+            if not isinstance(self.reasoning[model_class], ReasoningMode):
+                raise ValueError(f"reasoning.{model_class} must be omit or inject")
+            if not isinstance(self.few_shot[model_class], int) or self.few_shot[model_class] < 0:
+                raise ValueError(f"few_shot.{model_class} must be a non-negative integer")
+        core = {RCCFRole.ROLE, RCCFRole.CONTEXT, RCCFRole.CONSTRAINTS, RCCFRole.FORMAT}
+        if not core <= set(self.section_order) or len(set(self.section_order)) != len(self.section_order):
+            raise ValueError("section_order must list role, context, constraints and format once each")
+        return self
+
+
+BUNDLED = ("anthropic", "openai", "google", "open-source")
+
+
+def read_adapter(path: Path) -> Adapter:
+    """Load and validate one adapter file; errors name the file and line."""
+    from rosetta.definition.frontmatter import read_text
+    from rosetta.errors import DefinitionError
+
+    try:
+        text = read_text(path)
+        data, source_map = parse_yaml(text, file=str(path))
+    except DefinitionError as error:
+        raise ConfigError(error.problems) from None
+    if not isinstance(data, dict):
+        raise ConfigError.at("adapter file must be a mapping", file=path, line=1)
+    try:
+        adapter = Adapter.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors(include_url=False):
+            location = source_map.locate(tuple(error["loc"]))
+            field = ".".join(str(p) for p in error["loc"]) or None
+            problems.append(Problem(error["msg"].removeprefix("Value error, "), location, field))
+        raise ConfigError(problems) from None
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return adapter.model_copy(update={"sha256": digest, "path": str(path)})
+
+
+def load_adapters(extra_dirs: Iterable[str | Path] = ()) -> dict[str, Adapter]:
+    """The bundled adapters, then every ``*.yaml`` in ``extra_dirs`` (later ones override earlier)."""
+    adapters: dict[str, Adapter] = {}
+    bundled = resources.files("rosetta.providers") / "adapters"
+    for name in BUNDLED:
+        with resources.as_file(bundled / f"{name}.yaml") as path:
+            adapters[name] = read_adapter(path)
+    for directory in extra_dirs:
+        directory = Path(directory)
+        if not directory.is_dir():
+            raise ConfigError(Problem("adapter directory not found", Location(str(directory)),
+                                      hint="check --adapters / adapter_dirs"))
+        for path in sorted(directory.glob("*.y*ml")):
+            adapter = read_adapter(path)
+            adapters[adapter.name] = adapter
+    return adapters

@@ -1,0 +1,187 @@
+"""The model catalog: every name a user may write resolves to one canonical litellm id, one adapter,
+a model class, limits and capability flags.
+
+``providers/catalog.yaml`` is the source of truth for the models we know. A name outside it is
+looked up in litellm's bundled model map (read offline: ``LITELLM_LOCAL_MODEL_COST_MAP``) and
+served by the adapter that owns its provider, or by the open-source adapter, with a warning. A
+name that matches nothing is an error listing the nearest known names.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import os
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from rosetta.definition.yaml_source import parse_yaml
+from rosetta.errors import Problem, UsageError
+from rosetta.providers.adapter import ModelClass
+
+log = logging.getLogger(__name__)
+
+OLLAMA_PREFIX = "ollama/"
+OLLAMA_CHAT_PREFIX = "ollama_chat/"
+"""litellm's ``ollama/`` route uses /api/generate and skips the model's chat template; we always
+route Ollama models through ``ollama_chat/``."""
+
+
+class Capabilities(BaseModel):
+    """What a model can do, as far as rendering is concerned."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    system_message: bool = True
+    tool_use: bool = False
+    structured_output: bool = False  # native schema-constrained output
+    json_mode: bool = False  # plain "answer in JSON" mode
+    vision: bool = False
+    streaming: bool = True
+    builtin_reasoning: bool = False
+
+
+class CatalogModel(BaseModel):
+    """One model: its canonical id and everything the renderer needs to know about it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    id: str
+    aliases: list[str] = []
+    adapter: str
+    family: str
+    model_class: ModelClass = Field(alias="class")
+    context_window: int = Field(gt=0)
+    max_output: int = Field(gt=0)
+    capabilities: Capabilities
+    known: bool = True  # False for models resolved from litellm's map or guessed
+
+    @property
+    def provider(self) -> str:
+        """The litellm provider prefix, e.g. ``anthropic`` or ``ollama_chat``."""
+        return self.id.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        """The model name without the provider prefix."""
+        return self.id.split("/", 1)[1]
+
+
+class Catalog(BaseModel):
+    """All catalog models plus the default compile targets."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    models: list[CatalogModel]
+    default_targets: list[str]
+    _names: dict[str, CatalogModel] = PrivateAttr(default_factory=dict)
+
+    def model_post_init(self, __context: Any) -> None:
+        for model in self.models:
+            for name in (model.id, *model.aliases):
+                if name.lower() in self._names:
+                    raise ValueError(f"catalog name {name!r} is used twice")
+                self._names[name.lower()] = model
+        unknown = [t for t in self.default_targets if t.lower() not in self._names]
+        if unknown:
+            raise ValueError(f"default_targets not in the catalog: {unknown}")
+
+    def names(self) -> dict[str, CatalogModel]:
+        """Every id and alias (lower-cased) → model."""
+        return dict(self._names)
+
+    def resolve(self, name: str, adapters: dict[str, Any] | None = None) -> CatalogModel:
+        """The model a user means by ``name``; see the module docstring for the rules."""
+        key = name.strip().lower()
+        table = self._names
+        if key in table:
+            return table[key]
+        if key.startswith(OLLAMA_PREFIX) and OLLAMA_CHAT_PREFIX + key[len(OLLAMA_PREFIX):] in table:
+            return table[OLLAMA_CHAT_PREFIX + key[len(OLLAMA_PREFIX):]]
+        if "/" in key:
+            guessed = _from_litellm(name.strip(), adapters)
+            if guessed is not None:
+                return guessed
+        close = difflib.get_close_matches(key, list(table), n=5, cutoff=0.5)
+        raise UsageError(
+            Problem(
+                f"unknown model {name!r}",
+                field="model",
+                expected="a catalog model or a provider/model name litellm knows",
+                hint=("nearest known names: " + ", ".join(close)) if close
+                else "run `rosetta models` to list the catalog, or write provider/model",
+            )
+        )
+
+
+@cache
+def load_catalog() -> Catalog:
+    """The bundled catalog (parsed once per process)."""
+    path = resources.files("rosetta.providers") / "catalog.yaml"
+    data, _ = parse_yaml(path.read_text(encoding="utf-8"), file="rosetta/providers/catalog.yaml")
+    return Catalog.model_validate(data)
+
+
+def resolve_model(name: str) -> CatalogModel:
+    """Resolve a model name against the bundled catalog (and litellm's map for others)."""
+    return load_catalog().resolve(name)
+
+
+_ADAPTER_BY_PROVIDER = {
+    "anthropic": "anthropic", "bedrock": "anthropic",
+    "openai": "openai", "azure": "openai", "text-completion-openai": "openai",
+    "gemini": "google", "vertex_ai": "google", "vertex_ai_beta": "google",
+}
+"""Fallback when no adapter file lists the provider."""
+
+
+def _from_litellm(name: str, adapters: dict[str, Any] | None) -> CatalogModel | None:
+    """A catalog entry for a model outside our catalog, from litellm's offline model map."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the map online
+    try:
+        import litellm
+    except ImportError:
+        return None
+    route = OLLAMA_CHAT_PREFIX + name[len(OLLAMA_PREFIX):] if name.lower().startswith(OLLAMA_PREFIX) else name
+    try:
+        _, provider, _, _ = litellm.get_llm_provider(route)
+    except Exception:  # litellm raises BadRequestError for unknown providers
+        return None
+    try:
+        info = litellm.get_model_info(route)
+    except Exception:  # not in the map (all ollama_chat/*, custom openai/* names)
+        info = {}
+    adapter = _adapter_for(provider, adapters)
+    window = int(info.get("max_input_tokens") or 8192)
+    model_class: ModelClass = "open" if adapter == "open-source" else "mid"
+    model = CatalogModel(
+        id=route,
+        adapter=adapter,
+        family=route.split("/", 1)[-1].split(":", 1)[0].split("-", 1)[0],
+        model_class=model_class,
+        context_window=window,
+        max_output=int(info.get("max_output_tokens") or min(4096, window)),
+        capabilities=Capabilities(
+            system_message=info.get("supports_system_messages") is not False,
+            tool_use=bool(info.get("supports_function_calling")),
+            structured_output=bool(info.get("supports_response_schema")) and adapter != "open-source",
+            json_mode=True,
+            vision=bool(info.get("supports_vision")),
+        ),
+        known=False,
+    )
+    log.warning(
+        "model %r is not in rosetta's catalog; using the %s adapter with %s (class %s, %d-token window)",
+        name, adapter, "litellm's model map" if info else "conservative defaults", model_class, window,
+    )
+    return model
+
+
+def _adapter_for(provider: str, adapters: dict[str, Any] | None) -> str:
+    for adapter in (adapters or {}).values():
+        if provider in adapter.providers:
+            return adapter.name
+    return _ADAPTER_BY_PROVIDER.get(provider, "open-source")

@@ -1,0 +1,86 @@
+"""The model catalog: every documented alias resolves, unknown names fail helpfully, and our
+capability table agrees with litellm's model map wherever litellm knows the model."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from rosetta.errors import UsageError
+from rosetta.providers.adapter import load_adapters
+from rosetta.providers.catalog import load_catalog, resolve_model
+
+REQUIRED_ALIASES = {
+    "gemini/2.5-pro": "gemini/gemini-2.5-pro",
+    "google/gemini-2.5-pro": "gemini/gemini-2.5-pro",
+    "anthropic/claude-sonnet-4": "anthropic/claude-sonnet-4-20250514",
+    "anthropic/claude-opus-4": "anthropic/claude-opus-4-20250514",
+    "sonnet": "anthropic/claude-sonnet-4-20250514",
+    "opus": "anthropic/claude-opus-4-20250514",
+    "haiku": "anthropic/claude-3-5-haiku-20241022",
+    "openai/gpt-4o": "openai/gpt-4o",
+    "openai/gpt-4.1": "openai/gpt-4.1",
+    "o3": "openai/o3",
+    "gemini-2.0-flash": "gemini/gemini-2.0-flash",
+    "ollama/llama3.1": "ollama_chat/llama3.1",
+    "ollama/mistral": "ollama_chat/mistral",
+    "ollama/gemma2": "ollama_chat/gemma2",
+    "local/gemma-3-270m": "local/gemma-3-270m",
+}
+
+
+@pytest.mark.parametrize("alias", sorted(REQUIRED_ALIASES))
+def test_required_aliases_resolve(alias):
+    assert resolve_model(alias).id == REQUIRED_ALIASES[alias]
+    assert resolve_model(alias.upper()).id == REQUIRED_ALIASES[alias]
+
+
+def test_every_catalog_model_names_an_existing_adapter():
+    adapters = load_adapters()
+    for model in load_catalog().models:
+        assert model.adapter in adapters, model.id
+        assert model.max_output <= model.context_window
+
+
+def test_ollama_models_route_through_ollama_chat():
+    assert all(not m.id.startswith("ollama/") for m in load_catalog().models)
+
+
+def test_unknown_name_lists_the_nearest_known_names():
+    with pytest.raises(UsageError) as caught:
+        resolve_model("sonet")
+    assert "sonnet" in caught.value.problems[0].hint
+
+
+def test_model_outside_the_catalog_uses_litellms_map_with_a_warning(caplog):
+    with caplog.at_level(logging.WARNING):
+        model = resolve_model("deepseek/deepseek-chat")
+    assert not model.known and model.adapter == "open-source" and model.context_window >= 64000
+    assert "not in rosetta's catalog" in caplog.text
+
+
+def test_unknown_ollama_model_falls_back_to_the_open_source_adapter():
+    model = resolve_model("ollama/qwen2.5")
+    assert model.id == "ollama_chat/qwen2.5" and model.adapter == "open-source" and model.model_class == "open"
+
+
+def test_capabilities_agree_with_litellm_where_it_knows(monkeypatch):
+    """Capability honesty: we may know more than litellm, never contradict what it knows."""
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    checked = 0
+    for model in load_catalog().models:
+        try:
+            info = litellm.get_model_info(model.id)
+        except Exception:
+            continue  # ollama_chat/* and local/* are not in litellm's map
+        checked += 1
+        if info.get("max_input_tokens"):
+            assert info["max_input_tokens"] >= model.context_window * 0.95, model.id
+        if info.get("supports_function_calling"):
+            assert model.capabilities.tool_use, model.id
+        if info.get("supports_response_schema"):
+            assert model.capabilities.structured_output, model.id
+    assert checked >= 8
