@@ -113,3 +113,18 @@ def test_rs001_flags_misspelled_sections(write):
     path = write("x.md", "---\nname: x\nportabilty: {enabled: true}\nvalidation: {}\n---\nbody\n")
     (finding,) = _findings(path, "RS-001")
     assert "did you mean 'portability'" in finding.message and finding.severity is Severity.WARNING
+
+
+def test_rs002_input_rules_must_name_declared_inputs(write):
+    path = write("x.md", "---\nname: x\ninputs:\n  report: {type: string}\nguardrails:\n  input_validation:\n"
+                         "    - {field: reprot, pattern: '.'}\n---\nbody\n")
+    (finding,) = _findings(path, "RS-002")
+    assert "did you mean 'report'" in finding.message and finding.line == 7 and finding.severity is Severity.ERROR
+
+
+def test_input_names_must_be_identifiers(write):
+    from rosetta.errors import DefinitionError
+
+    with pytest.raises(DefinitionError) as caught:
+        load_definition(write("x.md", "---\nname: x\ninputs:\n  bad-name: {type: string}\n---\nbody\n"))
+    assert "identifier" in caught.value.problems[0].message

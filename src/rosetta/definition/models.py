@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -239,6 +239,34 @@ class FewShot(_Spec):
     """How many demos the renderer may pick per model."""
 
 
+class InputSpec(_Spec):
+    """One named input the agent receives at run time (a placeholder in the user message)."""
+
+    type: Literal["string", "integer", "number", "boolean", "object", "array"] = "string"
+    """JSON type of the value."""
+    description: str = ""
+    """What the caller passes here."""
+    required: bool = True
+    """Whether every call must supply it."""
+
+
+class GenerationParams(_Spec):
+    """What the definition asks of the model; rendering clamps it to the model's limits."""
+
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    """Sampling temperature."""
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    """Nucleus sampling mass."""
+    max_output_tokens: int | None = Field(default=None, gt=0)
+    """Longest answer wanted."""
+    max_input_tokens: int | None = Field(default=None, gt=0)
+    """Largest prompt the agent should send (a budget below the model's window)."""
+    stop: list[str] = []
+    """Stop sequences."""
+    seed: int | None = None
+    """Sampling seed where the provider supports one."""
+
+
 class Portability(_Spec):
     """Opt-in settings for multi-provider use."""
 
@@ -287,6 +315,18 @@ class AgentSpec(BaseModel):
     """What the agent produces."""
     portability: Portability = Portability()
     """Multi-provider settings; absent means a single-provider (Anthropic) legacy agent."""
+    inputs: dict[str, InputSpec] = {}
+    """Named run-time inputs; none declared means a single text input called `request`."""
+    generation_params: dict[str, GenerationParams] = {}
+    """Generation parameters per phase (`default`, `review`, ...)."""
+
+    @field_validator("inputs")
+    @classmethod
+    def _input_names_are_identifiers(cls, value: dict[str, InputSpec]) -> dict[str, InputSpec]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"input name {name!r} must be an identifier (letters, digits, _)")
+        return value
 
     @field_validator("version", mode="before")
     @classmethod

@@ -88,11 +88,20 @@ def locate_field(raw: RawDefinition, loc: tuple) -> tuple[str, int | None, int |
 def _known_fields(loc: tuple) -> list[str]:
     """Field names (by alias) of the model found at ``loc`` inside :class:`AgentSpec`."""
     model: type[BaseModel] | None = AgentSpec
+    skip_key = False  # the next part is a key of a dict[str, Model] field
     for part in loc:
-        if isinstance(part, int) or model is None:
+        if isinstance(part, int):
             continue
+        if skip_key:
+            skip_key = False
+            continue
+        if model is None:
+            return []
         field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
-        model = _model_in(field.annotation) if field else None
+        if field is None:
+            return []
+        skip_key = typing.get_origin(field.annotation) is dict
+        model = _model_in(field.annotation)
     if model is None:
         return []
     return [f.alias or n for n, f in model.model_fields.items()]

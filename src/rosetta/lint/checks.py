@@ -242,3 +242,19 @@ def check_misspelled_sections(definition: AgentDefinition) -> Iterator[Hit]:
         if close:
             yield Hit(f"unknown section {name!r} is kept as an extension; did you mean {close[0]!r}?",
                       field=(name,), remediation=f"Rename {name!r} to {close[0]!r} if that is what you meant.")
+
+
+@rule(
+    "RS-002", "Input rules name declared inputs",
+    criterion="Every guardrails.input_validation[].field is one of the declared inputs.",
+    remediation="Fix the field name, or declare the input under `inputs`.",
+    portability=False,
+)
+def check_input_rule_fields(definition: AgentDefinition) -> Iterator[Hit]:
+    declared = list(definition.spec.inputs) or ["request"]
+    for index, input_rule in enumerate(definition.spec.guardrails.input_validation):
+        if input_rule.field is not None and input_rule.field not in declared:
+            close = difflib.get_close_matches(input_rule.field, declared, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; inputs are {', '.join(declared)}"
+            yield Hit(f"input rule applies to {input_rule.field!r}, which is not an input{hint}",
+                      field=("guardrails", "input_validation", index, "field"))
