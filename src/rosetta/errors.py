@@ -95,3 +95,7 @@ class ConfigError(RosettaError):
 
 class UsageError(RosettaError):
     """The command or function was called with arguments that cannot work."""
+
+
+class RenderError(RosettaError):
+    """An agent cannot be rendered for a model (inexpressible schema, missing capability, too big)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from enum import StrEnum
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -208,3 +209,13 @@ def load_adapters(extra_dirs: Iterable[str | Path] = ()) -> dict[str, Adapter]:
             adapter = read_adapter(path)
             adapters[adapter.name] = adapter
     return adapters
+
+
+@cache
+def _bundled() -> tuple[tuple[str, Adapter], ...]:
+    return tuple(load_adapters().items())
+
+
+def bundled_adapters() -> dict[str, Adapter]:
+    """The four shipped adapters (read once per process)."""
+    return dict(_bundled())

@@ -42,6 +42,7 @@ class Capabilities(BaseModel):
     vision: bool = False
     streaming: bool = True
     builtin_reasoning: bool = False
+    sampling_params: bool = True  # accepts temperature / top_p (o-series reasoning models do not)
 
 
 class CatalogModel(BaseModel):

@@ -1,0 +1,318 @@
+"""``render(signature, model, knobs)``: a pure function from the provider-neutral signature to the
+exact prompt one model receives, following its adapter's rules and any knob overrides."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from rosetta.definition.models import Feature, ReasoningStrategy, Section
+from rosetta.errors import Problem, RenderError
+from rosetta.providers.adapter import (
+    Adapter,
+    Delimiter,
+    ReasoningMode,
+    StructuredOutput,
+    SystemPlacement,
+    bundled_adapters,
+)
+from rosetta.providers.catalog import CatalogModel, load_catalog
+from rosetta.render.assemble import (
+    assemble_system,
+    block_content,
+    group_sections,
+    identity_text,
+    input_block,
+)
+from rosetta.render.prompt import Knobs, Message, RenderedPrompt, tool_envelope
+from rosetta.render.schemas import gemini_subset, inline_refs, sanitize
+from rosetta.signature import Demo, Signature, ToolSpec
+
+RESPOND_TOOL = "respond"
+"""Name of the tool that carries the answer when structured output is a forced tool call."""
+
+
+def estimate_tokens(text: str) -> int:
+    """A fast, provider-neutral token estimate (~4 characters per token for English and JSON)."""
+    return math.ceil(len(text) / 4)
+
+
+def render(
+    signature: Signature,
+    model: str | CatalogModel,
+    knobs: Knobs | None = None,
+    *,
+    adapters: dict[str, Adapter] | None = None,
+) -> RenderedPrompt:
+    """The prompt for ``model`` (a name or catalog entry); raises :class:`RenderError` when the agent
+    cannot work on that model. ``adapters`` defaults to the bundled ones."""
+    knobs = knobs or Knobs()
+    adapters = adapters if adapters is not None else bundled_adapters()
+    if isinstance(model, str):
+        model = load_catalog().resolve(model, adapters)
+    if model.adapter not in adapters:
+        raise RenderError(Problem(f"no adapter named {model.adapter!r} for {model.id}",
+                                  hint=f"known adapters: {', '.join(sorted(adapters))}"))
+    adapter = adapters[model.adapter]
+    warnings: list[str] = []
+    _check_capabilities(signature, model)
+
+    delimiter = knobs.delimiter or (
+        Delimiter.XML if adapter.keep_xml_bodies and signature.body_format.value == "xml" else adapter.delimiter)
+    order = list(knobs.section_order or adapter.section_order)
+    reasoning = _reasoning(signature, adapter, model, knobs)
+    mechanism = _mechanism(signature, adapter, model, knobs, warnings)
+    provider_schema, request_params = _structured_output(signature, adapter, model, mechanism, warnings)
+    tool_specs = [_tool_for(spec, adapter, model, warnings) for spec in signature.tools]
+
+    generation = _generation(signature, model, knobs, warnings)
+    window = model.context_window
+    budget = min(int(window * (adapter.budget.system + adapter.budget.tools + adapter.budget.history)),
+                 window - generation.get("max_tokens", 0))
+    requested = signature.generation_params.get(knobs.phase)
+    if requested and requested.max_input_tokens:
+        budget = min(budget, requested.max_input_tokens)
+
+    demos = _choose_demos(signature, adapter, model, knobs)
+    sections = _instructions(signature, knobs)
+    dropped: list[str] = []
+    while True:
+        system = _system_text(signature, sections, delimiter, order, reasoning, adapter, mechanism, provider_schema)
+        demo_messages = _demo_messages(demos, signature, delimiter)
+        tools_text = json.dumps([spec.model_dump() for spec in tool_specs])
+        schema_text = json.dumps(provider_schema) if provider_schema and mechanism is not StructuredOutput.PROMPT_SCHEMA else ""
+        tokens = {
+            "system": estimate_tokens(system),
+            "demos": sum(estimate_tokens(m.content) for m in demo_messages),
+            "tools": estimate_tokens(tools_text) if tool_specs else 0,
+            "schema": estimate_tokens(schema_text),
+        }
+        tokens["total"] = sum(tokens.values())
+        if tokens["total"] <= budget:
+            break
+        if demos:
+            dropped.append(f"demo {demos[-1].id}")
+            demos = demos[:-1]
+            continue
+        optional = [s for s in sections if s.role.value in ("other", "context")]
+        if optional:
+            victim = optional[-1]
+            dropped.append(f"section {victim.title or victim.key!r}")
+            sections = tuple(s for s in sections if s is not victim)
+            continue
+        raise RenderError(Problem(
+            f"{signature.name} needs about {tokens['total']:,} prompt tokens but {model.id} leaves {budget:,} "
+            f"(context window {window:,}, {generation.get('max_tokens', 0):,} reserved for output)",
+            field="portability.minimum_context_window",
+            hint="shorten the definition, lower max_output_tokens, or choose a model with a larger window",
+        ))
+    if dropped:
+        warnings.append(f"over the {budget:,}-token prompt budget of {model.id}: dropped " + ", ".join(dropped))
+
+    placement = adapter.system_prompt
+    if not model.capabilities.system_message:
+        placement = SystemPlacement.FIRST_USER_TURN
+    return RenderedPrompt(
+        agent=signature.name,
+        model=model.id,
+        adapter=adapter.name,
+        model_class=model.model_class,
+        system=system or None,
+        system_placement=placement,
+        demos=demo_messages,
+        demo_ids=[d.id for d in demos],
+        user_blocks=[(field.name, input_block(field, delimiter)) for field in signature.inputs],
+        inputs=list(signature.inputs),
+        tool_specs=tool_specs,
+        tools=tool_envelope(tool_specs, adapter.tool_envelope),
+        tool_envelope=adapter.tool_envelope,
+        structured_output=mechanism,
+        output_schema=signature.output_schema,
+        provider_schema=provider_schema,
+        request_params=request_params,
+        generation=generation,
+        tokens=tokens,
+        dropped=dropped,
+        warnings=warnings,
+        knobs=knobs.model_copy(update={"delimiter": delimiter, "section_order": order, "reasoning": reasoning,
+                                       "demo_ids": [d.id for d in demos], "demo_count": len(demos),
+                                       "structured_output": mechanism}),
+    )
+
+
+# -- decisions -------------------------------------------------------------------------------
+
+
+def _check_capabilities(signature: Signature, model: CatalogModel) -> None:
+    if signature.minimum_context_window and signature.minimum_context_window > model.context_window:
+        raise RenderError(Problem(
+            f"{signature.name} needs a {signature.minimum_context_window:,}-token context window; "
+            f"{model.id} has {model.context_window:,}",
+            field="portability.minimum_context_window", hint="choose a model with a larger context window",
+        ))
+    needs_tools = Feature.TOOL_USE in signature.required_features or bool(signature.tools)
+    if needs_tools and not model.capabilities.tool_use:
+        raise RenderError(Problem(
+            f"{signature.name} uses tools but {model.id} cannot call tools",
+            field="capabilities.required_features",
+            hint="drop this model from portability.model_preferences, or pick one with tool_use",
+        ))
+    if Feature.VISION in signature.required_features and not model.capabilities.vision:
+        raise RenderError(Problem(f"{signature.name} needs vision; {model.id} has none",
+                                  field="capabilities.required_features"))
+
+
+def _reasoning(signature: Signature, adapter: Adapter, model: CatalogModel, knobs: Knobs) -> bool:
+    if knobs.reasoning is not None:
+        return knobs.reasoning
+    if signature.reasoning_strategy is ReasoningStrategy.EXPLICIT_COT:
+        return True
+    if signature.reasoning_strategy is ReasoningStrategy.NONE:
+        return False
+    return adapter.reasoning[model.model_class] is ReasoningMode.INJECT
+
+
+def _mechanism(signature: Signature, adapter: Adapter, model: CatalogModel, knobs: Knobs,
+               warnings: list[str]) -> StructuredOutput | None:
+    if signature.output_schema is None:
+        return None
+    wanted = knobs.structured_output or adapter.structured_output
+    if wanted is not StructuredOutput.PROMPT_SCHEMA and not model.capabilities.structured_output:
+        warnings.append(f"{model.id} has no native structured output; the schema goes in the prompt instead")
+        return StructuredOutput.PROMPT_SCHEMA
+    return wanted
+
+
+def _structured_output(signature: Signature, adapter: Adapter, model: CatalogModel,
+                       mechanism: StructuredOutput | None, warnings: list[str]) -> tuple[dict | None, dict[str, Any]]:
+    if mechanism is None or signature.output_schema is None:
+        return None, {}
+    transforms = adapter.schema_transforms
+    if mechanism is StructuredOutput.PROMPT_SCHEMA:
+        transforms = [t for t in transforms if t.value == "inline_refs"]
+    schema, notes = sanitize(signature.output_schema, list(transforms), model.id)
+    warnings += notes
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", signature.name)[:48] + "_output"
+    if mechanism is StructuredOutput.JSON_SCHEMA_STRICT:
+        return schema, {"response_format": {"type": "json_schema",
+                                            "json_schema": {"name": name, "schema": schema, "strict": True}}}
+    if mechanism is StructuredOutput.RESPONSE_SCHEMA:
+        return schema, {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}}
+    if mechanism is StructuredOutput.FORCED_TOOL:
+        tool = {"type": "function", "function": {
+            "name": RESPOND_TOOL, "description": "Give the final answer in the required structure.",
+            "parameters": schema}}
+        choice: Any = "required" if signature.tools else {"type": "function", "function": {"name": RESPOND_TOOL}}
+        return schema, {"tools": [tool], "tool_choice": choice}
+    return schema, ({"response_format": {"type": "json_object"}} if model.capabilities.json_mode else {})
+
+
+def _tool_for(spec: ToolSpec, adapter: Adapter, model: CatalogModel, warnings: list[str]) -> ToolSpec:
+    """Tool parameters in the subset the provider understands (same rules as output schemas)."""
+    names = {t.value for t in adapter.schema_transforms}
+    parameters = spec.parameters
+    if "gemini_subset" in names:
+        parameters, notes = gemini_subset(parameters, model.id)
+        warnings += [f"tool {spec.name}: {note}" for note in notes]
+    elif "inline_refs" in names:
+        parameters, _ = inline_refs(parameters, model.id)
+    return spec.model_copy(update={"parameters": parameters})
+
+
+def _generation(signature: Signature, model: CatalogModel, knobs: Knobs, warnings: list[str]) -> dict[str, Any]:
+    """The definition's parameters for the phase, clamped to what the model allows."""
+    asked = signature.generation_params.get(knobs.phase) or signature.generation_params.get("default")
+    params: dict[str, Any] = {}
+    max_tokens = asked.max_output_tokens if asked and asked.max_output_tokens else min(model.max_output, 4096)
+    if max_tokens > model.max_output:
+        warnings.append(f"max_output_tokens {max_tokens} clamped to {model.id}'s limit {model.max_output}")
+        max_tokens = model.max_output
+    params["max_tokens"] = max_tokens
+    if asked:
+        for key in ("temperature", "top_p", "seed"):
+            value = getattr(asked, key)
+            if value is not None:
+                params[key] = value
+        if asked.stop:
+            params["stop"] = list(asked.stop)
+    if not model.capabilities.sampling_params:
+        for key in ("temperature", "top_p"):
+            if params.pop(key, None) is not None:
+                warnings.append(f"{model.id} ignores {key}; not sent")
+    return params
+
+
+def _choose_demos(signature: Signature, adapter: Adapter, model: CatalogModel, knobs: Knobs) -> list[Demo]:
+    by_id = {demo.id: demo for demo in signature.demos}
+    if knobs.demo_ids is not None:
+        unknown = [i for i in knobs.demo_ids if i not in by_id]
+        if unknown:
+            raise RenderError(Problem(f"unknown demo id(s) {unknown}", field="knobs.demo_ids",
+                                      hint=f"known: {sorted(by_id)}"))
+        chosen = [by_id[i] for i in knobs.demo_ids]
+    else:
+        chosen = list(signature.demos)
+    low, high = signature.demo_range
+    count = knobs.demo_count if knobs.demo_count is not None else adapter.few_shot[model.model_class]
+    count = max(low, min(high, int(count)))
+    return chosen[:count]
+
+
+def _instructions(signature: Signature, knobs: Knobs) -> tuple[Section, ...]:
+    if knobs.instructions is None:
+        return signature.instructions
+    kept = tuple(s for s in signature.instructions if s.role.value in ("constraints", "format"))
+    override = Section(key="instructions", title="", role="context", content=knobs.instructions, line=0)
+    return (override, *kept)
+
+
+def _system_text(signature: Signature, sections: tuple[Section, ...], delimiter: Delimiter, order: list[str],
+                 reasoning: bool, adapter: Adapter, mechanism: StructuredOutput | None,
+                 provider_schema: dict | None) -> str:
+    groups = group_sections(sections)
+    constraints_extra = []
+    if signature.forbidden_actions:
+        constraints_extra.append("Never:\n" + "\n".join(f"- {a}" for a in signature.forbidden_actions))
+    if signature.output_rules:
+        constraints_extra.append("Output rules:\n" + "\n".join(f"- {r.replace('_', ' ')}" for r in signature.output_rules))
+    format_extra = []
+    if signature.output_levels:
+        format_extra.append("Write the answer at these levels, each under its own heading: "
+                            + ", ".join(level.value for level in signature.output_levels) + ".")
+    if mechanism is StructuredOutput.PROMPT_SCHEMA and provider_schema is not None:
+        format_extra.append("Respond with a single JSON object that is valid against this JSON Schema, and nothing "
+                            "after it:\n```json\n" + json.dumps(provider_schema, indent=2) + "\n```")
+    elif mechanism is StructuredOutput.FORCED_TOOL:
+        format_extra.append(f"Give your final answer by calling the `{RESPOND_TOOL}` tool.")
+    elif mechanism is not None:
+        format_extra.append("Respond in JSON matching the response schema.")
+    if reasoning:
+        format_extra.append(adapter.reasoning_instruction)
+    tools_text = "\n".join(f"- `{t.name}`: {t.description}" for t in signature.tools)
+    blocks = {
+        "role": block_content("role", groups["role"], [], delimiter),
+        "context": block_content("context", groups["context"], [], delimiter),
+        "constraints": block_content("constraints", groups["constraints"], constraints_extra, delimiter),
+        "format": block_content("format", groups["format"], format_extra, delimiter),
+        "tools": tools_text,
+    }
+    opening = identity_text(signature)
+    if opening:
+        blocks["role"] = f"{opening}\n\n{blocks['role']}".strip()
+    return assemble_system(blocks, order, delimiter)
+
+
+def _demo_messages(demos: list[Demo], signature: Signature, delimiter: Delimiter) -> list[Message]:
+    messages = []
+    for demo in demos:
+        blocks = []
+        for field in signature.inputs:
+            if field.name in demo.inputs:
+                value = demo.inputs[field.name]
+                text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+                blocks.append(input_block(field, delimiter).replace("{" + field.name + "}", text))
+        answer = demo.output if isinstance(demo.output, str) else json.dumps(demo.output, ensure_ascii=False)
+        messages += [Message(role="user", content="\n\n".join(blocks)), Message(role="assistant", content=answer)]
+    return messages

@@ -1,0 +1,214 @@
+"""The provider-neutral IR: what an agent asks of any model, with no provider syntax in it.
+
+``lower(definition)`` turns a loaded :class:`AgentDefinition` into a frozen :class:`Signature`:
+instructions (the body's RCCF sections plus identity, forbidden actions and output rules), typed
+inputs, the output schema (and a pydantic model built from it on demand), tools and demos.
+Renderers consume only this; ``Signature.to_dspy()`` hands the same contract to DSPy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from rosetta.definition.models import (
+    AgentDefinition,
+    BodyFormat,
+    Feature,
+    GenerationParams,
+    OutputLevel,
+    ReasoningStrategy,
+    Section,
+)
+from rosetta.errors import DefinitionError
+
+DEFAULT_INPUT = "request"
+"""The single text input of an agent that declares none."""
+
+_JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict, "array": list}
+
+
+class InputField(BaseModel):
+    """One named run-time input."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    type: str = "string"
+    description: str = ""
+    required: bool = True
+
+
+class ToolSpec(BaseModel):
+    """A callable tool, provider-neutral (JSON Schema parameters)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any]
+
+
+class Demo(BaseModel):
+    """A worked example: inputs and the answer the agent should give."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    inputs: dict[str, Any]
+    output: Any
+
+
+class Signature(BaseModel):
+    """Everything a renderer needs, and nothing provider-specific."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, ignored_types=(cached_property,))
+
+    name: str
+    version: str | None = None
+    description: str = ""
+    role: str | None = None
+    expertise: tuple[str, ...] = ()
+    cognitive_mode: str | None = None
+    tone: str | None = None
+    communication_style: str | None = None
+    audience_level: str | None = None
+    instructions: tuple[Section, ...] = ()
+    forbidden_actions: tuple[str, ...] = ()
+    output_rules: tuple[str, ...] = ()
+    inputs: tuple[InputField, ...] = (InputField(name=DEFAULT_INPUT),)
+    output_schema: dict[str, Any] | None = None
+    output_required: bool = False
+    output_levels: tuple[OutputLevel, ...] = ()
+    tools: tuple[ToolSpec, ...] = ()
+    demos: tuple[Demo, ...] = ()
+    demo_range: tuple[int, int] = (0, 0)
+    reasoning_strategy: ReasoningStrategy = ReasoningStrategy.ADAPTIVE
+    body_format: BodyFormat = BodyFormat.MARKDOWN
+    generation_params: dict[str, GenerationParams] = {}
+    minimum_context_window: int | None = None
+    required_features: tuple[Feature, ...] = ()
+    source_sha256: str = ""
+
+    @cached_property
+    def output_model(self) -> type[BaseModel] | None:
+        """A pydantic model of the output schema (None for free-text agents)."""
+        if self.output_schema is None:
+            return None
+        from rosetta.schema_types import model_from_schema
+
+        return model_from_schema(self.output_schema, name=_class_name(self.name) + "Output")
+
+    def to_dspy(self) -> Any:
+        """A real ``dspy.Signature`` subclass with typed input and output fields."""
+        import dspy
+
+        fields: dict[str, tuple[Any, Any]] = {}
+        for field in self.inputs:
+            annotation = _JSON_TYPES.get(field.type, str)
+            if not field.required:
+                annotation = annotation | None
+            fields[field.name] = (annotation, dspy.InputField(desc=field.description or field.name))
+        if self.output_model is not None:
+            fields["answer"] = (self.output_model, dspy.OutputField(desc="The answer, following the output schema."))
+        else:
+            fields["answer"] = (str, dspy.OutputField(desc="The answer."))
+        instructions = "\n\n".join(s.content for s in self.instructions if s.content) or self.description
+        return dspy.make_signature(fields, instructions or self.name, signature_name=_class_name(self.name) + "Signature")
+
+
+def _class_name(name: str) -> str:
+    return "".join(part.capitalize() for part in name.replace("-", "_").replace(".", "_").split("_") if part)
+
+
+def lower(definition: AgentDefinition, *, demos: tuple[Demo, ...] | None = None) -> Signature:
+    """The provider-neutral signature of a loaded definition (demos read from examples_ref if not given)."""
+    spec = definition.spec
+    inputs = tuple(
+        InputField(name=name, type=item.type, description=item.description, required=item.required)
+        for name, item in spec.inputs.items()
+    ) or (InputField(name=DEFAULT_INPUT, description="The request to handle."),)
+    few_shot = spec.portability.few_shot
+    if demos is None:
+        demos = load_demos(definition, inputs) if few_shot.enabled and few_shot.examples_ref else ()
+    return Signature(
+        name=spec.name,
+        version=spec.version,
+        description=spec.description,
+        role=spec.identity.role,
+        expertise=tuple(spec.identity.expertise),
+        cognitive_mode=spec.identity.cognitive_mode.value if spec.identity.cognitive_mode else None,
+        tone=spec.persona.tone,
+        communication_style=spec.persona.communication_style,
+        audience_level=spec.persona.audience_level,
+        instructions=definition.sections,
+        forbidden_actions=tuple(spec.capabilities.forbidden_actions),
+        output_rules=tuple(spec.guardrails.output_filtering),
+        inputs=inputs,
+        output_schema=spec.output.schema_,
+        output_required=spec.output.required,
+        output_levels=tuple(spec.output.levels),
+        tools=tuple(ToolSpec(name=t.name, description=t.description, parameters=_with_required(t)) for t in spec.tools),
+        demos=demos,
+        demo_range=(few_shot.count_range.min, few_shot.count_range.max) if few_shot.enabled else (0, 0),
+        reasoning_strategy=spec.portability.reasoning_strategy,
+        body_format=definition.body_format,
+        generation_params=dict(spec.generation_params),
+        minimum_context_window=spec.portability.minimum_context_window,
+        required_features=tuple(spec.capabilities.required_features),
+        source_sha256=source_digest(definition),
+    )
+
+
+def _with_required(tool: Any) -> dict[str, Any]:
+    """Tool parameters with the tool-level ``required`` list folded into the schema."""
+    parameters = dict(tool.parameters)
+    if tool.required:
+        merged = list(parameters.get("required", []))
+        merged += [name for name in tool.required if name not in merged]
+        parameters["required"] = merged
+    return parameters
+
+
+def source_digest(definition: AgentDefinition) -> str:
+    """sha256 over every file the definition was merged from (names excluded: moves don't matter)."""
+    digest = hashlib.sha256()
+    for file in definition.source.files:
+        digest.update(Path(file).read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def load_demos(definition: AgentDefinition, inputs: tuple[InputField, ...]) -> tuple[Demo, ...]:
+    """Demos from the definition's examples file: JSON lines of ``{"id"?, "inputs": {...}, "output": ...}``."""
+    reference = definition.spec.portability.few_shot.examples_ref
+    assert reference is not None
+    where = definition.locate("portability", "few_shot", "examples_ref")[0]
+    path = Path(where).parent / reference
+    names = {field.name for field in inputs}
+    demos = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DefinitionError.at(f"invalid JSON: {exc.msg}", file=path, line=number, column=exc.colno) from None
+        if not isinstance(row, dict) or not isinstance(row.get("inputs"), dict) or "output" not in row:
+            raise DefinitionError.at(
+                "each example must be an object with 'inputs' (an object) and 'output'", file=path, line=number,
+                hint='e.g. {"id": "ex1", "inputs": {"report": "..."}, "output": {"severity": "high"}}',
+            )
+        unknown = set(row["inputs"]) - names
+        if unknown:
+            raise DefinitionError.at(
+                f"example uses undeclared inputs {sorted(unknown)}", file=path, line=number,
+                hint=f"the agent's inputs are {sorted(names)}",
+            )
+        demos.append(Demo(id=str(row.get("id", f"{path.stem}-{number}")), inputs=row["inputs"], output=row["output"]))
+    return tuple(demos)
