@@ -116,3 +116,41 @@ def test_models_lists_the_catalog(cli):
     rows = json.loads(cli("models", "-f", "json").stdout)
     assert any(r["id"] == "gemini/gemini-2.5-pro" and "gemini/2.5-pro" in r["aliases"] for r in rows)
     assert cli("models").exit_code == 0
+
+
+def test_render_shows_the_prompt_with_inputs_filled(cli):
+    from conftest import REPO
+
+    result = cli("render", REPO / "signatures" / "vuln-triage.md", "--model", "gemini/2.5-pro",
+                 "--input", "report=SQLi in the login form")
+    assert result.exit_code == 0, result.output
+    assert "## Role" in result.stdout and "SQLi in the login form" in result.stdout
+    assert "response_format" in result.stdout and "maxLength" in result.stderr  # Gemini drop warning
+
+
+def test_render_formats_and_manual_mode(cli, tmp_path):
+    import yaml
+
+    from conftest import REPO
+
+    agent = REPO / "signatures" / "vuln-triage.md"
+    data = json.loads(cli("render", agent, "-m", "sonnet", "-f", "json").stdout)
+    assert data["system"].startswith("<role>") and data["structured_output"] == "forced_tool"
+    assert yaml.safe_load(cli("render", agent, "-m", "sonnet", "-f", "yaml").stdout)["adapter"] == "anthropic"
+    (tmp_path / "report.txt").write_text("heap overflow in parser")
+    manual = cli("render", agent, "-m", "openai/gpt-4o", "--manual", "-i", f"report=@{tmp_path / 'report.txt'}")
+    assert "=== REQUEST ===" in manual.stdout and "heap overflow in parser" in manual.stdout
+
+
+def test_render_errors_exit_2(cli):
+    from conftest import REPO
+
+    agent = REPO / "signatures" / "vuln-triage.md"
+    unknown = cli("render", agent, "-m", "gpt-99")
+    assert unknown.exit_code == 2 and "nearest known names" in unknown.output
+    small = cli("render", agent, "-m", "ollama/gemma2")
+    assert small.exit_code == 2 and "context window" in small.output
+    bad_input = cli("render", agent, "-m", "sonnet", "-i", "nokey")
+    assert bad_input.exit_code == 2 and "NAME=VALUE" in bad_input.output
+    missing = cli("render", agent, "-m", "sonnet", "-i", "other=x")
+    assert missing.exit_code == 2 and "unknown input" in missing.output

@@ -93,6 +93,12 @@ def options(
     ] = False,
 ) -> None:
     """Settings come from [tool.rosetta] in pyproject.toml, ROSETTA_* variables, then these flags."""
+    import logging
+
+    from rich.logging import RichHandler
+
+    logging.basicConfig(level=logging.WARNING, format="%(message)s",
+                        handlers=[RichHandler(console=err, show_time=False, show_path=False)])
     ctx.obj = {"project": project, "signatures_dir": signatures_dir}
 
 
@@ -255,6 +261,75 @@ def list_agents(
         print_problems(result.error, indent="    ")
     if failed:
         raise typer.Exit(2)
+
+
+class RenderFormat(StrEnum):
+    text = "text"
+    json = "json"
+    yaml = "yaml"
+
+
+def _parse_inputs(pairs: list[str]) -> dict[str, str]:
+    values = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise UsageError.at(f"--input {pair!r} is not NAME=VALUE", hint="e.g. --input report='SQLi in login'")
+        if value.startswith("@"):
+            try:
+                value = Path(value[1:]).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise UsageError.at(f"cannot read {value[1:]}: {exc.strerror}", file=value[1:]) from None
+        values[name] = value
+    return values
+
+
+@app.command()
+@reports_errors
+def render(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="Agent definition file.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="Model name or alias, e.g. gemini/2.5-pro.")],
+    format: Annotated[RenderFormat, typer.Option("--format", "-f", help="Output format.")] = RenderFormat.text,
+    manual: Annotated[bool, typer.Option("--manual", help="One copy/paste block (manual mode).")] = False,
+    inputs: Annotated[
+        list[str] | None, typer.Option("--input", "-i", help="Fill an input: NAME=VALUE or NAME=@file.")
+    ] = None,
+    adapters: Annotated[
+        list[Path] | None, typer.Option("--adapters", help="Extra adapter directory (repeatable).")
+    ] = None,
+) -> None:
+    """Show the exact prompt a model receives for an agent."""
+    from rosetta.definition.loader import load_definition
+    from rosetta.providers.adapter import load_adapters
+    from rosetta.render import render as render_prompt
+    from rosetta.signature import lower
+
+    settings = _settings(ctx)
+    values = _parse_inputs(inputs or [])
+    definition = load_definition(path, section_roles=settings.section_roles)
+    prompt = render_prompt(lower(definition), model, adapters=load_adapters([*settings.adapter_dirs, *(adapters or [])]))
+    for warning in prompt.warnings:
+        err.print(f"[yellow]warning[/yellow] {escape(warning)}")
+    if manual:
+        sys.stdout.write(prompt.render_for_display(values or None))
+    elif format is RenderFormat.json:
+        sys.stdout.write(prompt.model_dump_json(indent=2) + "\n")
+    elif format is RenderFormat.yaml:
+        from rosetta.yaml_text import dump_yaml
+
+        sys.stdout.write(dump_yaml(prompt.model_dump(mode="json")))
+    else:
+        out.print(f"[bold]{escape(prompt.agent)}[/bold] on [bold]{escape(prompt.model)}[/bold] "
+                  f"[dim](adapter {prompt.adapter}, {prompt.model_class}; ~{prompt.tokens['total']:,} tokens)[/dim]")
+        messages = prompt.messages(values) if values else None
+        if messages is None:
+            sys.stdout.write(prompt.render_for_display())
+        else:
+            for message in messages:
+                sys.stdout.write(f"--- {message['role']} ---\n{message['content']}\n")
+        params = {**prompt.generation, **prompt.request_params}
+        sys.stdout.write("--- request parameters ---\n" + json.dumps(params, indent=2) + "\n")
 
 
 @app.command()

@@ -40,7 +40,8 @@ class Problem:
 
     def format(self) -> str:
         """``file:line:col: field: message (expected ...)`` plus an indented hint line."""
-        head = f"{self.location}: "
+        located = self.location.file is not None or self.location.line is not None
+        head = f"{self.location}: " if located else ""
         if self.field:
             head += f"{self.field}: "
         text = head + self.message

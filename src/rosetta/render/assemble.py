@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from rosetta.definition.models import RCCFRole, Section
 from rosetta.providers.adapter import Delimiter
@@ -14,8 +15,12 @@ BLOCK_TITLES = {"role": "Role", "context": "Context", "constraints": "Constraint
                 "tools": "Tools"}
 
 
+_NON_WORD = re.compile(r"[^a-z0-9]+")
+
+
+@lru_cache(maxsize=4096)
 def _tag(title: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_") or "section"
+    return _NON_WORD.sub("_", title.lower()).strip("_") or "section"
 
 
 def delimit(title: str, content: str, delimiter: Delimiter, *, level: int = 2) -> str:

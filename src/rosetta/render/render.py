@@ -78,16 +78,18 @@ def render(
     demos = _choose_demos(signature, adapter, model, knobs)
     sections = _instructions(signature, knobs)
     dropped: list[str] = []
+    compact = {"separators": (",", ":")}
+    tools_tokens = estimate_tokens(json.dumps([s.model_dump() for s in tool_specs], **compact)) if tool_specs else 0
+    native_schema = provider_schema is not None and mechanism is not StructuredOutput.PROMPT_SCHEMA
+    schema_tokens = estimate_tokens(json.dumps(provider_schema, **compact)) if native_schema else 0
     while True:
         system = _system_text(signature, sections, delimiter, order, reasoning, adapter, mechanism, provider_schema)
         demo_messages = _demo_messages(demos, signature, delimiter)
-        tools_text = json.dumps([spec.model_dump() for spec in tool_specs])
-        schema_text = json.dumps(provider_schema) if provider_schema and mechanism is not StructuredOutput.PROMPT_SCHEMA else ""
         tokens = {
             "system": estimate_tokens(system),
             "demos": sum(estimate_tokens(m.content) for m in demo_messages),
-            "tools": estimate_tokens(tools_text) if tool_specs else 0,
-            "schema": estimate_tokens(schema_text),
+            "tools": tools_tokens,
+            "schema": schema_tokens,
         }
         tokens["total"] = sum(tokens.values())
         if tokens["total"] <= budget:

@@ -10,7 +10,6 @@ with a warning.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -46,19 +45,29 @@ def _fail(provider: str, keyword: str, path: tuple, why: str) -> RenderError:
     ))
 
 
+_MAPS, _LISTS, _SINGLES = frozenset(_SUBSCHEMA_MAPS), frozenset(_SUBSCHEMA_LISTS), frozenset(_SUBSCHEMA_SINGLE)
+
+
 def _children(node: Schema) -> list[tuple[tuple, Schema]]:
     """(relative path, subschema) for every direct subschema of ``node``."""
     found: list[tuple[tuple, Schema]] = []
-    for key in _SUBSCHEMA_MAPS:
-        if isinstance(node.get(key), dict):
-            found += [((key, name), sub) for name, sub in node[key].items() if isinstance(sub, dict)]
-    for key in _SUBSCHEMA_LISTS:
-        if isinstance(node.get(key), list):
-            found += [((key, i), sub) for i, sub in enumerate(node[key]) if isinstance(sub, dict)]
-    for key in _SUBSCHEMA_SINGLE:
-        if isinstance(node.get(key), dict):
-            found.append(((key,), node[key]))
+    for key, value in node.items():
+        if key in _MAPS and isinstance(value, dict):
+            found += [((key, name), sub) for name, sub in value.items() if isinstance(sub, dict)]
+        elif key in _LISTS and isinstance(value, list):
+            found += [((key, i), sub) for i, sub in enumerate(value) if isinstance(sub, dict)]
+        elif key in _SINGLES and isinstance(value, dict):
+            found.append(((key,), value))
     return found
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (much cheaper than copy.deepcopy)."""
+    if isinstance(value, dict):
+        return {k: copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_json(v) for v in value]
+    return value
 
 
 def _walk(node: Schema, visit: Callable[[Schema, tuple], None], path: tuple = ()) -> None:
@@ -71,8 +80,20 @@ def _walk(node: Schema, visit: Callable[[Schema, tuple], None], path: tuple = ()
 # -- transforms ------------------------------------------------------------------------------
 
 
+def _has_refs(node: Any) -> bool:
+    if isinstance(node, dict):
+        return "$ref" in node or "$defs" in node or "definitions" in node or any(_has_refs(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_refs(v) for v in node)
+    return False
+
+
 def inline_refs(schema: Schema, provider: str) -> tuple[Schema, Warnings]:
-    """Replace local ``$ref``s with the definitions they point to; drop ``$defs``."""
+    """Replace local ``$ref``s with the definitions they point to; drop ``$defs``.
+
+    A schema without references is returned as is (callers that edit must copy)."""
+    if not _has_refs(schema):
+        return schema, []
     definitions = {**schema.get("definitions", {}), **schema.get("$defs", {})}
 
     def resolve(node: Any, path: tuple, stack: tuple[str, ...]) -> Any:
@@ -97,7 +118,7 @@ def inline_refs(schema: Schema, provider: str) -> tuple[Schema, Warnings]:
 
 def constraints_to_descriptions(schema: Schema, provider: str) -> tuple[Schema, Warnings]:
     """Move numeric, length and pattern constraints into the description the model reads."""
-    schema = copy.deepcopy(schema)
+    schema = copy_json(schema)
 
     def visit(node: Schema, path: tuple) -> None:
         moved = [template.format(node.pop(key)) for key, template in _CONSTRAINTS.items() if key in node]
@@ -118,7 +139,7 @@ def openai_strict(schema: Schema, provider: str) -> tuple[Schema, Warnings]:
     """OpenAI strict mode: object root, every property required (optional ones nullable), closed objects."""
     if schema.get("type") != "object":
         raise _fail(provider, "type", (), "strict structured output needs an object at the root")
-    schema = copy.deepcopy(schema)
+    schema = copy_json(schema)
 
     def visit(node: Schema, path: tuple) -> None:
         for keyword in _OPENAI_UNSUPPORTED:
@@ -163,7 +184,8 @@ _GEMINI_FAIL = ("allOf", "not", "if", "then", "else", "oneOf")
 def gemini_subset(schema: Schema, provider: str) -> tuple[Schema, Warnings]:
     """Gemini's response schema (an OpenAPI 3.0 subset): rewrite what has an equivalent, drop the rest
     with a warning (the API would ignore it silently)."""
-    schema, _ = inline_refs(schema, provider)
+    inlined, _ = inline_refs(schema, provider)
+    schema = copy_json(inlined) if inlined is schema else inlined
     warnings: Warnings = []
 
     def visit(node: Schema, path: tuple) -> None:
