@@ -84,3 +84,18 @@ def test_capabilities_agree_with_litellm_where_it_knows(monkeypatch):
         if info.get("supports_response_schema"):
             assert model.capabilities.structured_output, model.id
     assert checked >= 8
+
+
+def test_custom_openai_name_uses_the_openai_adapter_with_conservative_limits():
+    model = resolve_model("openai/my-company-finetune")
+    assert model.adapter == "openai" and not model.known and model.context_window == 8192
+
+
+def test_user_adapter_claims_a_provider_for_unknown_models(tmp_path):
+    import json
+
+    data = json.loads(load_adapters()["openai"].model_dump_json())
+    data.update(name="deepseek-house", providers=["deepseek"], delimiter="xml")
+    (tmp_path / "deepseek.yaml").write_text(json.dumps(data))
+    adapters = load_adapters([tmp_path])
+    assert load_catalog().resolve("deepseek/deepseek-chat", adapters).adapter == "deepseek-house"
