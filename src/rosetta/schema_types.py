@@ -209,7 +209,7 @@ class _Builder:
                 try:
                     pattern = re.compile(pattern)
                 except (re.error, TypeError) as exc:
-                    raise _error(path, "pattern", f"pattern {pattern!r} is not a valid regular expression: {exc}")
+                    raise _error(path, "pattern", f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
             return _constrain(str, min_length=count("minLength"), max_length=count("maxLength"), pattern=pattern)
         if kind in ("integer", "number"):
             bounds = {"ge": count("minimum"), "le": count("maximum"), "gt": count("exclusiveMinimum"),

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import logging
-import os
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from rosetta.definition.yaml_source import parse_yaml
 from rosetta.errors import Problem, UsageError
 from rosetta.providers.adapter import ModelClass
+from rosetta.providers.litellm_offline import import_litellm
 
 log = logging.getLogger(__name__)
 
@@ -141,11 +141,7 @@ _ADAPTER_BY_PROVIDER = {
 
 def _from_litellm(name: str, adapters: dict[str, Any] | None) -> CatalogModel | None:
     """A catalog entry for a model outside our catalog, from litellm's offline model map."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the map online
-    try:
-        import litellm
-    except ImportError:
-        return None
+    litellm = import_litellm()
     route = OLLAMA_CHAT_PREFIX + name[len(OLLAMA_PREFIX):] if name.lower().startswith(OLLAMA_PREFIX) else name
     try:
         _, provider, _, _ = litellm.get_llm_provider(route)

@@ -76,40 +76,22 @@ def render(
         budget = min(budget, requested.max_input_tokens)
 
     demos = _choose_demos(signature, adapter, model, knobs)
-    sections = _instructions(signature, knobs)
-    dropped: list[str] = []
     compact = {"separators": (",", ":")}
-    tools_tokens = estimate_tokens(json.dumps([s.model_dump() for s in tool_specs], **compact)) if tool_specs else 0
-    native_schema = provider_schema is not None and mechanism is not StructuredOutput.PROMPT_SCHEMA
-    schema_tokens = estimate_tokens(json.dumps(provider_schema, **compact)) if native_schema else 0
-    while True:
+    fixed_tokens = {
+        "tools": estimate_tokens(json.dumps([s.model_dump() for s in tool_specs], **compact)) if tool_specs else 0,
+        "schema": estimate_tokens(json.dumps(provider_schema, **compact))
+        if provider_schema is not None and mechanism is not StructuredOutput.PROMPT_SCHEMA else 0,
+    }
+
+    def compose(sections: tuple[Section, ...], demos: list[Demo]) -> tuple[str, list[Message], dict[str, int]]:
         system = _system_text(signature, sections, delimiter, order, reasoning, adapter, mechanism, provider_schema)
         demo_messages = _demo_messages(demos, signature, delimiter)
-        tokens = {
-            "system": estimate_tokens(system),
-            "demos": sum(estimate_tokens(m.content) for m in demo_messages),
-            "tools": tools_tokens,
-            "schema": schema_tokens,
-        }
-        tokens["total"] = sum(tokens.values())
-        if tokens["total"] <= budget:
-            break
-        if demos:
-            dropped.append(f"demo {demos[-1].id}")
-            demos = demos[:-1]
-            continue
-        optional = [s for s in sections if s.role.value in ("other", "context")]
-        if optional:
-            victim = optional[-1]
-            dropped.append(f"section {victim.title or victim.key!r}")
-            sections = tuple(s for s in sections if s is not victim)
-            continue
-        raise RenderError(Problem(
-            f"{signature.name} needs about {tokens['total']:,} prompt tokens but {model.id} leaves {budget:,} "
-            f"(context window {window:,}, {generation.get('max_tokens', 0):,} reserved for output)",
-            field="portability.minimum_context_window",
-            hint="shorten the definition, lower max_output_tokens, or choose a model with a larger window",
-        ))
+        tokens = {"system": estimate_tokens(system),
+                  "demos": sum(estimate_tokens(m.content) for m in demo_messages), **fixed_tokens}
+        return system, demo_messages, {**tokens, "total": sum(tokens.values())}
+
+    system, demo_messages, tokens, demos, dropped = _fit_budget(
+        compose, _instructions(signature, knobs), demos, budget, signature, model, generation)
     if dropped:
         warnings.append(f"over the {budget:,}-token prompt budget of {model.id}: dropped " + ", ".join(dropped))
 
@@ -142,6 +124,30 @@ def render(
                                        "demo_ids": [d.id for d in demos], "demo_count": len(demos),
                                        "structured_output": mechanism}),
     )
+
+
+def _fit_budget(compose: Any, sections: tuple[Section, ...], demos: list[Demo], budget: int,
+                signature: Signature, model: CatalogModel, generation: dict[str, Any]) -> tuple:
+    """Drop demos (last first), then context sections (last first) until the prompt fits."""
+    dropped: list[str] = []
+    while True:
+        system, demo_messages, tokens = compose(sections, demos)
+        if tokens["total"] <= budget:
+            return system, demo_messages, tokens, demos, dropped
+        if demos:
+            dropped.append(f"demo {demos[-1].id}")
+            demos = demos[:-1]
+            continue
+        optional = [s for s in sections if s.role.value in ("other", "context")]
+        if not optional:
+            raise RenderError(Problem(
+                f"{signature.name} needs about {tokens['total']:,} prompt tokens but {model.id} leaves {budget:,} "
+                f"(context window {model.context_window:,}, {generation.get('max_tokens', 0):,} reserved for output)",
+                field="portability.minimum_context_window",
+                hint="shorten the definition, lower max_output_tokens, or choose a model with a larger window",
+            ))
+        dropped.append(f"section {optional[-1].title or optional[-1].key!r}")
+        sections = tuple(s for s in sections if s is not optional[-1])
 
 
 # -- decisions -------------------------------------------------------------------------------
