@@ -30,3 +30,8 @@ def test_lazy_names_resolve():
 
     assert rosetta.load_definition.__module__ == "rosetta.definition.loader"
     assert "load_definition" in dir(rosetta)
+
+
+def test_reading_compiled_prompts_and_the_catalog_needs_no_pydantic():
+    loaded = _modules_after("import rosetta.render.prompt, rosetta.providers.catalog as c; c.resolve_model('sonnet')")
+    assert "pydantic" not in loaded and not loaded & {"litellm", "dspy", "jsonschema"}

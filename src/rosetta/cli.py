@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from dataclasses import asdict
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -314,11 +315,11 @@ def render(
     if manual:
         sys.stdout.write(prompt.render_for_display(values or None))
     elif format is RenderFormat.json:
-        sys.stdout.write(prompt.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(json.dumps(prompt.to_dict(), indent=2, ensure_ascii=False) + "\n")
     elif format is RenderFormat.yaml:
         from rosetta.yaml_text import dump_yaml
 
-        sys.stdout.write(dump_yaml(prompt.model_dump(mode="json")))
+        sys.stdout.write(dump_yaml(prompt.to_dict()))
     else:
         out.print(f"[bold]{escape(prompt.agent)}[/bold] on [bold]{escape(prompt.model)}[/bold] "
                   f"[dim](adapter {prompt.adapter}, {prompt.model_class}; ~{prompt.tokens['total']:,} tokens)[/dim]")
@@ -342,14 +343,19 @@ def models(
 
     catalog = load_catalog()
     if format is ListFormat.json:
-        rows = [m.model_dump(by_alias=True, exclude={"known"}) for m in catalog.models]
+        rows = []
+        for m in catalog.models:
+            row = asdict(m)
+            row["class"] = row.pop("model_class")
+            row.pop("known")
+            rows.append(row)
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
     table = Table(title=f"{len(catalog.models)} models", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("Model", "Aliases", "Adapter", "Class", "Context", "Capabilities"):
         table.add_column(column, overflow="fold")
     for m in catalog.models:
-        flags = [name for name, on in m.capabilities.model_dump().items() if on]
+        flags = [name for name, on in asdict(m.capabilities).items() if on]
         table.add_row(escape(m.id), escape(", ".join(m.aliases)), m.adapter, m.model_class,
                       f"{m.context_window:,}", ", ".join(flags))
     out.print(table)

@@ -26,42 +26,12 @@ from rosetta.definition.models import (
     Section,
 )
 from rosetta.errors import DefinitionError
+from rosetta.parts import Demo, InputField, ToolSpec
 
 DEFAULT_INPUT = "request"
 """The single text input of an agent that declares none."""
 
 _JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict, "array": list}
-
-
-class InputField(BaseModel):
-    """One named run-time input."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    type: str = "string"
-    description: str = ""
-    required: bool = True
-
-
-class ToolSpec(BaseModel):
-    """A callable tool, provider-neutral (JSON Schema parameters)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    description: str = ""
-    parameters: dict[str, Any]
-
-
-class Demo(BaseModel):
-    """A worked example: inputs and the answer the agent should give."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    inputs: dict[str, Any]
-    output: Any
 
 
 class Signature(BaseModel):

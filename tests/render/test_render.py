@@ -81,7 +81,7 @@ def test_every_knob_is_honoured(triage):
     assert prompt.system.startswith("<format>") and prompt.system.index("<constraints>") < prompt.system.index("<role>")
     assert "step by step" in prompt.system and "Classify the report." in prompt.system
     assert "Reports vary widely" not in prompt.system  # the body's context was replaced
-    assert prompt.demo_ids == ["d2"] and '"high"' in prompt.demos[1].content
+    assert prompt.demo_ids == ("d2",) and '"high"' in prompt.demos[1].content
     assert prompt.structured_output == "prompt_schema"
     assert prompt.request_params == {"response_format": {"type": "json_object"}}  # JSON mode, schema in prompt
     assert prompt.knobs.demo_count == 1 and prompt.knobs.delimiter == "xml"
@@ -124,7 +124,7 @@ def test_budget_drops_demos_then_context_and_records_it(triage):
                   for i in range(3))
     signature = triage.model_copy(update={"demos": demos, "minimum_context_window": None})
     prompt = render(signature, "ollama/gemma2", Knobs(instructions="background " * 3000))  # 8K window
-    assert prompt.demo_ids == [] and any(d.startswith("demo") for d in prompt.dropped)
+    assert prompt.demo_ids == () and any(d.startswith("demo") for d in prompt.dropped)
     assert any(d.startswith("section") for d in prompt.dropped)
     assert prompt.tokens["total"] <= 8192
 

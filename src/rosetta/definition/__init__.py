@@ -1,23 +1,52 @@
-"""Agent definitions: the portable schema, the four on-disk formats, and the loader."""
+"""Agent definitions: the portable schema, the four on-disk formats, and the loader.
 
-from rosetta.definition.loader import (
-    LoadResult,
-    discover_definitions,
-    load_definition,
-    load_directory,
-    load_many,
-)
-from rosetta.definition.models import (
-    AgentDefinition,
-    AgentFormat,
-    AgentSpec,
-    BodyFormat,
-    RCCFRole,
-    Section,
-    frontmatter_json_schema,
-)
+Names are imported on first use, so light modules of this package (``yaml_source``,
+``frontmatter``) can be used by the runtime without pulling in pydantic.
+"""
 
-__all__ = [
-    "AgentDefinition", "AgentFormat", "AgentSpec", "BodyFormat", "LoadResult", "RCCFRole", "Section",
-    "discover_definitions", "frontmatter_json_schema", "load_definition", "load_directory", "load_many",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_LAZY = {
+    "LoadResult": "rosetta.definition.loader",
+    "discover_definitions": "rosetta.definition.loader",
+    "load_definition": "rosetta.definition.loader",
+    "load_directory": "rosetta.definition.loader",
+    "load_many": "rosetta.definition.loader",
+    "AgentDefinition": "rosetta.definition.models",
+    "AgentFormat": "rosetta.definition.models",
+    "AgentSpec": "rosetta.definition.models",
+    "BodyFormat": "rosetta.definition.models",
+    "RCCFRole": "rosetta.definition.models",
+    "Section": "rosetta.definition.models",
+    "frontmatter_json_schema": "rosetta.definition.models",
+}
+__all__ = list(_LAZY)
+
+if TYPE_CHECKING:
+    from rosetta.definition.loader import (
+        LoadResult,
+        discover_definitions,
+        load_definition,
+        load_directory,
+        load_many,
+    )
+    from rosetta.definition.models import (
+        AgentDefinition,
+        AgentFormat,
+        AgentSpec,
+        BodyFormat,
+        RCCFRole,
+        Section,
+        frontmatter_json_schema,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'rosetta.definition' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from enum import StrEnum
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -23,58 +22,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from rosetta.definition.models import RCCFRole
 from rosetta.definition.yaml_source import parse_yaml
 from rosetta.errors import ConfigError, Location, Problem
-
-ModelClass = Literal["frontier", "mid", "open"]
-
-
-class SystemPlacement(StrEnum):
-    """Where the system prompt goes."""
-
-    SEPARATE = "separate"  # a dedicated API parameter (Anthropic `system`, Gemini `system_instruction`)
-    SYSTEM_MESSAGE = "system_message"  # the first message, role system
-    FIRST_USER_TURN = "first_user_turn"  # prepended to the first user message (no system role)
-
-
-class Delimiter(StrEnum):
-    """How sections are marked in the system text."""
-
-    XML = "xml"  # <constraints>…</constraints>
-    MARKDOWN = "markdown"  # ## Constraints
-    LABEL = "label"  # CONSTRAINTS:
-
-
-class ReasoningMode(StrEnum):
-    """Whether to add a reasoning instruction for a model class under `adaptive`."""
-
-    OMIT = "omit"
-    INJECT = "inject"
-
-
-class ToolEnvelope(StrEnum):
-    """The shape a provider expects tool definitions in."""
-
-    OPENAI = "openai"
-    ANTHROPIC = "anthropic"
-    GOOGLE = "google"
-
-
-class StructuredOutput(StrEnum):
-    """How the provider is made to answer in the output schema."""
-
-    JSON_SCHEMA_STRICT = "json_schema_strict"  # OpenAI response_format json_schema, strict
-    FORCED_TOOL = "forced_tool"  # Anthropic: a tool with the output schema, forced
-    RESPONSE_SCHEMA = "response_schema"  # Gemini response_schema + JSON mime type
-    PROMPT_SCHEMA = "prompt_schema"  # schema in the prompt (+ JSON mode where offered)
-
-
-class SchemaTransform(StrEnum):
-    """Named output-schema rewrites a provider needs (implemented in rosetta.render.schemas)."""
-
-    INLINE_REFS = "inline_refs"
-    CONSTRAINTS_TO_DESCRIPTIONS = "constraints_to_descriptions"
-    OPENAI_STRICT = "openai_strict"
-    GEMINI_SUBSET = "gemini_subset"
-
+from rosetta.providers.kinds import (  # noqa: F401  (re-exported: adapters are where people look)
+    Delimiter,
+    ModelClass,
+    ReasoningMode,
+    SchemaTransform,
+    StructuredOutput,
+    SystemPlacement,
+    ToolEnvelope,
+)
 
 class PerClass(BaseModel):
     """A value per model class."""

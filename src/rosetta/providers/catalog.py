@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import difflib
 import logging
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from rosetta.definition.yaml_source import parse_yaml
 from rosetta.errors import Problem, UsageError
-from rosetta.providers.adapter import ModelClass
+from rosetta.providers.kinds import ModelClass
 from rosetta.providers.litellm_offline import import_litellm
 
 log = logging.getLogger(__name__)
@@ -30,10 +30,9 @@ OLLAMA_CHAT_PREFIX = "ollama_chat/"
 route Ollama models through ``ollama_chat/``."""
 
 
-class Capabilities(BaseModel):
+@dataclass(frozen=True)
+class Capabilities:
     """What a model can do, as far as rendering is concerned."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     system_message: bool = True
     tool_use: bool = False
@@ -45,19 +44,18 @@ class Capabilities(BaseModel):
     sampling_params: bool = True  # accepts temperature / top_p (o-series reasoning models do not)
 
 
-class CatalogModel(BaseModel):
+@dataclass(frozen=True)
+class CatalogModel:
     """One model: its canonical id and everything the renderer needs to know about it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
     id: str
-    aliases: list[str] = []
     adapter: str
     family: str
-    model_class: ModelClass = Field(alias="class")
-    context_window: int = Field(gt=0)
-    max_output: int = Field(gt=0)
-    capabilities: Capabilities
+    model_class: ModelClass
+    context_window: int
+    max_output: int
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    aliases: tuple[str, ...] = ()
     known: bool = True  # False for models resolved from litellm's map or guessed
 
     @property
@@ -70,17 +68,32 @@ class CatalogModel(BaseModel):
         """The model name without the provider prefix."""
         return self.id.split("/", 1)[1]
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CatalogModel:
+        """One catalog.yaml entry (``class`` is the model class); raises ValueError when malformed."""
+        values = dict(data)
+        try:
+            values["model_class"] = values.pop("class")
+            values["capabilities"] = Capabilities(**values.get("capabilities", {}))
+            values["aliases"] = tuple(values.get("aliases", ()))
+            model = cls(**values)
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"catalog entry {data.get('id')!r}: {exc}") from None
+        if model.model_class not in ("frontier", "mid", "open") or model.context_window <= 0 \
+                or not 0 < model.max_output <= model.context_window or "/" not in model.id:
+            raise ValueError(f"catalog entry {model.id!r} has an invalid class, limit or id")
+        return model
 
-class Catalog(BaseModel):
+
+@dataclass(frozen=True)
+class Catalog:
     """All catalog models plus the default compile targets."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    models: tuple[CatalogModel, ...]
+    default_targets: tuple[str, ...]
+    _names: dict[str, CatalogModel] = field(default_factory=dict, repr=False, compare=False)
 
-    models: list[CatalogModel]
-    default_targets: list[str]
-    _names: dict[str, CatalogModel] = PrivateAttr(default_factory=dict)
-
-    def model_post_init(self, __context: Any) -> None:
+    def __post_init__(self) -> None:
         for model in self.models:
             for name in (model.id, *model.aliases):
                 if name.lower() in self._names:
@@ -123,7 +136,8 @@ def load_catalog() -> Catalog:
     """The bundled catalog (parsed once per process)."""
     path = resources.files("rosetta.providers") / "catalog.yaml"
     data, _ = parse_yaml(path.read_text(encoding="utf-8"), file="rosetta/providers/catalog.yaml")
-    return Catalog.model_validate(data)
+    return Catalog(models=tuple(CatalogModel.from_dict(entry) for entry in data["models"]),
+                   default_targets=tuple(data["default_targets"]))
 
 
 def resolve_model(name: str) -> CatalogModel:

@@ -1,6 +1,31 @@
-"""Rendering: a signature + a model (+ knobs) → the exact prompt that model receives."""
+"""Rendering: a signature + a model (+ knobs) → the exact prompt that model receives.
 
-from rosetta.render.prompt import Knobs, Message, RenderedPrompt
-from rosetta.render.render import estimate_tokens, render
+Names are imported on first use so that the runtime can load ``rosetta.render.prompt`` (compiled
+prompts) without the renderer and the definition schema behind it.
+"""
 
-__all__ = ["Knobs", "Message", "RenderedPrompt", "estimate_tokens", "render"]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_LAZY = {
+    "Knobs": "rosetta.render.prompt",
+    "Message": "rosetta.render.prompt",
+    "RenderedPrompt": "rosetta.render.prompt",
+    "estimate_tokens": "rosetta.render.render",
+    "render": "rosetta.render.render",
+}
+__all__ = list(_LAZY)
+
+if TYPE_CHECKING:
+    from rosetta.render.prompt import Knobs, Message, RenderedPrompt
+    from rosetta.render.render import estimate_tokens, render
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'rosetta.render' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value

@@ -10,45 +10,70 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from rosetta.errors import Problem, UsageError
-from rosetta.providers.adapter import Delimiter, StructuredOutput, SystemPlacement, ToolEnvelope
-from rosetta.signature import InputField, ToolSpec
+from rosetta.parts import InputField, ToolSpec
+from rosetta.providers.kinds import Delimiter, StructuredOutput, SystemPlacement, ToolEnvelope
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class Knobs(BaseModel):
+_BLOCKS = ("role", "context", "constraints", "format", "tools")
+
+
+@dataclass(frozen=True)
+class Knobs:
     """Renderer choices an optimizer may search over; ``None`` means "the adapter decides"."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     delimiter: Delimiter | None = None
-    section_order: list[Literal["role", "context", "constraints", "format", "tools"]] | None = None
+    section_order: tuple[str, ...] | None = None
     reasoning: bool | None = None
-    demo_ids: list[str] | None = None
+    demo_ids: tuple[str, ...] | None = None
     demo_count: int | None = None
     instructions: str | None = None  # replaces the body's role/context text
     structured_output: StructuredOutput | None = None
     phase: str = "default"  # which generation_params phase to use
 
+    def __post_init__(self) -> None:
+        # accept plain strings and lists (YAML, JSON, CLI) and check them once, here
+        try:
+            if self.delimiter is not None:
+                object.__setattr__(self, "delimiter", Delimiter(self.delimiter))
+            if self.structured_output is not None:
+                object.__setattr__(self, "structured_output", StructuredOutput(self.structured_output))
+        except ValueError as exc:
+            raise UsageError(Problem(str(exc), field="knobs")) from None
+        if self.section_order is not None:
+            order = tuple(self.section_order)
+            unknown = [b for b in order if b not in _BLOCKS]
+            if unknown or len(set(order)) != len(order):
+                raise UsageError(Problem(f"section_order {list(order)} must name distinct blocks of {_BLOCKS}",
+                                         field="knobs.section_order"))
+            object.__setattr__(self, "section_order", order)
+        if self.demo_ids is not None:
+            object.__setattr__(self, "demo_ids", tuple(self.demo_ids))
+        if self.demo_count is not None and self.demo_count < 0:
+            raise UsageError(Problem("demo_count must not be negative", field="knobs.demo_count"))
 
-class Message(BaseModel):
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (enums as their values, tuples as lists) for artifacts and JSON."""
+        return _plain(asdict(self))
+
+
+@dataclass(frozen=True)
+class Message:
     """One chat message; user templates may hold ``{input}`` placeholders."""
-
-    model_config = ConfigDict(frozen=True)
 
     role: Literal["system", "user", "assistant"]
     content: str
 
 
-class RenderedPrompt(BaseModel):
+@dataclass(frozen=True)
+class RenderedPrompt:
     """Everything sent to one model for one agent, plus how it was decided."""
-
-    model_config = ConfigDict(frozen=True)
 
     agent: str
     model: str
@@ -56,22 +81,50 @@ class RenderedPrompt(BaseModel):
     model_class: str
     system: str | None
     system_placement: SystemPlacement
-    demos: list[Message] = []
-    demo_ids: list[str] = []
-    user_blocks: list[tuple[str, str]] = []  # (input name, template holding its placeholder)
-    inputs: list[InputField] = []
-    tool_specs: list[ToolSpec] = []
-    tools: list[dict[str, Any]] = []  # the provider's own envelope, for reading
     tool_envelope: ToolEnvelope
+    demos: tuple[Message, ...] = ()
+    demo_ids: tuple[str, ...] = ()
+    user_blocks: tuple[tuple[str, str], ...] = ()  # (input name, template holding its placeholder)
+    inputs: tuple[InputField, ...] = ()
+    tool_specs: tuple[ToolSpec, ...] = ()
+    tools: tuple[dict[str, Any], ...] = ()  # the provider's own envelope, for reading
     structured_output: StructuredOutput | None = None
     output_schema: dict[str, Any] | None = None  # the agent's schema: answers are validated against it
     provider_schema: dict[str, Any] | None = None  # what the provider is sent
-    request_params: dict[str, Any] = {}  # structured-output kwargs for litellm
-    generation: dict[str, Any] = {}
-    tokens: dict[str, int] = {}
-    dropped: list[str] = []
-    warnings: list[str] = []
-    knobs: Knobs = Knobs()
+    request_params: dict[str, Any] = field(default_factory=dict)  # structured-output kwargs for litellm
+    generation: dict[str, Any] = field(default_factory=dict)
+    tokens: dict[str, int] = field(default_factory=dict)
+    dropped: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    knobs: Knobs = field(default_factory=Knobs)
+
+    # -- plain data --------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain, JSON-compatible data in field order (what artifacts store)."""
+        return _plain(asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RenderedPrompt:
+        """Rebuild from :meth:`to_dict` output; raises ``ValueError`` on a malformed document."""
+        try:
+            values = dict(data)
+            values["system_placement"] = SystemPlacement(values["system_placement"])
+            values["tool_envelope"] = ToolEnvelope(values["tool_envelope"])
+            if values.get("structured_output") is not None:
+                values["structured_output"] = StructuredOutput(values["structured_output"])
+            values["demos"] = tuple(Message(**m) for m in values.get("demos", ()))
+            values["demo_ids"] = tuple(values.get("demo_ids", ()))
+            values["user_blocks"] = tuple((name, template) for name, template in values.get("user_blocks", ()))
+            values["inputs"] = tuple(InputField(**f) for f in values.get("inputs", ()))
+            values["tool_specs"] = tuple(ToolSpec(**t) for t in values.get("tool_specs", ()))
+            values["tools"] = tuple(values.get("tools", ()))
+            values["dropped"] = tuple(values.get("dropped", ()))
+            values["warnings"] = tuple(values.get("warnings", ()))
+            values["knobs"] = Knobs(**values.get("knobs", {}))
+            return cls(**values)
+        except (KeyError, TypeError, ValueError, UsageError) as exc:
+            raise ValueError(f"not a rendered prompt: {exc}") from None
 
     # -- sending -----------------------------------------------------------------------------
 
@@ -100,7 +153,8 @@ class RenderedPrompt(BaseModel):
 
     def messages(self, inputs: Mapping[str, Any]) -> list[dict[str, str]]:
         """Chat messages for litellm (system placement applied)."""
-        messages = [m.model_dump() for m in self.demos] + [{"role": "user", "content": self.user_message(inputs)}]
+        messages = [{"role": m.role, "content": m.content} for m in self.demos]
+        messages.append({"role": "user", "content": self.user_message(inputs)})
         if self.system:
             if self.system_placement is SystemPlacement.FIRST_USER_TURN:
                 first = messages[0]
@@ -139,6 +193,16 @@ class RenderedPrompt(BaseModel):
             parts.append("=== OUTPUT INSTRUCTIONS ===\nAnswer with one JSON object valid against this schema:\n"
                          + json.dumps(self.output_schema, indent=2))
         return "\n\n".join(parts) + "\n"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _openai_tool(spec: ToolSpec) -> dict[str, Any]:

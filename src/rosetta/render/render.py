@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import asdict, replace
 from typing import Any
 
 from rosetta.definition.models import Feature, ReasoningStrategy, Section
@@ -78,7 +79,7 @@ def render(
     demos = _choose_demos(signature, adapter, model, knobs)
     compact = {"separators": (",", ":")}
     fixed_tokens = {
-        "tools": estimate_tokens(json.dumps([s.model_dump() for s in tool_specs], **compact)) if tool_specs else 0,
+        "tools": estimate_tokens(json.dumps([asdict(s) for s in tool_specs], **compact)) if tool_specs else 0,
         "schema": estimate_tokens(json.dumps(provider_schema, **compact))
         if provider_schema is not None and mechanism is not StructuredOutput.PROMPT_SCHEMA else 0,
     }
@@ -105,12 +106,12 @@ def render(
         model_class=model.model_class,
         system=system or None,
         system_placement=placement,
-        demos=demo_messages,
-        demo_ids=[d.id for d in demos],
-        user_blocks=[(field.name, input_block(field, delimiter)) for field in signature.inputs],
-        inputs=list(signature.inputs),
-        tool_specs=tool_specs,
-        tools=tool_envelope(tool_specs, adapter.tool_envelope),
+        demos=tuple(demo_messages),
+        demo_ids=tuple(d.id for d in demos),
+        user_blocks=tuple((field.name, input_block(field, delimiter)) for field in signature.inputs),
+        inputs=tuple(signature.inputs),
+        tool_specs=tuple(tool_specs),
+        tools=tuple(tool_envelope(tool_specs, adapter.tool_envelope)),
         tool_envelope=adapter.tool_envelope,
         structured_output=mechanism,
         output_schema=signature.output_schema,
@@ -118,11 +119,10 @@ def render(
         request_params=request_params,
         generation=generation,
         tokens=tokens,
-        dropped=dropped,
-        warnings=warnings,
-        knobs=knobs.model_copy(update={"delimiter": delimiter, "section_order": order, "reasoning": reasoning,
-                                       "demo_ids": [d.id for d in demos], "demo_count": len(demos),
-                                       "structured_output": mechanism}),
+        dropped=tuple(dropped),
+        warnings=tuple(warnings),
+        knobs=replace(knobs, delimiter=delimiter, section_order=tuple(order), reasoning=reasoning,
+                      demo_ids=tuple(d.id for d in demos), demo_count=len(demos), structured_output=mechanism),
     )
 
 
@@ -226,7 +226,7 @@ def _tool_for(spec: ToolSpec, adapter: Adapter, model: CatalogModel, warnings: l
         warnings += [f"tool {spec.name}: {note}" for note in notes]
     elif "inline_refs" in names:
         parameters, _ = inline_refs(parameters, model.id)
-    return spec.model_copy(update={"parameters": parameters})
+    return replace(spec, parameters=parameters)
 
 
 def _generation(signature: Signature, model: CatalogModel, knobs: Knobs, warnings: list[str]) -> dict[str, Any]:
