@@ -95,3 +95,23 @@ def cli() -> Callable[..., object]:
         return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
 
     return _cli
+
+
+COMPILE_AGENTS = ("vuln-triage.md", "advisory-extractor.md", "code-reviewer.md", "code-reviewer.governance.yaml")
+
+
+def make_project(path: Path) -> Path:
+    """A project holding copies of a few bundled agents (for compile and runtime tests)."""
+    import shutil
+
+    (path / "signatures").mkdir(parents=True)
+    (path / "pyproject.toml").write_text("[project]\nname = 'demo'\n\n[tool.rosetta]\n")
+    for name in COMPILE_AGENTS:
+        shutil.copy(REPO / "signatures" / name, path / "signatures" / name)
+    return path
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A throwaway project with three agents, ready to compile."""
+    return make_project(tmp_path / "project")

@@ -14,6 +14,8 @@ from rosetta.__about__ import __version__
 from rosetta.errors import ConfigError, DefinitionError, Location, Problem, RosettaError, UsageError
 
 _LAZY = {
+    "load": "rosetta.runtime.agent",
+    "Agent": "rosetta.runtime.agent",
     "AgentDefinition": "rosetta.definition.models",
     "AgentSpec": "rosetta.definition.models",
     "load_definition": "rosetta.definition.loader",
@@ -29,6 +31,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from rosetta.runtime.agent import Agent, load
     from rosetta.config import Settings, load_settings
     from rosetta.definition.loader import discover_definitions, load_definition, load_directory
     from rosetta.definition.models import AgentDefinition, AgentSpec

@@ -264,6 +264,76 @@ def list_agents(
         raise typer.Exit(2)
 
 
+@app.command("compile")
+@reports_errors
+def compile_command(
+    ctx: typer.Context,
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Agent files or directories.", show_default="the configured signatures directory"),
+    ] = None,
+    models: Annotated[
+        list[str] | None,
+        typer.Option("--model", "-m", help="Target model (repeatable).",
+                     show_default="each agent's model_preferences, else default_models"),
+    ] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", "-o", help="Output directory.",
+                                                 show_default="compiled_dir")] = None,
+    check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if anything is missing or stale.")]
+    = False,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even up-to-date artifacts.")] = False,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes.",
+                                             show_default="CPUs")] = None,
+    adapters: Annotated[
+        list[Path] | None, typer.Option("--adapters", help="Extra adapter directory (repeatable).")
+    ] = None,
+) -> None:
+    """Compile agents into sealed YAML artifacts: compiled/<agent>/<provider>/<model>.yaml.
+
+    Unchanged inputs are not rebuilt. Exit code 0: everything compiled or up to date;
+    1: a target failed, or --check found missing, stale or invalid artifacts; 2: bad usage.
+    """
+    from rosetta.compile.compiler import CompileOptions, Status, compile_paths
+    from rosetta.providers.adapter import load_adapters
+
+    paths, settings = _paths_or_default(ctx, paths)
+    options = CompileOptions(
+        out=(out_dir or settings.compiled_dir).resolve(),
+        root=settings.root,
+        adapters=load_adapters([*settings.adapter_dirs, *(adapters or [])]),
+        models=tuple(models or ()),
+        default_models=tuple(settings.default_models),
+        section_roles=dict(settings.section_roles),
+        force=force,
+        check=check,
+    )
+    with err.status("compiling…") if not check else _nothing():
+        report = compile_paths(paths, options, jobs=jobs)
+    styles = {Status.WRITTEN: "green", Status.UP_TO_DATE: "dim", Status.FAILED: "red", Status.MISSING: "red",
+              Status.STALE: "red", Status.INVALID: "red"}
+    for result in report.results:
+        if result.status is Status.UP_TO_DATE and not check:
+            continue
+        style = styles[result.status]
+        target = _relative(Path(result.artifact)) if result.artifact else result.source
+        label = f"{result.agent or result.source} → {result.model}" if result.model else (result.agent or result.source)
+        out.print(f"[{style}]{result.status.value:<10}[/{style}] {escape(label)}  [dim]{escape(str(target))}[/dim]")
+        if result.message and result.status is not Status.WRITTEN:
+            for line in result.message.splitlines():
+                out.print(f"           [dim]{escape(line)}[/dim]")
+    counts = ", ".join(f"{report.count(s)} {s.value}" for s in Status if report.count(s))
+    out.print(f"[{'red' if report.exit_code() else 'green'}]{len(report.results)} targets: {counts or 'none'}[/]")
+    raise typer.Exit(report.exit_code())
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
 class RenderFormat(StrEnum):
     text = "text"
     json = "json"
@@ -331,6 +401,58 @@ def render(
                 sys.stdout.write(f"--- {message['role']} ---\n{message['content']}\n")
         params = {**prompt.generation, **prompt.request_params}
         sys.stdout.write("--- request parameters ---\n" + json.dumps(params, indent=2) + "\n")
+
+
+def _load_agent(ctx: typer.Context, agent: str) -> Any:
+    from rosetta.runtime.agent import load
+
+    options = ctx.obj or {}
+    return load(agent, project=options.get("project"), signatures_dir=options.get("signatures_dir"))
+
+
+@app.command()
+@reports_errors
+def show(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Argument(help="Agent name or definition path.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="Model name or alias.")],
+    prompt: Annotated[bool, typer.Option("--prompt", help="Also print the selected prompt.")] = False,
+) -> None:
+    """Show which artifact (or fallback) the runtime would use for a model, and why."""
+    loaded = _load_agent(ctx, agent)
+    selection = loaded.explain(model, strict=False)
+    style = "green" if selection.kind == "artifact" else "yellow"
+    out.print(f"[bold]{escape(loaded.name)}[/bold] on [bold]{escape(selection.model)}[/bold]: "
+              f"[{style}]{selection.kind}[/{style}]")
+    if selection.artifact:
+        out.print(f"  artifact: {escape(str(_relative(Path(selection.artifact))))}")
+    out.print(f"  why: {escape(selection.reason)}")
+    if loaded.artifacts:
+        out.print("  compiled for: " + escape(", ".join(sorted(loaded.artifacts))))
+    if prompt:
+        sys.stdout.write(selection.prompt.render_for_display())
+
+
+@app.command()
+@reports_errors
+def diff(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Argument(help="Agent name or definition path.")],
+    models: Annotated[list[str], typer.Option("--model", "-m", help="Two models to compare.")],
+) -> None:
+    """Unified diff of the prompts the runtime would send to two models."""
+    import difflib
+
+    if len(models) != 2:
+        raise UsageError.at("give exactly two --model options", hint="e.g. --model sonnet --model openai/gpt-4o")
+    loaded = _load_agent(ctx, agent)
+    first, second = (loaded.explain(m, strict=False) for m in models)
+    lines = difflib.unified_diff(
+        first.prompt.render_for_display().splitlines(keepends=True),
+        second.prompt.render_for_display().splitlines(keepends=True),
+        fromfile=f"{first.model} ({first.kind})", tofile=f"{second.model} ({second.kind})",
+    )
+    sys.stdout.writelines(lines)
 
 
 @app.command()

@@ -1,0 +1,1 @@
+"""Compiling agents into sealed, content-addressed prompt artifacts under ``compiled/``."""

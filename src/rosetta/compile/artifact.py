@@ -1,0 +1,158 @@
+"""Compiled artifacts: one readable YAML file per agent and model, holding the whole rendered prompt
+and where it came from, sealed by a content hash.
+
+Layout of a file::
+
+    # rosetta compiled prompt: written by `rosetta compile`; do not edit.
+    # content_sha256 covers every byte after its own line; a file that does not match is refused.
+    content_sha256: 3f5c...
+    format: 1
+    agent: {name: ..., version: ...}
+    model: anthropic/claude-sonnet-4-20250514
+    adapter: anthropic
+    provenance: {inputs_sha256, source_sha256, source_files, adapter_sha256, model_sha256, ...}
+    prompt: {system: |, ...}
+
+Hashing the serialized bytes (not a re-serialization) makes verification a single sha256 over the
+file, with no YAML parsing, and catches any edit, truncation or re-formatting. Nothing machine-
+specific (timestamps, absolute paths) is written, so the same inputs give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from rosetta.errors import Location, Problem, RosettaError
+from rosetta.render.prompt import RenderedPrompt
+
+FORMAT = 1
+HEADER = (
+    "# rosetta compiled prompt: written by `rosetta compile`; do not edit.\n"
+    "# content_sha256 covers every byte after its own line; a file that does not match is refused.\n"
+)
+_HASH_LINE = re.compile(r"^content_sha256: ([0-9a-f]{64})\n", re.MULTILINE)
+_FIELD = re.compile(r"^  (inputs_sha256|source_sha256): ([0-9a-f]{64})$", re.MULTILINE)
+
+
+class ArtifactError(RosettaError):
+    """A compiled artifact is missing, unreadable, tampered with, truncated or stale."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where an artifact came from; every hash is hex sha256."""
+
+    inputs_sha256: str  # over everything below: equal inputs ⇒ the same artifact
+    source_sha256: str
+    source_files: tuple[str, ...]  # relative to the project root, main file first
+    adapter_sha256: str
+    model_sha256: str  # the catalog entry the prompt was rendered for
+    compiler_version: str
+    knobs: dict[str, Any] = field(default_factory=dict)
+    dataset_sha256: str | None = None
+    scores: dict[str, Any] = field(default_factory=dict)
+    budget: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A compiled prompt for one agent on one model."""
+
+    agent: str
+    version: str | None
+    model: str
+    adapter: str
+    provenance: Provenance
+    prompt: RenderedPrompt
+    content_sha256: str = ""
+
+
+def inputs_digest(**parts: Any) -> str:
+    """sha256 over canonical JSON of the compile inputs."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+
+
+def dump_artifact(artifact: Artifact) -> str:
+    """The artifact as sealed, deterministic YAML text."""
+    from rosetta.yaml_text import dump_yaml
+
+    provenance = artifact.provenance
+    body = dump_yaml({
+        "format": FORMAT,
+        "agent": {"name": artifact.agent, "version": artifact.version},
+        "model": artifact.model,
+        "adapter": artifact.adapter,
+        "provenance": {
+            "inputs_sha256": provenance.inputs_sha256,
+            "source_sha256": provenance.source_sha256,
+            "source_files": list(provenance.source_files),
+            "adapter_sha256": provenance.adapter_sha256,
+            "model_sha256": provenance.model_sha256,
+            "dataset_sha256": provenance.dataset_sha256,
+            "compiler_version": provenance.compiler_version,
+            "knobs": provenance.knobs,
+            "scores": provenance.scores,
+            "budget": provenance.budget,
+        },
+        "prompt": artifact.prompt.to_dict(),
+    })
+    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
+    return f"{HEADER}content_sha256: {digest}\n{body}"
+
+
+@dataclass(frozen=True)
+class Header:
+    """What can be learned from an artifact without parsing it: its seal and key hashes."""
+
+    content_sha256: str
+    inputs_sha256: str | None
+    source_sha256: str | None
+    intact: bool
+
+
+def read_header(text: str) -> Header:
+    """Check the seal and pull out the hashes; ``intact`` is False for tampered or truncated files."""
+    match = _HASH_LINE.search(text, 0, 400)
+    if match is None:
+        return Header("", None, None, False)
+    body = text[match.end():]
+    intact = hashlib.sha256(body.encode("utf-8")).hexdigest() == match.group(1)
+    found = dict(m.groups() for m in _FIELD.finditer(body, 0, 2000))
+    return Header(match.group(1), found.get("inputs_sha256"), found.get("source_sha256"), intact)
+
+
+def parse_artifact(text: str, *, path: str) -> Artifact:
+    """Verify and load an artifact; raise :class:`ArtifactError` saying what is wrong with it."""
+    from rosetta.definition.yaml_source import parse_yaml
+    from rosetta.errors import DefinitionError
+
+    header = read_header(text)
+    if not header.intact:
+        what = "has no content_sha256 seal" if not header.content_sha256 else "does not match its content_sha256"
+        raise ArtifactError(Problem(f"artifact {what} (edited, truncated or corrupted)", Location(path),
+                                    hint="recompile it with `rosetta compile --force`"))
+    try:
+        data, _ = parse_yaml(text, file=path)
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError(f"unsupported artifact format {data.get('format') if isinstance(data, dict) else data!r}")
+        provenance = dict(data["provenance"])
+        provenance["source_files"] = tuple(provenance["source_files"])
+        return Artifact(
+            agent=data["agent"]["name"],
+            version=data["agent"]["version"],
+            model=data["model"],
+            adapter=data["adapter"],
+            provenance=Provenance(**provenance),
+            prompt=RenderedPrompt.from_dict(data["prompt"]),
+            content_sha256=header.content_sha256,
+        )
+    except DefinitionError as error:
+        raise ArtifactError(error.problems) from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ArtifactError(Problem(f"artifact is not valid: {exc}", Location(path),
+                                    hint="recompile it with `rosetta compile --force`")) from None
+

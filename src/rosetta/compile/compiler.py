@@ -1,0 +1,203 @@
+"""The incremental compiler: every agent × target model → a sealed artifact under ``compiled/``.
+
+An artifact is rebuilt only when its inputs changed: the definition's files, the adapter file, the
+model's catalog entry, the compiler version, knobs or project section-role overrides, all folded
+into ``inputs_sha256``. Up-to-date checks read one line of each artifact and never render. Writes go
+through a temp file and a rename, under one lock per output tree, so concurrent compiles of the
+same tree leave only complete files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from rosetta.__about__ import __version__
+from rosetta.compile.artifact import FORMAT, Artifact, Provenance, dump_artifact, inputs_digest, read_header
+from rosetta.errors import DefinitionError, RosettaError
+
+COMPILER_VERSION = f"{__version__}+format{FORMAT}"
+LOCK_NAME = ".rosetta.lock"
+
+
+class Status(StrEnum):
+    """What happened to one (agent, model) target."""
+
+    WRITTEN = "written"
+    UP_TO_DATE = "up to date"
+    MISSING = "missing"  # --check: no artifact
+    STALE = "stale"  # --check: inputs changed since the artifact was written
+    INVALID = "invalid"  # --check: tampered, truncated or unreadable artifact
+    FAILED = "failed"  # the definition could not be loaded or the prompt could not be rendered
+
+
+@dataclass(frozen=True)
+class TargetResult:
+    """The outcome for one agent on one model (or for a file that failed before targets existed)."""
+
+    source: str
+    agent: str | None
+    model: str | None
+    status: Status
+    artifact: str | None = None
+    message: str = ""
+
+
+@dataclass
+class CompileReport:
+    """All target results, in discovery order."""
+
+    results: list[TargetResult] = field(default_factory=list)
+
+    def count(self, status: Status) -> int:
+        return sum(1 for r in self.results if r.status is status)
+
+    def exit_code(self) -> int:
+        """0 all good, 1 targets failed or (with --check) are missing/stale/invalid."""
+        bad = (Status.FAILED, Status.MISSING, Status.STALE, Status.INVALID)
+        return 1 if any(r.status in bad for r in self.results) else 0
+
+
+def artifact_path(out: Path, agent: str, model_id: str) -> Path:
+    """``compiled/<agent>/<provider>/<model>.yaml``; characters unsafe in file names become ``_``."""
+    provider, _, name = model_id.partition("/")
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name)
+    return out / agent / provider / f"{safe}.yaml"
+
+
+def relative_to(path: str | Path, root: Path) -> str:
+    """A stable, machine-independent name for a source file (relative to the project root)."""
+    return Path(os.path.relpath(Path(path).resolve(), root)).as_posix()
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Everything one compile needs besides the files; picklable for worker processes."""
+
+    out: Path
+    root: Path
+    adapters: Mapping[str, Any]  # name → Adapter (see rosetta.providers.adapter.load_adapters)
+    models: tuple[str, ...] = ()
+    default_models: tuple[str, ...] = ()
+    section_roles: Mapping[str, Any] = field(default_factory=dict)
+    force: bool = False
+    check: bool = False
+
+
+def compile_paths(paths: Iterable[str | os.PathLike[str]], options: CompileOptions,
+                  *, jobs: int | None = None) -> CompileReport:
+    """Compile every agent found under ``paths``; results keep discovery order."""
+    from rosetta.definition.loader import discover_many
+
+    found = discover_many(paths)
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    if jobs == 1 or len(found) < 16:
+        chunks = [_compile_file(file, error, options) for file, error in found]
+    else:
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            chunks = list(pool.map(_compile_file, [f for f, _ in found], [e for _, e in found],
+                                   [options] * len(found), chunksize=max(1, len(found) // (jobs * 8))))
+    return CompileReport([result for chunk in chunks for result in chunk])
+
+
+def _compile_file(file: Path, error: DefinitionError | None, options: CompileOptions) -> list[TargetResult]:
+    from rosetta.definition.loader import load_definition
+    from rosetta.providers.catalog import load_catalog
+    from rosetta.signature import lower, source_digest
+
+    if error is not None:
+        return [TargetResult(str(file), None, None, Status.FAILED, message=str(error))]
+    try:
+        definition = load_definition(file, root=options.root, section_roles=dict(options.section_roles))
+        signature = lower(definition)
+    except DefinitionError as failure:
+        return [TargetResult(str(file), None, None, Status.FAILED, message=str(failure))]
+    adapters = dict(options.adapters)
+    targets = options.models or tuple(definition.spec.portability.model_preferences) or options.default_models
+    source_sha = source_digest(definition)
+    source_files = tuple(relative_to(f, options.root) for f in definition.source.files)
+    results = []
+    for name in dict.fromkeys(targets):  # keep order, drop duplicates
+        try:
+            model = load_catalog().resolve(name, adapters)
+        except RosettaError as failure:
+            results.append(TargetResult(str(file), signature.name, name, Status.FAILED, message=str(failure)))
+            continue
+        adapter = adapters[model.adapter]
+        knobs: dict[str, Any] = {}
+        inputs_sha = inputs_digest(format=FORMAT, compiler=COMPILER_VERSION, source=source_sha,
+                                   adapter=adapter.sha256, model=asdict(model), knobs=knobs,
+                                   section_roles=dict(options.section_roles))
+        path = artifact_path(options.out, signature.name, model.id)
+        status = _current_status(path, inputs_sha)
+        if status is Status.UP_TO_DATE and not options.force:
+            results.append(TargetResult(str(file), signature.name, model.id, status, str(path)))
+            continue
+        if options.check:
+            results.append(TargetResult(str(file), signature.name, model.id, status, str(path),
+                                        _CHECK_MESSAGES[status]))
+            continue
+        results.append(_build(file, signature, model, adapter, path, inputs_sha, source_sha, source_files, knobs,
+                              options))
+    return results
+
+
+_CHECK_MESSAGES = {
+    Status.MISSING: "no artifact; run `rosetta compile`",
+    Status.STALE: "inputs changed since it was compiled; run `rosetta compile`",
+    Status.INVALID: "artifact was edited, truncated or corrupted; run `rosetta compile --force`",
+    Status.UP_TO_DATE: "",
+}
+
+
+def _current_status(path: Path, inputs_sha: str) -> Status:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Status.MISSING
+    except (OSError, UnicodeDecodeError):
+        return Status.INVALID
+    header = read_header(text)
+    if not header.intact:
+        return Status.INVALID
+    return Status.UP_TO_DATE if header.inputs_sha256 == inputs_sha else Status.STALE
+
+
+def _build(file: Path, signature: Any, model: Any, adapter: Any, path: Path, inputs_sha: str, source_sha: str,
+           source_files: tuple[str, ...], knobs: dict[str, Any], options: CompileOptions) -> TargetResult:
+    from filelock import FileLock
+
+    from rosetta.errors import RenderError
+    from rosetta.fileio import write_atomic
+    from rosetta.render.render import render
+
+    try:
+        prompt = render(signature, model, adapters={adapter.name: adapter})
+    except RenderError as failure:
+        return TargetResult(str(file), signature.name, model.id, Status.FAILED, str(path), str(failure))
+    artifact = Artifact(
+        agent=signature.name, version=signature.version, model=model.id, adapter=adapter.name,
+        provenance=Provenance(
+            inputs_sha256=inputs_sha, source_sha256=source_sha, source_files=source_files,
+            adapter_sha256=adapter.sha256, model_sha256=inputs_digest(model=asdict(model)),
+            compiler_version=COMPILER_VERSION, knobs=knobs,
+        ),
+        prompt=prompt,
+    )
+    text = dump_artifact(artifact)
+    options.out.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(options.out / LOCK_NAME)):
+        # another process may have written the same artifact meanwhile; identical inputs ⇒ identical bytes
+        if options.force or _current_status(path, inputs_sha) is not Status.UP_TO_DATE:
+            write_atomic(path, text)
+    return TargetResult(str(file), signature.name, model.id, Status.WRITTEN, str(path),
+                        "; ".join(prompt.warnings))

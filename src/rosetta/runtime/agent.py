@@ -1,0 +1,217 @@
+"""Picking the prompt for the active model at run time.
+
+``rosetta.load("triage")`` finds the agent's definition and its compiled artifacts; ``prompt_for``
+returns, in this order: the artifact for the exact model, an artifact for another model of the same
+family, one for the same provider, or the uncompiled RCCF render of the definition. An artifact is
+used only when its seal matches and its source files are unchanged; every fallback is logged once
+per (agent, model) with its reason, and ``strict`` turns fallbacks into errors.
+
+Nothing here imports pydantic, litellm, dspy, optuna or datasets unless the uncompiled fallback is
+needed; selected prompts are cached, so repeated calls do no file I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rosetta.compile.artifact import Artifact, ArtifactError, parse_artifact
+from rosetta.errors import Location, Problem, UsageError
+from rosetta.providers.catalog import CatalogModel, load_catalog
+from rosetta.render.prompt import RenderedPrompt
+from rosetta.runtime.project import ProjectDirs, project_dirs
+
+log = logging.getLogger("rosetta.runtime")
+
+_MODEL_LINE = re.compile(r"^model: (\S+)$", re.MULTILINE)
+_NAME_SUFFIXES = (".md", ".agent.yaml", ".agent.yml", ".markdown")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which prompt the runtime uses for a model, and why."""
+
+    model: str
+    kind: str  # "artifact" | "family" | "provider" | "uncompiled"
+    artifact: str | None
+    reason: str
+    prompt: RenderedPrompt
+
+
+class Agent:
+    """A loaded agent: its definition file, its artifacts, and the prompts chosen so far."""
+
+    def __init__(self, name: str, definition_path: Path | None, dirs: ProjectDirs, strict: bool) -> None:
+        self.name = name
+        self.definition_path = definition_path
+        self.dirs = dirs
+        self.strict = strict
+        self._artifacts = _index_artifacts(dirs.compiled_dir / name)  # model id → path (no parsing yet)
+        self._selections: dict[tuple[str, bool], Selection] = {}
+        self._verified: dict[Path, Artifact | str] = {}  # path → artifact, or why it cannot be used
+
+    def __repr__(self) -> str:
+        return f"Agent({self.name!r}, artifacts={sorted(self._artifacts)})"
+
+    @property
+    def artifacts(self) -> dict[str, Path]:
+        """Compiled artifacts found for this agent, by model id."""
+        return dict(self._artifacts)
+
+    def prompt_for(self, model: str, *, strict: bool | None = None) -> RenderedPrompt:
+        """The prompt to send to ``model`` (see the module docstring for the order)."""
+        key = (model, self.strict if strict is None else strict)
+        selection = self._selections.get(key)
+        if selection is None:
+            selection = self._selections[key] = self.explain(model, strict=key[1])
+        return selection.prompt
+
+    def explain(self, model: str, *, strict: bool | None = None) -> Selection:
+        """Choose (without caching) and say why; raises in strict mode when it would fall back."""
+        strict = self.strict if strict is None else strict
+        target = load_catalog().resolve(model)
+        reasons: list[str] = []
+        for kind, model_id, path in self._candidates(target):
+            artifact = self._verify(path)
+            if isinstance(artifact, str):
+                reasons.append(f"{path.name} for {model_id}: {artifact}")
+                continue
+            if kind == "artifact":
+                return Selection(target.id, kind, str(path), "compiled artifact for this model", artifact.prompt)
+            reason = (f"no usable artifact for {target.id}"
+                      + (f" ({'; '.join(reasons)})" if reasons else "") + f"; using the {kind} artifact for {model_id}")
+            self._fallback(target.id, reason, strict)
+            return Selection(target.id, kind, str(path), reason, _retarget(artifact.prompt, target))
+        reason = (f"no usable compiled artifact for {target.id}" + (f" ({'; '.join(reasons)})" if reasons else "")
+                  + "; rendering the definition uncompiled")
+        self._fallback(target.id, reason, strict)
+        return Selection(target.id, "uncompiled", None, reason, self._render_uncompiled(target))
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _candidates(self, target: CatalogModel) -> list[tuple[str, str, Path]]:
+        names = load_catalog().names()
+        exact, family, provider = [], [], []
+        for model_id, path in sorted(self._artifacts.items()):
+            if model_id == target.id:
+                exact.append(("artifact", model_id, path))
+                continue
+            other = names.get(model_id.lower())
+            if other is not None and other.family == target.family:
+                family.append(("family", model_id, path))
+            elif model_id.split("/", 1)[0] == target.provider:
+                provider.append(("provider", model_id, path))
+        return exact + family + provider
+
+    def _verify(self, path: Path) -> Artifact | str:
+        if path not in self._verified:
+            self._verified[path] = self._check(path)
+        return self._verified[path]
+
+    def _check(self, path: Path) -> Artifact | str:
+        try:
+            artifact = parse_artifact(path.read_text(encoding="utf-8"), path=str(path))
+        except (OSError, UnicodeDecodeError) as exc:
+            return f"unreadable ({exc})"
+        except ArtifactError as error:
+            return error.problems[0].message
+        digest = hashlib.sha256()
+        for relative in artifact.provenance.source_files:
+            try:
+                digest.update((self.dirs.root / relative).read_bytes())
+            except OSError:
+                return f"stale: source file {relative} is missing"
+            digest.update(b"\0")
+        if digest.hexdigest() != artifact.provenance.source_sha256:
+            return "stale: the definition changed since it was compiled"
+        return artifact
+
+    def _fallback(self, model: str, reason: str, strict: bool) -> None:
+        if strict:
+            raise ArtifactError(Problem(f"{self.name} on {model}: {reason}", Location(str(self.dirs.compiled_dir)),
+                                        hint="run `rosetta compile`, or load without strict=True to allow fallbacks"))
+        log.warning("%s on %s: %s", self.name, model, reason)
+
+    def _render_uncompiled(self, target: CatalogModel) -> RenderedPrompt:
+        if self.definition_path is None:
+            raise UsageError(Problem(f"{self.name}: no definition found to render for {target.id}",
+                                     Location(str(self.dirs.signatures_dir)),
+                                     hint="load the agent by path, or compile it for this model"))
+        from rosetta.definition.loader import load_definition
+        from rosetta.render.render import render
+        from rosetta.signature import lower
+
+        return render(lower(load_definition(self.definition_path, root=self.dirs.root)), target)
+
+
+def _retarget(prompt: RenderedPrompt, target: CatalogModel) -> RenderedPrompt:
+    """Another model's compiled prompt, sent to ``target`` (output limit clamped to it)."""
+    generation = dict(prompt.generation)
+    if generation.get("max_tokens", 0) > target.max_output:
+        generation["max_tokens"] = target.max_output
+    return replace(prompt, model=target.id, generation=generation)
+
+
+def _index_artifacts(directory: Path) -> dict[str, Path]:
+    """model id → artifact path, read from each file's ``model:`` line (no full parse)."""
+    found: dict[str, Path] = {}
+    if not directory.is_dir():
+        return found
+    for path in sorted(directory.glob("*/*.yaml")):
+        try:
+            with path.open(encoding="utf-8") as handle:
+                head = handle.read(1024)
+        except (OSError, UnicodeDecodeError):
+            continue
+        match = _MODEL_LINE.search(head)
+        if match:
+            found[match.group(1)] = path
+    return found
+
+
+def _find_definition(name: str, signatures_dir: Path) -> Path | None:
+    """The definition of agent ``name``: by file name first, then by reading frontmatter names."""
+    for suffix in _NAME_SUFFIXES:
+        matches = sorted(signatures_dir.rglob(name + suffix)) if signatures_dir.is_dir() else []
+        if matches:
+            return matches[0]
+    if not signatures_dir.is_dir():
+        return None
+    from rosetta.definition.loader import load_many
+
+    for result in load_many([signatures_dir]):
+        if result.definition is not None and result.definition.name == name:
+            return result.path
+    return None
+
+
+def load(
+    name_or_path: str | os.PathLike[str],
+    *,
+    project: str | os.PathLike[str] | None = None,
+    signatures_dir: str | os.PathLike[str] | None = None,
+    compiled_dir: str | os.PathLike[str] | None = None,
+    strict: bool | None = None,
+) -> Agent:
+    """An agent by name (looked up in the configured ``signatures/`` and ``compiled/``) or by path."""
+    dirs = project_dirs(project, signatures_dir=signatures_dir, compiled_dir=compiled_dir, strict=strict)
+    text = os.fspath(name_or_path)
+    path = Path(text)
+    if path.suffix or os.sep in text or "/" in text:
+        if not path.is_file():
+            raise UsageError(Problem("agent definition not found", Location(text), hint="check the path"))
+        from rosetta.definition.loader import load_definition
+
+        definition = load_definition(path, root=dirs.root)
+        return Agent(definition.name, path, dirs, dirs.strict)
+    definition_path = _find_definition(text, dirs.signatures_dir)
+    agent = Agent(text, definition_path, dirs, dirs.strict)
+    if definition_path is None and not agent.artifacts:
+        raise UsageError(Problem(f"no agent named {text!r}", Location(str(dirs.signatures_dir)),
+                                 hint=f"looked for a definition in {dirs.signatures_dir} and artifacts in "
+                                      f"{dirs.compiled_dir / text}"))
+    return agent

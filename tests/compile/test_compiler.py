@@ -1,0 +1,126 @@
+"""rosetta compile: deterministic sealed artifacts, incremental rebuilds, --check, concurrency."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from rosetta.compile.artifact import parse_artifact, read_header
+from rosetta.compile.compiler import CompileOptions, Status, compile_paths
+from rosetta.providers.adapter import load_adapters
+
+from conftest import make_project
+
+MODELS = ("sonnet", "openai/gpt-4o", "gemini/2.5-pro", "ollama/llama3.1")
+
+
+def compile_tree(tree: Path, *, models=MODELS, adapter_dirs=(), **flags):
+    options = CompileOptions(out=tree / "compiled", root=tree, adapters=load_adapters(list(adapter_dirs)),
+                             models=tuple(models), **flags)
+    return compile_paths([tree / "signatures"], options, jobs=1)
+
+
+def artifacts(tree: Path) -> dict[str, bytes]:
+    return {p.relative_to(tree / "compiled").as_posix(): p.read_bytes()
+            for p in sorted((tree / "compiled").rglob("*.yaml"))}
+
+
+def test_compile_writes_one_sealed_artifact_per_agent_and_model(tree):
+    report = compile_tree(tree)
+    assert report.count(Status.WRITTEN) == 12 and report.exit_code() == 0
+    files = artifacts(tree)
+    assert "vuln-triage/anthropic/claude-sonnet-4-20250514.yaml" in files
+    assert "code-reviewer/ollama_chat/llama3.1.yaml" in files
+    text = files["vuln-triage/openai/gpt-4o.yaml"].decode()
+    assert read_header(text).intact
+    artifact = parse_artifact(text, path="x")
+    assert artifact.prompt.system.startswith("## Role") and artifact.provenance.source_files == (
+        "signatures/vuln-triage.md",)
+    claude = parse_artifact(files["code-reviewer/anthropic/claude-sonnet-4-20250514.yaml"].decode(), path="x")
+    assert claude.provenance.source_files == ("signatures/code-reviewer.md", "signatures/code-reviewer.governance.yaml")
+    assert "\n  system: |" in text  # long texts as block scalars
+    assert str(tree) not in text  # no absolute paths
+
+
+def test_deterministic_across_runs_and_machines(tree, tmp_path):
+    compile_tree(tree)
+    first = artifacts(tree)
+    compile_tree(tree, force=True)
+    assert artifacts(tree) == first
+    elsewhere = make_project(tmp_path / "another" / "checkout")
+    compile_tree(elsewhere)
+    assert artifacts(elsewhere) == first
+
+
+def test_unchanged_inputs_are_not_rewritten(tree):
+    compile_tree(tree)
+    stamps = {p: p.stat().st_mtime_ns for p in (tree / "compiled").rglob("*.yaml")}
+    report = compile_tree(tree)
+    assert report.count(Status.UP_TO_DATE) == 12 and report.count(Status.WRITTEN) == 0
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+
+
+def test_editing_a_source_rebuilds_only_that_agent(tree):
+    compile_tree(tree)
+    sidecar = tree / "signatures" / "code-reviewer.governance.yaml"
+    sidecar.write_text(sidecar.read_text().replace("tone:", "tone: calm and", 1))
+    report = compile_tree(tree)
+    written = {r.agent for r in report.results if r.status is Status.WRITTEN}
+    assert written == {"code-reviewer"} and report.count(Status.WRITTEN) == 4
+
+
+def test_editing_an_adapter_rebuilds_its_models(tree, tmp_path):
+    compile_tree(tree)
+    overrides = tmp_path / "adapters"
+    overrides.mkdir()
+    text = (Path(load_adapters()["openai"].path)).read_text()
+    (overrides / "openai.yaml").write_text(text.replace("few_shot: {frontier: 2", "few_shot: {frontier: 1"))
+    report = compile_tree(tree, adapter_dirs=[overrides])
+    assert {r.model for r in report.results if r.status is Status.WRITTEN} == {"openai/gpt-4o"}
+
+
+def test_check_reports_missing_stale_and_invalid_without_writing(tree):
+    report = compile_tree(tree, check=True)
+    assert report.count(Status.MISSING) == 12 and report.exit_code() == 1
+    assert not (tree / "compiled").exists()
+    compile_tree(tree)
+    assert compile_tree(tree, check=True).exit_code() == 0
+    source = tree / "signatures" / "vuln-triage.md"
+    source.write_text(source.read_text() + "\nOne more line.\n")
+    artifact = tree / "compiled" / "advisory-extractor" / "openai" / "gpt-4o.yaml"
+    artifact.write_text(artifact.read_text().replace("Role", "R0le", 1))
+    before = artifacts(tree)
+    report = compile_tree(tree, check=True)
+    assert report.count(Status.STALE) == 4 and report.count(Status.INVALID) == 1 and report.exit_code() == 1
+    assert artifacts(tree) == before
+
+
+def test_tampered_artifact_is_rebuilt(tree):
+    compile_tree(tree)
+    artifact = tree / "compiled" / "vuln-triage" / "gemini" / "gemini-2.5-pro.yaml"
+    good = artifact.read_bytes()
+    artifact.write_bytes(good.replace(b"critical", b"Critical", 1))
+    report = compile_tree(tree)
+    assert report.count(Status.WRITTEN) == 1 and artifact.read_bytes() == good
+
+
+def test_unrenderable_target_fails_with_the_reason(tree):
+    report = compile_tree(tree, models=("ollama/gemma2",))
+    failed = [r for r in report.results if r.status is Status.FAILED]
+    assert failed and "context window" in failed[0].message and report.exit_code() == 1
+
+
+def test_four_concurrent_compiles_leave_only_complete_valid_files(tree):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    command = [sys.executable, "-m", "rosetta.cli", "-C", str(tree), "compile", "--force", "-j", "1",
+               *(arg for model in MODELS for arg in ("-m", model))]
+    processes = [subprocess.Popen(command, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                 for _ in range(4)]
+    outputs = [p.communicate(timeout=120)[0].decode() for p in processes]
+    assert all(p.returncode == 0 for p in processes), outputs
+    files = list((tree / "compiled").rglob("*"))
+    assert not [f for f in files if f.name.endswith(".tmp")]
+    yamls = [f for f in files if f.suffix == ".yaml"]
+    assert len(yamls) == 12 and all(read_header(f.read_text()).intact for f in yamls)

@@ -1,0 +1,137 @@
+"""Runtime selection: exact artifact → family → provider → uncompiled, integrity, strict mode."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from rosetta.compile.artifact import ArtifactError
+from rosetta.compile.compiler import CompileOptions, compile_paths
+from rosetta.errors import UsageError
+from rosetta.providers.adapter import load_adapters
+from rosetta.runtime.agent import load
+
+
+def compile_for(tree, *models):
+    options = CompileOptions(out=tree / "compiled", root=tree, adapters=load_adapters(), models=models)
+    assert compile_paths([tree / "signatures"], options, jobs=1).exit_code() == 0
+
+
+@pytest.fixture
+def compiled(tree):
+    compile_for(tree, "sonnet", "openai/gpt-4o")
+    return tree
+
+
+def test_exact_artifact_is_used(compiled):
+    agent = load("vuln-triage", project=compiled)
+    selection = agent.explain("anthropic/claude-sonnet-4")
+    assert selection.kind == "artifact" and selection.artifact.endswith("claude-sonnet-4-20250514.yaml")
+    assert agent.prompt_for("sonnet").system.startswith("<role>")
+
+
+def test_fallback_order_family_provider_uncompiled(compiled, caplog):
+    agent = load("vuln-triage", project=compiled)
+    with caplog.at_level(logging.WARNING, logger="rosetta.runtime"):
+        family = agent.explain("opus")  # same family (claude) as the sonnet artifact
+        assert family.kind == "family" and family.prompt.model == "anthropic/claude-opus-4-20250514"
+        provider = agent.explain("o3")  # openai provider, o-series family
+        assert provider.kind == "provider" and provider.prompt.model == "openai/o3"
+        uncompiled = agent.explain("gemini/2.5-pro")
+        assert uncompiled.kind == "uncompiled" and uncompiled.prompt.system.startswith("## Role")
+    assert caplog.text.count("rendering the definition uncompiled") == 1
+
+
+def test_each_fallback_is_logged_once_per_agent_and_model(compiled, caplog):
+    agent = load("vuln-triage", project=compiled)
+    with caplog.at_level(logging.WARNING, logger="rosetta.runtime"):
+        for _ in range(3):
+            agent.prompt_for("opus")
+    assert caplog.text.count("claude-opus-4") == 2  # one record naming the model twice (target, reason)
+    assert len(caplog.records) == 1
+
+
+def test_strict_mode_raises_instead_of_falling_back(compiled):
+    agent = load("vuln-triage", project=compiled, strict=True)
+    assert agent.prompt_for("sonnet")
+    for model in ("opus", "o3", "gemini/2.5-pro"):
+        with pytest.raises(ArtifactError):
+            agent.prompt_for(model)
+    assert load("vuln-triage", project=compiled).prompt_for("opus", strict=False)
+
+
+def test_tampered_artifact_is_never_used(compiled, caplog):
+    path = compiled / "compiled" / "vuln-triage" / "anthropic" / "claude-sonnet-4-20250514.yaml"
+    path.write_text(path.read_text().replace("critical", "harmless", 1))
+    agent = load("vuln-triage", project=compiled)
+    selection = agent.explain("sonnet")
+    assert selection.kind == "uncompiled" and "does not match its content_sha256" in selection.reason
+    with pytest.raises(ArtifactError):
+        agent.prompt_for("sonnet", strict=True)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
+def test_truncated_or_invalid_artifacts_fall_back(compiled, damage):
+    path = compiled / "compiled" / "vuln-triage" / "openai" / "gpt-4o.yaml"
+    text = path.read_text()
+    path.write_text({"truncate": text[: len(text) // 2], "garbage": text[:300] + "\n: : [\n", "empty": ""}[damage])
+    selection = load("vuln-triage", project=compiled).explain("openai/gpt-4o")
+    assert selection.kind in ("uncompiled", "provider") and selection.artifact != str(path)
+
+
+def test_resealed_but_invalid_yaml_is_refused(compiled):
+    import hashlib
+
+    path = compiled / "compiled" / "vuln-triage" / "openai" / "gpt-4o.yaml"
+    lines = path.read_text().split("\n")
+    body = "format: 1\nmodel: openai/gpt-4o\nprompt: [unclosed\n"
+    lines = lines[:2] + [f"content_sha256: {hashlib.sha256(body.encode()).hexdigest()}", body]
+    path.write_text("\n".join(lines[:3]) + "\n" + body)
+    selection = load("vuln-triage", project=compiled).explain("openai/gpt-4o")
+    assert selection.kind == "uncompiled" and "invalid YAML" in selection.reason
+
+
+def test_stale_artifact_after_the_source_changed(compiled):
+    source = compiled / "signatures" / "vuln-triage.md"
+    source.write_text(source.read_text().replace("precise and neutral", "calm"))
+    selection = load("vuln-triage", project=compiled).explain("sonnet")
+    assert selection.kind == "uncompiled" and "stale" in selection.reason
+    assert "calm" in selection.prompt.system
+
+
+def test_selection_is_cached_without_file_io(compiled):
+    agent = load("vuln-triage", project=compiled)
+    first = agent.prompt_for("sonnet")
+    shutil.rmtree(compiled / "compiled")
+    assert agent.prompt_for("sonnet") is first
+
+
+def test_load_by_path_and_unknown_names(compiled):
+    agent = load(compiled / "signatures" / "code-reviewer.md", project=compiled)
+    assert agent.name == "code-reviewer" and agent.explain("sonnet").kind == "artifact"
+    with pytest.raises(UsageError):
+        load("no-such-agent", project=compiled)
+
+
+def test_choosing_a_compiled_prompt_imports_nothing_heavy(compiled):
+    code = ("import sys, rosetta; p = rosetta.load('vuln-triage').prompt_for('sonnet'); "
+            "print(' '.join(m for m in ('pydantic', 'litellm', 'dspy', 'optuna', 'datasets', 'jsonschema') "
+            "if m in sys.modules))")
+    output = subprocess.run([sys.executable, "-c", code], cwd=compiled, capture_output=True, text=True, check=True)
+    assert output.stdout.strip() == ""
+
+
+def test_runtime_dirs_agree_with_settings(tree, monkeypatch):
+    from rosetta.config import load_settings
+    from rosetta.runtime.project import project_dirs
+
+    (tree / "pyproject.toml").write_text("[tool.rosetta]\nsignatures_dir = 'agents'\nstrict = true\n")
+    monkeypatch.setenv("ROSETTA_COMPILED_DIR", "build/out")
+    for kwargs in ({}, {"signatures_dir": "other"}):
+        settings, dirs = load_settings(tree, **kwargs), project_dirs(tree, **kwargs)
+        assert (dirs.root, dirs.signatures_dir, dirs.compiled_dir, dirs.strict) == (
+            settings.root, settings.signatures_dir, settings.compiled_dir, settings.strict)
