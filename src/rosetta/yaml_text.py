@@ -10,8 +10,11 @@ from typing import Any
 import yaml
 
 
-class _ReadableDumper(yaml.SafeDumper):
-    """SafeDumper that writes multi-line strings as ``|`` blocks."""
+class _ReadableDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # libyaml's emitter: ~8x faster
+    """SafeDumper that writes multi-line strings as ``|`` blocks and never emits anchors/aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # a shared object is written out twice: readable, and safe for any reader
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -15,11 +15,13 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from rosetta.__about__ import __version__
 from rosetta.compile.artifact import FORMAT, Artifact, Provenance, dump_artifact, inputs_digest, read_header
+from rosetta.compile.index import INDEX_NAME, IndexEntry, dump_index, files_digest, read_index
 from rosetta.errors import DefinitionError, RosettaError
 
 COMPILER_VERSION = f"{__version__}+format{FORMAT}"
@@ -92,39 +94,112 @@ class CompileOptions:
 
 def compile_paths(paths: Iterable[str | os.PathLike[str]], options: CompileOptions,
                   *, jobs: int | None = None) -> CompileReport:
-    """Compile every agent found under ``paths``; results keep discovery order."""
+    """Compile every agent found under ``paths``; results keep discovery order.
+
+    Files whose sources and artifacts are unchanged are settled from the build index without
+    parsing; the rest are loaded, rendered and written, on ``jobs`` processes when there are many.
+    """
     from rosetta.definition.loader import discover_many
 
     found = discover_many(paths)
+    index = read_index(options.out, COMPILER_VERSION)
+    settled: dict[int, list[TargetResult]] = {}
+    if not options.force:
+        for position, (file, error) in enumerate(found):
+            entry = index.get(relative_to(file, options.root)) if error is None else None
+            results = _settle_from_index(file, entry, options) if entry else None
+            if results is not None:
+                settled[position] = results
+    pending = [(position, file, error) for position, (file, error) in enumerate(found) if position not in settled]
     jobs = max(1, jobs or os.cpu_count() or 1)
-    if jobs == 1 or len(found) < 16:
-        chunks = [_compile_file(file, error, options) for file, error in found]
+    if jobs == 1 or len(pending) < 16:
+        outcomes = [_compile_file(file, error, options) for _, file, error in pending]
     else:
         import multiprocessing
 
         context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            chunks = list(pool.map(_compile_file, [f for f, _ in found], [e for _, e in found],
-                                   [options] * len(found), chunksize=max(1, len(found) // (jobs * 8))))
-    return CompileReport([result for chunk in chunks for result in chunk])
+            outcomes = list(pool.map(_compile_file, [f for _, f, _ in pending], [e for _, _, e in pending],
+                                     [options] * len(pending), chunksize=max(1, len(pending) // (jobs * 8))))
+    for (position, file, _), (results, entry) in zip(pending, outcomes, strict=True):
+        settled[position] = results
+        if entry is not None:
+            index[relative_to(file, options.root)] = entry
+    if pending and not options.check:
+        _save_index(index, options)
+    return CompileReport([result for position in range(len(found)) for result in settled[position]])
 
 
-def _compile_file(file: Path, error: DefinitionError | None, options: CompileOptions) -> list[TargetResult]:
+def _save_index(index: dict[str, IndexEntry], options: CompileOptions) -> None:
+    from filelock import FileLock
+
+    from rosetta.fileio import write_atomic
+
+    options.out.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(options.out / LOCK_NAME)):
+        current = read_index(options.out, COMPILER_VERSION)  # keep what concurrent compiles recorded
+        write_atomic(options.out / INDEX_NAME, dump_index({**current, **index}, COMPILER_VERSION))
+
+
+@lru_cache(maxsize=256)
+def model_fingerprint(model: Any) -> str:
+    """sha256 of a catalog entry (what the renderer knows about the model)."""
+    return inputs_digest(model=asdict(model))
+
+
+def _target_inputs(source_sha: str, model: Any, adapter: Any, knobs: dict[str, Any], options: CompileOptions) -> str:
+    """The inputs hash of one target: equal hashes mean an identical artifact."""
+    return inputs_digest(format=FORMAT, compiler=COMPILER_VERSION, source=source_sha, adapter=adapter.sha256,
+                         model=model_fingerprint(model), knobs=knobs, section_roles=dict(options.section_roles))
+
+
+def _settle_from_index(file: Path, entry: IndexEntry, options: CompileOptions) -> list[TargetResult] | None:
+    """Up-to-date results without parsing, or None when anything needs a closer look."""
+    from rosetta.providers.catalog import load_catalog
+
+    if any((options.root / probe).exists() for probe in entry.probes):
+        return None
+    if files_digest(options.root, entry.files) != entry.source_sha256:
+        return None
+    results = []
+    for name in dict.fromkeys(options.models or entry.preferences or options.default_models):
+        try:
+            model = load_catalog().resolve(name, dict(options.adapters))
+        except RosettaError:
+            return None
+        adapter = options.adapters.get(model.adapter)
+        if adapter is None:
+            return None
+        path = artifact_path(options.out, entry.agent, model.id)
+        if _current_status(path, _target_inputs(entry.source_sha256, model, adapter, {}, options)) \
+                is not Status.UP_TO_DATE:
+            return None
+        results.append(TargetResult(str(file), entry.agent, model.id, Status.UP_TO_DATE, str(path)))
+    return results
+
+
+def _compile_file(file: Path, error: DefinitionError | None,
+                  options: CompileOptions) -> tuple[list[TargetResult], IndexEntry | None]:
+    from rosetta.definition.formats import SIDECAR_SUFFIXES, stem_of
     from rosetta.definition.loader import load_definition
     from rosetta.providers.catalog import load_catalog
     from rosetta.signature import lower, source_digest
 
     if error is not None:
-        return [TargetResult(str(file), None, None, Status.FAILED, message=str(error))]
+        return [TargetResult(str(file), None, None, Status.FAILED, message=str(error))], None
     try:
         definition = load_definition(file, root=options.root, section_roles=dict(options.section_roles))
         signature = lower(definition)
     except DefinitionError as failure:
-        return [TargetResult(str(file), None, None, Status.FAILED, message=str(failure))]
+        return [TargetResult(str(file), None, None, Status.FAILED, message=str(failure))], None
     adapters = dict(options.adapters)
-    targets = options.models or tuple(definition.spec.portability.model_preferences) or options.default_models
+    preferences = tuple(definition.spec.portability.model_preferences)
+    targets = options.models or preferences or options.default_models
     source_sha = source_digest(definition)
     source_files = tuple(relative_to(f, options.root) for f in definition.source.files)
+    probes = tuple(relative_to(file.with_name(stem_of(file) + suffix), options.root) for suffix in SIDECAR_SUFFIXES
+                   if relative_to(file.with_name(stem_of(file) + suffix), options.root) not in source_files)
+    entry = IndexEntry(signature.name, source_files, probes, source_sha, preferences)
     results = []
     for name in dict.fromkeys(targets):  # keep order, drop duplicates
         try:
@@ -134,9 +209,7 @@ def _compile_file(file: Path, error: DefinitionError | None, options: CompileOpt
             continue
         adapter = adapters[model.adapter]
         knobs: dict[str, Any] = {}
-        inputs_sha = inputs_digest(format=FORMAT, compiler=COMPILER_VERSION, source=source_sha,
-                                   adapter=adapter.sha256, model=asdict(model), knobs=knobs,
-                                   section_roles=dict(options.section_roles))
+        inputs_sha = _target_inputs(source_sha, model, adapter, knobs, options)
         path = artifact_path(options.out, signature.name, model.id)
         status = _current_status(path, inputs_sha)
         if status is Status.UP_TO_DATE and not options.force:
@@ -148,7 +221,7 @@ def _compile_file(file: Path, error: DefinitionError | None, options: CompileOpt
             continue
         results.append(_build(file, signature, model, adapter, path, inputs_sha, source_sha, source_files, knobs,
                               options))
-    return results
+    return results, entry
 
 
 _CHECK_MESSAGES = {
@@ -188,7 +261,7 @@ def _build(file: Path, signature: Any, model: Any, adapter: Any, path: Path, inp
         agent=signature.name, version=signature.version, model=model.id, adapter=adapter.name,
         provenance=Provenance(
             inputs_sha256=inputs_sha, source_sha256=source_sha, source_files=source_files,
-            adapter_sha256=adapter.sha256, model_sha256=inputs_digest(model=asdict(model)),
+            adapter_sha256=adapter.sha256, model_sha256=model_fingerprint(model),
             compiler_version=COMPILER_VERSION, knobs=knobs,
         ),
         prompt=prompt,
