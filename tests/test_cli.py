@@ -154,3 +154,20 @@ def test_render_errors_exit_2(cli):
     assert bad_input.exit_code == 2 and "NAME=VALUE" in bad_input.output
     missing = cli("render", agent, "-m", "sonnet", "-i", "other=x")
     assert missing.exit_code == 2 and "unknown input" in missing.output
+
+
+def test_compile_check_show_and_diff(cli, tree, monkeypatch):
+    monkeypatch.chdir(tree)
+    assert cli("compile", "--check").exit_code == 1
+    first = cli("compile", "-m", "sonnet", "-m", "openai/gpt-4o")
+    assert first.exit_code == 0 and "6 written" in first.stdout
+    again = cli("compile", "-m", "sonnet", "-m", "openai/gpt-4o")
+    assert "6 up to date" in again.stdout
+    assert cli("compile", "--check", "-m", "sonnet", "-m", "openai/gpt-4o").exit_code == 0
+    shown = cli("show", "vuln-triage", "--model", "opus")
+    assert shown.exit_code == 0 and "family" in shown.stdout and "claude-sonnet-4" in shown.stdout
+    diff = cli("diff", "vuln-triage", "-m", "sonnet", "-m", "openai/gpt-4o")
+    assert diff.exit_code == 0 and "-<role>" in diff.stdout and "+## Role" in diff.stdout
+    assert cli("diff", "vuln-triage", "-m", "sonnet").exit_code == 2
+    failing = cli("compile", "-m", "ollama/gemma2")
+    assert failing.exit_code == 1 and "context window" in failing.stdout

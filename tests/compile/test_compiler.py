@@ -124,3 +124,30 @@ def test_four_concurrent_compiles_leave_only_complete_valid_files(tree):
     assert not [f for f in files if f.name.endswith(".tmp")]
     yamls = [f for f in files if f.suffix == ".yaml"]
     assert len(yamls) == 12 and all(read_header(f.read_text()).intact for f in yamls)
+
+
+def test_noop_recompile_settles_from_the_index_without_parsing(tree, monkeypatch):
+    compile_tree(tree)
+    import rosetta.definition.loader as loader
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a definition was parsed during a no-op recompile")
+
+    monkeypatch.setattr(loader, "load_definition", refuse)
+    report = compile_tree(tree)
+    assert report.count(Status.UP_TO_DATE) == 12
+
+
+def test_a_new_sidecar_invalidates_the_index(tree):
+    compile_tree(tree, models=("sonnet",))
+    (tree / "signatures" / "vuln-triage.governance.yaml").write_text("review: {owner: secops}\n")
+    report = compile_tree(tree, models=("sonnet",))
+    assert {r.agent for r in report.results if r.status is Status.WRITTEN} == {"vuln-triage"}
+    text = (tree / "compiled" / "vuln-triage" / "anthropic" / "claude-sonnet-4-20250514.yaml").read_text()
+    assert "signatures/vuln-triage.governance.yaml" in text
+
+
+def test_a_corrupt_index_only_costs_time(tree):
+    compile_tree(tree)
+    (tree / "compiled" / ".rosetta-index.json").write_text("{not json")
+    assert compile_tree(tree).count(Status.UP_TO_DATE) == 12
