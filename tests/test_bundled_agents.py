@@ -37,3 +37,17 @@ def test_bundled_agents_cover_the_required_kinds():
                for a in agents.values()), "an explicit_cot agent for open models"
     reviewer = agents["rubric-reviewer"].spec.output.schema_
     assert "indeterminate" in str(reviewer), "a rubric reviewer with pass/fail/indeterminate"
+
+
+def test_committed_artifacts_are_up_to_date():
+    """compiled/ in this repository is what `./dev main` produces from signatures/ (the CI gate users run)."""
+    from rosetta.compile.compiler import CompileOptions, Status, compile_paths
+    from rosetta.config import load_settings
+    from rosetta.providers.adapter import load_adapters
+
+    settings = load_settings(REPO)
+    options = CompileOptions(out=settings.compiled_dir, root=settings.root, adapters=load_adapters(),
+                             default_models=tuple(settings.default_models), check=True)
+    report = compile_paths([REPO / "signatures"], options, jobs=1)
+    stale = [f"{r.agent} → {r.model}: {r.status.value}" for r in report.results if r.status is not Status.UP_TO_DATE]
+    assert not stale, "run ./dev main and commit compiled/: " + "; ".join(stale)
