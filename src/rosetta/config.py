@@ -24,9 +24,6 @@ from rosetta.errors import ConfigError, Location, Problem
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODELS = ["anthropic/claude-sonnet-4", "openai/gpt-4o", "gemini/gemini-2.5-pro", "ollama/llama3.1"]
-"""Compile targets for agents that declare no model preferences."""
-
 ENV_PREFIX = "ROSETTA_"
 
 
@@ -50,8 +47,8 @@ class Settings(BaseSettings):
     """Where labeled examples live."""
     cache_dir: Path = Field(default_factory=_default_cache_dir)
     """Downloads and models (e.g. the embedded local model)."""
-    default_models: Annotated[list[str], NoDecode] = list(DEFAULT_MODELS)
-    """Compile targets for agents without portability.model_preferences."""
+    default_models: Annotated[list[str], NoDecode] = []
+    """Compile targets for agents without portability.model_preferences (empty: the catalog's)."""
     adapter_dirs: Annotated[list[Path], NoDecode] = []
     """Extra directories of provider adapter YAML files that add to or override the bundled ones."""
     strict: bool = False

@@ -86,7 +86,7 @@ class CompileOptions:
     root: Path
     adapters: Mapping[str, Any]  # name → Adapter (see rosetta.providers.adapter.load_adapters)
     models: tuple[str, ...] = ()
-    default_models: tuple[str, ...] = ()
+    default_models: tuple[str, ...] = ()  # empty: the catalog's default_targets
     section_roles: Mapping[str, Any] = field(default_factory=dict)
     force: bool = False
     check: bool = False
@@ -130,6 +130,12 @@ def compile_paths(paths: Iterable[str | os.PathLike[str]], options: CompileOptio
     return CompileReport([result for position in range(len(found)) for result in settled[position]])
 
 
+def _defaults(options: CompileOptions) -> tuple[str, ...]:
+    from rosetta.providers.catalog import load_catalog
+
+    return options.default_models or load_catalog().default_targets
+
+
 def _save_index(index: dict[str, IndexEntry], options: CompileOptions) -> None:
     from filelock import FileLock
 
@@ -162,7 +168,7 @@ def _settle_from_index(file: Path, entry: IndexEntry, options: CompileOptions) -
     if files_digest(options.root, entry.files) != entry.source_sha256:
         return None
     results = []
-    for name in dict.fromkeys(options.models or entry.preferences or options.default_models):
+    for name in dict.fromkeys(options.models or entry.preferences or _defaults(options)):
         try:
             model = load_catalog().resolve(name, dict(options.adapters))
         except RosettaError:
@@ -194,7 +200,7 @@ def _compile_file(file: Path, error: DefinitionError | None,
         return [TargetResult(str(file), None, None, Status.FAILED, message=str(failure))], None
     adapters = dict(options.adapters)
     preferences = tuple(definition.spec.portability.model_preferences)
-    targets = options.models or preferences or options.default_models
+    targets = options.models or preferences or _defaults(options)
     source_sha = source_digest(definition)
     source_files = tuple(relative_to(f, options.root) for f in definition.source.files)
     probes = tuple(relative_to(file.with_name(stem_of(file) + suffix), options.root) for suffix in SIDECAR_SUFFIXES
