@@ -7,10 +7,10 @@ optuna, datasets) is imported until a function that needs it runs.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rosetta.__about__ import __version__
+from rosetta.lazy import lazy_exports
 from rosetta.errors import ConfigError, DefinitionError, Location, Problem, RosettaError, UsageError
 
 _LAZY = {
@@ -37,13 +37,7 @@ if TYPE_CHECKING:
     from rosetta.definition.models import AgentDefinition, AgentSpec
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rosetta' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

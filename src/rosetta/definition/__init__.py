@@ -6,8 +6,9 @@ Names are imported on first use, so light modules of this package (``yaml_source
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rosetta.lazy import lazy_exports
 
 _LAZY = {
     "LoadResult": "rosetta.definition.loader",
@@ -44,9 +45,4 @@ if TYPE_CHECKING:
     )
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'rosetta.definition' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)

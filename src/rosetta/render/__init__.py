@@ -6,8 +6,9 @@ prompts) without the renderer and the definition schema behind it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from rosetta.lazy import lazy_exports
 
 _LAZY = {
     "Knobs": "rosetta.render.prompt",
@@ -23,9 +24,4 @@ if TYPE_CHECKING:
     from rosetta.render.render import estimate_tokens, render
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'rosetta.render' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)
