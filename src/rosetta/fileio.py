@@ -7,8 +7,12 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` (UTF-8, ``\\n`` endings) to ``path`` via a temp file + rename in the same directory."""
+def write_temporary(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8, LF endings) to a synced temp file beside ``path``.
+
+    Renaming it over ``path`` (``os.replace``) publishes it atomically; callers that decide later
+    whether to publish (e.g. under a lock) unlink it otherwise.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -18,8 +22,19 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
             stream.flush()
             os.fsync(stream.fileno())
         os.chmod(temporary, path.stat().st_mode & 0o777 if path.exists() else 0o644)
-        os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
+        raise
+    return Path(temporary)
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` via a temp file + rename in the same directory."""
+    path = Path(path)
+    temporary = write_temporary(path, text)
+    try:
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
         raise
     return path

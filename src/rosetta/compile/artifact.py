@@ -35,7 +35,8 @@ HEADER = (
     "# content_sha256 covers every byte after its own line; a file that does not match is refused.\n"
 )
 _HASH_LINE = re.compile(r"^content_sha256: ([0-9a-f]{64})\n", re.MULTILINE)
-_FIELD = re.compile(r"^  (inputs_sha256|source_sha256): ([0-9a-f]{64})$", re.MULTILINE)
+_INPUTS_LINE = re.compile(r"^  inputs_sha256: ([0-9a-f]{64})$", re.MULTILINE)
+_SOURCE_LINE = re.compile(r"^  source_sha256: ([0-9a-f]{64})$", re.MULTILINE)
 
 
 class ArtifactError(RosettaError):
@@ -121,8 +122,9 @@ def read_header(text: str) -> Header:
         return Header("", None, None, False)
     body = text[match.end():]
     intact = hashlib.sha256(body.encode("utf-8")).hexdigest() == match.group(1)
-    found = dict(m.groups() for m in _FIELD.finditer(body, 0, 2000))
-    return Header(match.group(1), found.get("inputs_sha256"), found.get("source_sha256"), intact)
+    inputs = _INPUTS_LINE.search(body, 0, 2000)
+    source = _SOURCE_LINE.search(body, 0, 2000)
+    return Header(match.group(1), inputs and inputs.group(1), source and source.group(1), intact)
 
 
 def parse_artifact(text: str, *, path: str) -> Artifact:

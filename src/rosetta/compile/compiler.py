@@ -75,7 +75,7 @@ def artifact_path(out: Path, agent: str, model_id: str) -> Path:
 
 def relative_to(path: str | Path, root: Path) -> str:
     """A stable, machine-independent name for a source file (relative to the project root)."""
-    return Path(os.path.relpath(Path(path).resolve(), root)).as_posix()
+    return os.path.relpath(os.path.realpath(path), os.path.realpath(root)).replace(os.sep, "/")
 
 
 @dataclass(frozen=True)
@@ -256,7 +256,7 @@ def _build(file: Path, signature: Any, model: Any, adapter: Any, path: Path, inp
     from filelock import FileLock
 
     from rosetta.errors import RenderError
-    from rosetta.fileio import write_atomic
+    from rosetta.fileio import write_temporary
     from rosetta.render.render import render
 
     try:
@@ -272,11 +272,13 @@ def _build(file: Path, signature: Any, model: Any, adapter: Any, path: Path, inp
         ),
         prompt=prompt,
     )
-    text = dump_artifact(artifact)
-    options.out.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(options.out / LOCK_NAME)):
-        # another process may have written the same artifact meanwhile; identical inputs ⇒ identical bytes
-        if options.force or _current_status(path, inputs_sha) is not Status.UP_TO_DATE:
-            write_atomic(path, text)
+    staged = write_temporary(path, dump_artifact(artifact))  # the slow part (fsync) happens unlocked
+    try:
+        with FileLock(str(options.out / LOCK_NAME)):
+            # another process may have written the same artifact meanwhile; identical inputs ⇒ identical bytes
+            if options.force or _current_status(path, inputs_sha) is not Status.UP_TO_DATE:
+                os.replace(staged, path)
+    finally:
+        staged.unlink(missing_ok=True)
     return TargetResult(str(file), signature.name, model.id, Status.WRITTEN, str(path),
                         "; ".join(prompt.warnings))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from typing import Any, Literal
 
@@ -60,7 +60,7 @@ class Knobs:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (enums as their values, tuples as lists) for artifacts and JSON."""
-        return _plain(asdict(self))
+        return _plain(self)
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ class RenderedPrompt:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain, JSON-compatible data in field order (what artifacts store)."""
-        return _plain(asdict(self))
+        return _plain(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RenderedPrompt:
@@ -196,6 +196,9 @@ class RenderedPrompt:
 
 
 def _plain(value: Any) -> Any:
+    """Dataclasses, enums and tuples → dicts, values and lists (one walk, no deep copies)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, dict):
