@@ -145,14 +145,6 @@ def resolve_model(name: str) -> CatalogModel:
     return load_catalog().resolve(name)
 
 
-_ADAPTER_BY_PROVIDER = {
-    "anthropic": "anthropic", "bedrock": "anthropic",
-    "openai": "openai", "azure": "openai", "text-completion-openai": "openai",
-    "gemini": "google", "vertex_ai": "google", "vertex_ai_beta": "google",
-}
-"""Fallback when no adapter file lists the provider."""
-
-
 def _from_litellm(name: str, adapters: dict[str, Any] | None) -> CatalogModel | None:
     """A catalog entry for a model outside our catalog, from litellm's offline model map."""
     litellm = import_litellm()
@@ -192,7 +184,12 @@ def _from_litellm(name: str, adapters: dict[str, Any] | None) -> CatalogModel | 
 
 
 def _adapter_for(provider: str, adapters: dict[str, Any] | None) -> str:
-    for adapter in (adapters or {}).values():
+    """The adapter whose file lists ``provider`` (user adapters first), else the open-source one."""
+    if adapters is None:
+        from rosetta.providers.adapter import bundled_adapters
+
+        adapters = bundled_adapters()
+    for adapter in reversed(list(adapters.values())):  # user directories are loaded last: they win
         if provider in adapter.providers:
             return adapter.name
-    return _ADAPTER_BY_PROVIDER.get(provider, "open-source")
+    return "open-source"
