@@ -1,7 +1,10 @@
-"""The one way rosetta imports litellm: with its bundled model map, never fetched from the network.
+"""The one way rosetta imports litellm: configured never to reach the network on its own.
 
-litellm downloads its model cost map at import time unless ``LITELLM_LOCAL_MODEL_COST_MAP`` is
-set; rosetta runs offline by default, so every import goes through :func:`import_litellm`.
+litellm downloads its model cost map at import (unless ``LITELLM_LOCAL_MODEL_COST_MAP``), the
+Anthropic beta-header table on the first Anthropic call (unless
+``LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS``), and a Hugging Face tokenizer when counting tokens for
+llama-style names (unless ``disable_hf_tokenizer_download``). rosetta runs offline by default, so
+every import goes through :func:`import_litellm`; a user's explicit environment settings win.
 """
 
 from __future__ import annotations
@@ -9,10 +12,17 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
+OFFLINE_ENVIRONMENT = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS": "True",
+}
+
 
 def import_litellm() -> ModuleType:
-    """litellm, imported with the offline model map (the user's explicit setting wins)."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    """litellm (≈3 s and 170 MB the first time), set up to use only its bundled data."""
+    for name, value in OFFLINE_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
     import litellm
 
+    litellm.disable_hf_tokenizer_download = True
     return litellm
