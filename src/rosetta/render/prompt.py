@@ -18,6 +18,9 @@ from rosetta.errors import Problem, UsageError
 from rosetta.parts import InputField, ToolSpec
 from rosetta.providers.kinds import Delimiter, StructuredOutput, SystemPlacement, ToolEnvelope
 
+RESPOND_TOOL = "respond"
+"""Name of the tool that carries the answer when structured output is a forced tool call."""
+
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 

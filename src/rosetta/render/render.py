@@ -27,12 +27,9 @@ from rosetta.render.assemble import (
     identity_text,
     input_block,
 )
-from rosetta.render.prompt import Knobs, Message, RenderedPrompt, tool_envelope
+from rosetta.render.prompt import RESPOND_TOOL, Knobs, Message, RenderedPrompt, tool_envelope
 from rosetta.render.schemas import gemini_subset, inline_refs, sanitize
 from rosetta.signature import Demo, Signature, ToolSpec
-
-RESPOND_TOOL = "respond"
-"""Name of the tool that carries the answer when structured output is a forced tool call."""
 
 
 def estimate_tokens(text: str) -> int:

@@ -1,0 +1,123 @@
+"""Reading a model's answer: take it from where the prompt's structured-output mechanism puts it,
+decode it, and validate it against the agent's own schema.
+
+Native schema responses and forced tool calls carry clean JSON; open models answer in text, often
+with a code fence or a sentence around the JSON, so text answers are searched for the first JSON
+value that decodes. Validation always uses the agent's original schema (numeric and string
+constraints included) with jsonschema, whatever the provider was sent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from rosetta.providers.kinds import StructuredOutput
+from rosetta.render.prompt import RESPOND_TOOL, RenderedPrompt
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One way an answer is wrong, by JSON path."""
+
+    path: str  # e.g. "$.affected[0].ecosystem"
+    message: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A decoded answer: ``data`` is the JSON value (or the text for free-text agents)."""
+
+    raw: str
+    data: Any
+    issues: tuple[Issue, ...] = ()
+
+    @property
+    def valid(self) -> bool:
+        return not self.issues
+
+
+def answer_text(message: Any, prompt: RenderedPrompt) -> str:
+    """The part of a chat completion message that holds the answer (tool arguments for forced tools)."""
+    if prompt.structured_output is StructuredOutput.FORCED_TOOL:
+        for call in _get(message, "tool_calls") or []:
+            function = _get(call, "function")
+            if _get(function, "name") == RESPOND_TOOL:
+                arguments = _get(function, "arguments")
+                return arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return _get(message, "content") or ""
+
+
+def read_answer(raw: str, prompt: RenderedPrompt) -> Answer:
+    """Decode and validate ``raw`` for ``prompt``; problems become issues, never exceptions."""
+    if prompt.output_schema is None:
+        return Answer(raw, raw)
+    found, error = decode_json(raw)
+    if error:
+        return Answer(raw, None, (Issue("$", error),))
+    return Answer(raw, found, tuple(validate(found, prompt.output_schema)))
+
+
+def decode_json(text: str) -> tuple[Any, str | None]:
+    """The JSON value in ``text``: the whole text, a fenced block, or the first value that decodes."""
+    stripped = text.strip()
+    if not stripped:
+        return None, "the answer is empty; expected a JSON value"
+    candidates = [stripped] + [m.group(1).strip() for m in _FENCE.finditer(text)]
+    for candidate in candidates:
+        try:
+            return json.loads(candidate), None
+        except json.JSONDecodeError:
+            pass
+    decoder = json.JSONDecoder()
+    for start in (i for i, ch in enumerate(text) if ch in "{["):
+        try:
+            value, _ = decoder.raw_decode(text, start)
+            return value, None
+        except json.JSONDecodeError:
+            continue
+    return None, "no JSON value found in the answer; reply with a single JSON object"
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_text: str) -> Any:
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import validator_for
+
+    schema = json.loads(schema_text)
+    return validator_for(schema, default=Draft202012Validator)(schema)
+
+
+def validate(data: Any, schema: dict[str, Any]) -> list[Issue]:
+    """Every schema violation of ``data``, by path (sorted, so messages are stable)."""
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    issues = [Issue(_json_path(error.absolute_path), error.message) for error in validator.iter_errors(data)]
+    return sorted(issues, key=lambda issue: (issue.path, issue.message))
+
+
+def correction_message(answer: Answer) -> str:
+    """The user turn that asks for a corrected answer, naming each problem by field path."""
+    lines = [f"- {issue.path}: {issue.message}" for issue in answer.issues]
+    return ("Your previous answer is not valid against the required JSON Schema:\n" + "\n".join(lines)
+            + "\nReply again with the corrected JSON value only.")
+
+
+def _json_path(parts: Any) -> str:
+    path = "$"
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _get(value: Any, key: str) -> Any:
+    """Attribute or key access (litellm returns objects; tests and recordings use dicts)."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return value.get(key)
+    return getattr(value, key, None)
