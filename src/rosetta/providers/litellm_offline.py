@@ -25,4 +25,5 @@ def import_litellm() -> ModuleType:
     import litellm
 
     litellm.disable_hf_tokenizer_download = True
+    litellm.suppress_debug_info = True  # no "Give Feedback" banners on every error
     return litellm

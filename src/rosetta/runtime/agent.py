@@ -16,8 +16,10 @@ import hashlib
 import logging
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from rosetta.compile.artifact import Artifact, ArtifactError, parse_artifact
 from rosetta.errors import Location, Problem, UsageError
@@ -40,6 +42,7 @@ class Selection:
     artifact: str | None
     reason: str
     prompt: RenderedPrompt
+    artifact_id: str = ""  # the artifact's content_sha256, or "fallback: <reason>"
 
 
 class Agent:
@@ -53,6 +56,8 @@ class Agent:
         self._artifacts = _index_artifacts(dirs.compiled_dir / name)  # model id → path (no parsing yet)
         self._selections: dict[tuple[str, bool], Selection] = {}
         self._verified: dict[Path, Artifact | str] = {}  # path → artifact, or why it cannot be used
+        self._spec: Any = None
+        self._models: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, artifacts={sorted(self._artifacts)})"
@@ -64,11 +69,113 @@ class Agent:
 
     def prompt_for(self, model: str, *, strict: bool | None = None) -> RenderedPrompt:
         """The prompt to send to ``model`` (see the module docstring for the order)."""
+        return self._select(model, strict).prompt
+
+    def _select(self, model: str, strict: bool | None) -> Selection:
         key = (model, self.strict if strict is None else strict)
         selection = self._selections.get(key)
         if selection is None:
             selection = self._selections[key] = self.explain(model, strict=key[1])
-        return selection.prompt
+        return selection
+
+    @property
+    def spec(self) -> Any:
+        """The definition's frontmatter (parsed on first use; None for artifact-only agents)."""
+        if self._spec is None and self.definition_path is not None:
+            from rosetta.definition.loader import load_definition
+
+            self._spec = load_definition(self.definition_path, root=self.dirs.root).spec
+        return self._spec
+
+    def model_chain(self) -> list[str]:
+        """Models to try, in order: the definition's preferences (or model), else the compiled ones."""
+        spec = self.spec
+        if spec is not None:
+            chain = list(spec.portability.model_preferences) or ([spec.model] if spec.model else [])
+            if chain:
+                return chain
+        return sorted(self._artifacts)
+
+    def run(self, inputs: Mapping[str, Any], model: str | None = None, *, fallbacks: list[str] | None = None,
+            policy: Any = None, validation_retries: int | None = None, retry_temperature: float = 0.2,
+            on_secret: str = "redact", complete: Any = None, **params: Any) -> Any:
+        """Answer ``inputs``: the first model of the chain that succeeds, each with its own prompt.
+
+        Transient errors retry with backoff, then move to the next model (``fallbacks`` or the
+        remaining model preferences), re-selecting that model's own compiled prompt; hard errors
+        (authentication, bad request, content policy) stop at once. Returns a ``Result``.
+        """
+        from rosetta.runtime.guardrails import apply_output_rules, check_inputs
+        from rosetta.runtime.invoke import ModelCallError, RetryPolicy, invoke
+
+        spec = self.spec
+        if spec is not None:
+            check_inputs(spec.guardrails.input_validation, inputs, self.name)
+        preferences = self.model_chain()
+        chain = list(dict.fromkeys(([model] if model else []) + (fallbacks if fallbacks is not None else preferences)))
+        if not chain:
+            raise UsageError(Problem(f"{self.name}: no model to run", hint="pass model=... or set model_preferences"))
+        if complete is None:
+            from rosetta.providers.litellm_offline import import_litellm
+
+            complete = import_litellm().completion
+        attempts: list[Any] = []
+        failures: list[str] = []
+        for name in chain:
+            selection = self._select(name, None)
+            retries = validation_retries if validation_retries is not None else (
+                2 if selection.prompt.model_class == "open" else 1)
+            try:
+                result = invoke(selection.prompt, inputs, artifact=selection.artifact_id, complete=complete,
+                                policy=policy or RetryPolicy(), validation_retries=retries,
+                                retry_temperature=retry_temperature, output_model=self._output_model(selection),
+                                params=params)
+            except ModelCallError as error:
+                attempts += error.attempts
+                if error.kind == "hard":
+                    raise ModelCallError(error.problems, attempts, "hard") from None
+                failures.append(f"{selection.model}: {error.problems[0].message}")
+                log.warning("%s: %s; trying the next model", self.name, error.problems[0].message)
+                continue
+            result.attempts = attempts + result.attempts
+            rules = tuple(spec.guardrails.output_filtering) if spec is not None else ()
+            raw, result.post_checks = apply_output_rules(rules, result.raw, on_secret=on_secret)
+            if raw != result.raw:
+                from rosetta.runtime.answers import read_answer
+
+                redacted = read_answer(raw, selection.prompt)
+                output_model = self._output_model(selection)
+                result.raw, result.data, result.output = raw, redacted.data, redacted.data
+                if output_model is not None and redacted.valid:
+                    result.output = output_model.model_validate(redacted.data)
+            if not result.valid:
+                self._on_invalid(result, spec)
+            return result
+        raise ModelCallError(Problem(f"{self.name}: every model failed: " + "; ".join(failures),
+                                     hint="check the providers' status, or add fallbacks"), attempts, "exhausted")
+
+    def _output_model(self, selection: Selection) -> Any:
+        schema = selection.prompt.output_schema
+        if schema is None:
+            return None
+        key = repr(sorted(schema.items()))
+        if key not in self._models:
+            from rosetta.schema_types import model_from_schema
+
+            self._models[key] = model_from_schema(schema, name="Output")
+        return self._models[key]
+
+    def _on_invalid(self, result: Any, spec: Any) -> None:
+        from rosetta.runtime.invoke import ModelCallError
+
+        behaviour = spec.guardrails.fallback_behavior.value if spec is not None else "warn_and_retry"
+        issues = "; ".join(f"{i.path}: {i.message}" for i in result.issues)
+        if behaviour == "warn_and_halt":
+            raise ModelCallError(Problem(f"{self.name} on {result.model}: the answer never validated: {issues}",
+                                         hint="guardrails.fallback_behavior is warn_and_halt"),
+                                 result.attempts, "invalid")
+        result.escalated = behaviour == "escalate_to_user"
+        log.warning("%s on %s: returning an answer that does not validate (%s)", self.name, result.model, issues)
 
     def explain(self, model: str, *, strict: bool | None = None) -> Selection:
         """Choose (without caching) and say why; raises in strict mode when it would fall back."""
@@ -81,15 +188,18 @@ class Agent:
                 reasons.append(f"{path.name} for {model_id}: {artifact}")
                 continue
             if kind == "artifact":
-                return Selection(target.id, kind, str(path), "compiled artifact for this model", artifact.prompt)
+                return Selection(target.id, kind, str(path), "compiled artifact for this model", artifact.prompt,
+                                 artifact.content_sha256)
             reason = (f"no usable artifact for {target.id}"
                       + (f" ({'; '.join(reasons)})" if reasons else "") + f"; using the {kind} artifact for {model_id}")
             self._fallback(target.id, reason, strict)
-            return Selection(target.id, kind, str(path), reason, _retarget(artifact.prompt, target))
+            return Selection(target.id, kind, str(path), reason, _retarget(artifact.prompt, target),
+                             artifact.content_sha256)
         reason = (f"no usable compiled artifact for {target.id}" + (f" ({'; '.join(reasons)})" if reasons else "")
                   + "; rendering the definition uncompiled")
         self._fallback(target.id, reason, strict)
-        return Selection(target.id, "uncompiled", None, reason, self._render_uncompiled(target))
+        return Selection(target.id, "uncompiled", None, reason, self._render_uncompiled(target),
+                         f"fallback: {reason}")
 
     # -- internals ---------------------------------------------------------------------------
 

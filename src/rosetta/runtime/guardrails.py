@@ -1,0 +1,55 @@
+"""Guardrails around a call: input rules before any token is spent, output rules after.
+
+Input rules are the definition's ``guardrails.input_validation`` regular expressions. Output rule
+``no_secrets_in_output`` is enforced (credentials are redacted from the answer, or the call fails
+with ``on_secret="fail"``); the other named rules are recorded on the Result as post-checks for the
+caller or a reviewer to act on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from rosetta.errors import Problem, UsageError
+from rosetta.runtime.secrets import find_secrets, redact
+
+
+class GuardrailError(UsageError):
+    """An input or output broke one of the agent's guardrails."""
+
+
+def check_inputs(rules: Any, inputs: Mapping[str, Any], agent: str) -> None:
+    """Raise :class:`GuardrailError` listing every input rule that fails (no model is called)."""
+    problems = []
+    for rule in rules:
+        names = [rule.field] if rule.field else [k for k, v in inputs.items() if isinstance(v, str)]
+        for name in names:
+            value = inputs.get(name)
+            if not isinstance(value, str):
+                continue
+            if rule.pattern is not None and not re.search(rule.pattern, value):
+                problems.append(Problem(rule.message or f"input {name!r} does not match {rule.pattern!r}",
+                                        field=f"inputs.{name}", hint=f"{agent} requires {rule.pattern!r}"))
+            if rule.reject is not None and re.search(rule.reject, value):
+                problems.append(Problem(rule.message or f"input {name!r} matches the forbidden {rule.reject!r}",
+                                        field=f"inputs.{name}"))
+    if problems:
+        raise GuardrailError(problems)
+
+
+def apply_output_rules(rules: tuple[str, ...] | list[str], raw: str, *, on_secret: str = "redact") -> tuple[str, list[str]]:
+    """The answer text after enforced rules, and the names of the rules left for post-checks."""
+    pending = []
+    for rule in rules:
+        if rule == "no_secrets_in_output":
+            kinds = find_secrets(raw)
+            if kinds and on_secret == "fail":
+                raise GuardrailError(Problem(f"the answer contains credentials ({', '.join(kinds)})",
+                                             field="guardrails.output_filtering",
+                                             hint="the answer was discarded; nothing was returned"))
+            raw = redact(raw) if kinds else raw
+        else:
+            pending.append(rule)
+    return raw, pending

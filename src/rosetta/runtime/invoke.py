@@ -1,0 +1,216 @@
+"""Calling one model with one rendered prompt: transient-error retries with backoff, answer
+validation with one corrective retry (more for open models), and a :class:`Result` that records
+every attempt.
+
+The retry policy is ours, not litellm's: ``num_retries`` would retry 400s and 401s with no wait,
+and the OpenAI SDK's own retries would stack on top, so both are switched off per call.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rosetta.errors import Problem, RosettaError
+from rosetta.render.prompt import RenderedPrompt
+from rosetta.runtime.answers import Answer, answer_text, correction_message, read_answer
+
+log = logging.getLogger("rosetta.runtime")
+
+TRANSIENT = ("RateLimitError", "ServiceUnavailableError", "InternalServerError", "APIConnectionError", "Timeout",
+             "APIError", "BadGatewayError")
+"""litellm exception classes worth retrying (checked by name along the class hierarchy)."""
+CONTEXT = ("ContextWindowExceededError",)
+"""The prompt does not fit: a later model with a larger window may still answer."""
+
+
+class ModelCallError(RosettaError):
+    """A model could not produce a valid answer; ``attempts`` says what happened each time."""
+
+    def __init__(self, problems: Any, attempts: list[Attempt] | None = None, kind: str = "hard") -> None:
+        super().__init__(problems)
+        self.attempts = list(attempts or [])
+        self.kind = kind  # "hard" | "transient" | "context" | "invalid"
+
+    def __reduce__(self) -> tuple:
+        return (self.__class__, (self.problems, self.attempts, self.kind))
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff for transient errors; ``Retry-After`` wins when the server sends one."""
+
+    attempts: int = 4  # calls per model for transient errors, the first included
+    base: float = 0.5  # seconds before the first retry
+    multiplier: float = 2.0
+    cap: float = 20.0  # longest single wait
+    timeout: float = 60.0  # per call
+
+    def delay(self, retry: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry number ``retry`` (1-based)."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.cap)
+        return min(self.base * self.multiplier ** (retry - 1), self.cap)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One call: which model, how it ended, and how long it took."""
+
+    model: str
+    outcome: str  # "ok" | "invalid" | "transient" | "hard" | "context"
+    error: str | None
+    latency_s: float
+    waited_s: float = 0.0
+
+
+@dataclass
+class Result:
+    """A model's answer and how it was obtained."""
+
+    output: Any  # a typed instance (structured agents) or the text
+    raw: str
+    data: Any
+    model: str
+    artifact: str
+    attempts: list[Attempt] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    cost: float | None = None
+    latency_s: float = 0.0
+    issues: tuple[Any, ...] = ()
+    escalated: bool = False
+    post_checks: list[str] = field(default_factory=list)  # output rules left for the caller to check
+
+    @property
+    def valid(self) -> bool:
+        return not self.issues
+
+
+def classify(error: BaseException) -> str:
+    """``transient``, ``context`` or ``hard`` for an exception raised by a completion call."""
+    names = {cls.__name__ for cls in type(error).__mro__}
+    if names & set(CONTEXT):
+        return "context"
+    if names & {"AuthenticationError", "BadRequestError", "ContentPolicyViolationError", "NotFoundError",
+                "PermissionDeniedError", "UnprocessableEntityError"}:
+        return "hard"
+    if names & set(TRANSIENT) or isinstance(error, (TimeoutError, ConnectionError)):
+        return "transient"
+    return "hard"
+
+
+def retry_after(error: BaseException) -> float | None:
+    """The server's ``Retry-After`` in seconds, when it sent one."""
+    headers = getattr(error, "litellm_response_headers", None) or getattr(
+        getattr(error, "response", None), "headers", None) or {}
+    value = headers.get("retry-after") if hasattr(headers, "get") else None
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def invoke(
+    prompt: RenderedPrompt,
+    inputs: Mapping[str, Any],
+    *,
+    artifact: str,
+    complete: Callable[..., Any],
+    policy: RetryPolicy = RetryPolicy(),
+    validation_retries: int = 1,
+    retry_temperature: float = 0.2,
+    output_model: type | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    params: Mapping[str, Any] | None = None,
+) -> Result:
+    """Call ``prompt.model`` until it gives a valid answer or the retries run out.
+
+    Returns a :class:`Result` (possibly with ``issues`` when the answer never validated); raises
+    :class:`ModelCallError` for hard errors, context overflow, or exhausted transient retries.
+    """
+    kwargs = prompt.to_litellm(inputs)
+    kwargs.update(params or {})
+    kwargs.update(num_retries=0, max_retries=0, timeout=policy.timeout)
+    attempts: list[Attempt] = []
+    usage: dict[str, int] = {}
+    cost = 0.0
+    started = time.monotonic()
+    answer: Answer | None = None
+    for correction in range(validation_retries + 1):
+        response = _call_with_backoff(kwargs, prompt.model, complete, policy, attempts, sleep)
+        _add_usage(usage, response)
+        cost += _cost(response)
+        answer = read_answer(answer_text(response.choices[0].message, prompt), prompt)
+        if answer.valid:
+            break
+        attempts[-1] = Attempt(prompt.model, "invalid", "; ".join(f"{i.path}: {i.message}" for i in answer.issues),
+                               attempts[-1].latency_s, attempts[-1].waited_s)
+        if correction < validation_retries:
+            kwargs["messages"] = [*kwargs["messages"], {"role": "assistant", "content": answer.raw or ""},
+                                  {"role": "user", "content": correction_message(answer)}]
+            kwargs["temperature"] = min(kwargs.get("temperature", retry_temperature), retry_temperature)
+    assert answer is not None
+    output = answer.data
+    if answer.valid and output_model is not None and answer.data is not None:
+        output = output_model.model_validate(answer.data)
+    return Result(output=output, raw=answer.raw, data=answer.data, model=prompt.model, artifact=artifact,
+                  attempts=attempts, usage=usage, cost=cost, latency_s=time.monotonic() - started,
+                  issues=answer.issues)
+
+
+def _call_with_backoff(kwargs: dict[str, Any], model: str, complete: Callable[..., Any], policy: RetryPolicy,
+                       attempts: list[Attempt], sleep: Callable[[float], None]) -> Any:
+    waited = 0.0
+    for number in range(1, policy.attempts + 1):
+        began = time.monotonic()
+        try:
+            response = complete(**kwargs)
+        except Exception as error:  # litellm raises many classes; classify() sorts them
+            kind = classify(error)
+            message = _safe_message(error)
+            attempts.append(Attempt(model, kind, message, time.monotonic() - began, waited))
+            if kind != "transient" or number == policy.attempts:
+                raise ModelCallError(Problem(f"{model}: {message}", field="model",
+                                             hint=_HINTS.get(kind)), attempts, kind) from None
+            waited = policy.delay(number, retry_after(error))
+            log.info("%s: %s; retrying in %.2fs", model, message, waited)
+            sleep(waited)
+            continue
+        attempts.append(Attempt(model, "ok", None, time.monotonic() - began, waited))
+        return response
+    raise AssertionError("unreachable")
+
+
+_HINTS = {
+    "hard": "not retried: fix the request or credentials (authentication, bad request, content policy)",
+    "transient": "the provider kept failing; the next model in the fallback chain is tried",
+    "context": "the prompt does not fit this model's context window",
+}
+
+
+def _safe_message(error: BaseException) -> str:
+    """The error's first line, with anything that looks like a key removed."""
+    from rosetta.runtime.secrets import redact
+
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return redact(f"{type(error).__name__}: {text}")[:300]
+
+
+def _add_usage(total: dict[str, int], response: Any) -> None:
+    usage = getattr(response, "usage", None)
+    for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        value = getattr(usage, key, None) if usage is not None else None
+        if isinstance(value, int):
+            total[key] = total.get(key, 0) + value
+
+
+def _cost(response: Any) -> float:
+    try:
+        from rosetta.providers.litellm_offline import import_litellm
+
+        return float(import_litellm().completion_cost(completion_response=response) or 0.0)
+    except Exception:  # unknown price (local and custom models): cost is simply not known
+        return 0.0

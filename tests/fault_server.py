@@ -1,0 +1,97 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 that plays scripted faults.
+
+Each POST to /v1/chat/completions takes the next step of the script (the last step repeats):
+("ok", content) · ("tool", name, arguments) · ("status", code, {headers}) · ("stall", seconds) ·
+("drop",) closes the connection without answering · ("garbage",) sends malformed JSON.
+Requests are recorded (body and arrival time) so tests can assert attempts and delays.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class FaultServer:
+    def __init__(self, script: list[tuple] | None = None) -> None:
+        self.script: list[tuple] = list(script or [("ok", "{}")])
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server.lock:
+                    server.requests.append({"body": body, "time": time.monotonic()})
+                    step = server.script.pop(0) if len(server.script) > 1 else server.script[0]
+                server.play(self, step, body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> FaultServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def play(self, handler: BaseHTTPRequestHandler, step: tuple, body: dict[str, Any]) -> None:
+        kind = step[0]
+        if kind == "drop":
+            handler.close_connection = True
+            handler.connection.close()
+            return
+        if kind == "stall":
+            time.sleep(step[1])
+            step = ("ok", "{}")
+            kind = "ok"
+        if kind == "status":
+            payload = json.dumps({"error": {"message": f"scripted {step[1]}", "type": "scripted", "code": step[1]}})
+            self._send(handler, step[1], payload, step[2] if len(step) > 2 else {})
+            return
+        if kind == "garbage":
+            self._send(handler, 200, '{"id": "x", "choices": [', {})
+            return
+        message: dict[str, Any] = {"role": "assistant", "content": None}
+        finish = "stop"
+        if kind == "ok":
+            message["content"] = step[1]
+        elif kind == "tool":
+            message["tool_calls"] = [{"id": "call_1", "type": "function",
+                                      "function": {"name": step[1], "arguments": step[2]}}]
+            finish = "tool_calls"
+        payload = json.dumps({
+            "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0,
+            "model": body.get("model", "scripted"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 8, "total_tokens": 20},
+        })
+        self._send(handler, 200, payload, {})
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, status: int, payload: str, headers: dict[str, str]) -> None:
+        data = payload.encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(data)

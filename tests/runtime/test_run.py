@@ -1,0 +1,119 @@
+"""agent.run against a real HTTP server on 127.0.0.1 playing scripted faults (no mocks of our code)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fault_server import FaultServer
+from rosetta.runtime.agent import load
+from rosetta.runtime.guardrails import GuardrailError
+from rosetta.runtime.invoke import ModelCallError, RetryPolicy
+
+GOOD = json.dumps({"severity": "high", "rationale": "Unauthenticated SQL injection in the login form."})
+REPORT = {"report": "SQL injection in the login form lets an unauthenticated attacker bypass authentication."}
+FAST = RetryPolicy(attempts=3, base=0.05, multiplier=2.0, cap=1.0, timeout=1.0)
+
+
+@pytest.fixture
+def agent(tree):
+    from rosetta.compile.compiler import CompileOptions, compile_paths
+    from rosetta.providers.adapter import load_adapters
+
+    options = CompileOptions(out=tree / "compiled", root=tree, adapters=load_adapters(),
+                             models=("openai/gpt-4o", "o3"))
+    compile_paths([tree / "signatures"], options, jobs=1)
+    return load("vuln-triage", project=tree)
+
+
+def run(agent, server, **kwargs):
+    kwargs.setdefault("model", "openai/gpt-4o")
+    return agent.run(REPORT, policy=kwargs.pop("policy", FAST), api_base=server.url, api_key="sk-test-not-a-real-key",
+                     **kwargs)
+
+
+def test_valid_answer_is_typed_and_recorded(agent):
+    with FaultServer([("ok", GOOD)]) as server:
+        result = run(agent, server)
+    assert result.valid and result.output.severity == "high" and result.data["severity"] == "high"
+    assert result.model == "openai/gpt-4o" and len(result.artifact) == 64
+    assert [a.outcome for a in result.attempts] == ["ok"] and result.usage["total_tokens"] == 20
+    body = server.requests[0]["body"]
+    assert body["response_format"]["json_schema"]["strict"] is True and body["max_tokens"] == 400
+
+
+def test_rate_limit_honours_retry_after(agent):
+    with FaultServer([("status", 429, {"Retry-After": "0.3"}), ("ok", GOOD)]) as server:
+        result = run(agent, server)
+    assert [a.outcome for a in result.attempts] == ["transient", "ok"]
+    gap = server.requests[1]["time"] - server.requests[0]["time"]
+    assert 0.3 <= gap < 0.9 and result.attempts[1].waited_s == pytest.approx(0.3)
+
+
+def test_server_errors_back_off_exponentially(agent):
+    with FaultServer([("status", 503), ("status", 502), ("ok", GOOD)]) as server:
+        result = run(agent, server)
+    times = [r["time"] for r in server.requests]
+    assert [a.waited_s for a in result.attempts] == [0.0, 0.05, 0.1]
+    assert times[1] - times[0] >= 0.05 and times[2] - times[1] >= 0.1
+
+
+@pytest.mark.parametrize("fault", [("stall", 2.0), ("drop",), ("garbage",)])
+def test_timeouts_dropped_connections_and_garbage_are_retried(agent, fault):
+    with FaultServer([fault, ("ok", GOOD)]) as server:
+        result = run(agent, server)
+    assert result.valid and [a.outcome for a in result.attempts] == ["transient", "ok"]
+
+
+def test_hard_errors_are_not_retried_and_do_not_fall_back(agent):
+    with FaultServer([("status", 401)]) as server:
+        with pytest.raises(ModelCallError) as caught:
+            run(agent, server, fallbacks=["o3"])
+    assert caught.value.kind == "hard" and len(server.requests) == 1
+    assert "sk-test-not-a-real-key" not in str(caught.value)
+
+
+def test_invalid_answer_gets_one_corrective_retry(agent):
+    bad = json.dumps({"severity": "severe", "rationale": "x"})
+    with FaultServer([("ok", bad), ("ok", GOOD)]) as server:
+        result = run(agent, server)
+    assert result.valid and [a.outcome for a in result.attempts] == ["invalid", "ok"]
+    retry = server.requests[1]["body"]
+    assert retry["messages"][-2] == {"role": "assistant", "content": bad}
+    assert "$.severity" in retry["messages"][-1]["content"] and retry["temperature"] <= 0.2
+
+
+def test_exhausted_model_falls_back_with_its_own_prompt(agent):
+    with FaultServer([("status", 503), ("status", 503), ("status", 503), ("ok", GOOD)]) as server:
+        result = run(agent, server, fallbacks=["o3"])
+    assert result.model == "openai/o3" and result.valid
+    assert [a.model for a in result.attempts] == ["openai/gpt-4o"] * 3 + ["openai/o3"]
+    first, last = server.requests[0]["body"], server.requests[-1]["body"]
+    assert first["model"] == "gpt-4o" and last["model"] == "o3"
+    assert "temperature" in first and "temperature" not in last  # o3's own render, not gpt-4o's messages
+
+
+def test_every_model_failing_says_why(agent):
+    with FaultServer([("status", 503)]) as server:
+        with pytest.raises(ModelCallError) as caught:
+            run(agent, server, fallbacks=["o3"])
+    assert caught.value.kind == "exhausted" and "openai/o3" in str(caught.value) and len(caught.value.attempts) == 6
+
+
+def test_input_guardrails_run_before_any_call(agent):
+    with FaultServer([("ok", GOOD)]) as server:
+        with pytest.raises(GuardrailError) as caught:
+            agent.run({"report": "too short"}, model="openai/gpt-4o", api_base=server.url, api_key="sk-x")
+        leaked = "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY----- " + REPORT["report"]
+        with pytest.raises(GuardrailError):
+            agent.run({"report": leaked}, model="openai/gpt-4o", api_base=server.url, api_key="sk-x")
+    assert "40 characters" in str(caught.value) and server.requests == []
+
+
+def test_secrets_in_the_answer_are_redacted(agent):
+    leaky = json.dumps({"severity": "high", "rationale": "Key AKIAABCDEFGHIJKLMNOP was exposed in the repo."})
+    with FaultServer([("ok", leaky)]) as server:
+        result = run(agent, server)
+    assert "AKIA" not in result.raw and "[redacted aws access key]" in result.output.rationale
+    assert "no_exploit_code_in_output" in result.post_checks
