@@ -171,3 +171,19 @@ def test_compile_check_show_and_diff(cli, tree, monkeypatch):
     assert cli("diff", "vuln-triage", "-m", "sonnet").exit_code == 2
     failing = cli("compile", "-m", "ollama/gemma2")
     assert failing.exit_code == 1 and "context window" in failing.stdout
+
+
+def test_run_answers_through_a_real_server(cli, tree, monkeypatch):
+    from fault_server import FaultServer
+
+    monkeypatch.chdir(tree)
+    answer = {"severity": "low", "rationale": "Self-XSS that needs the victim to paste a payload."}
+    with FaultServer([("ok", json.dumps(answer))]) as server:
+        monkeypatch.setenv("OPENAI_API_BASE", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+        result = cli("run", "vuln-triage", "-m", "openai/gpt-4o", "-i",
+                     "report=Self-XSS in the profile page requires the victim to paste attacker JavaScript.")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == answer and "openai/gpt-4o" in result.stderr
+    short = cli("run", "vuln-triage", "-m", "openai/gpt-4o", "-i", "report=short")
+    assert short.exit_code == 2 and "40 characters" in short.output

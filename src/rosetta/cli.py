@@ -412,6 +412,35 @@ def _load_agent(ctx: typer.Context, agent: str) -> Any:
 
 @app.command()
 @reports_errors
+def run(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Argument(help="Agent name or definition path.")],
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model (default: the first preference).")]
+    = None,
+    inputs: Annotated[
+        list[str] | None, typer.Option("--input", "-i", help="An input: NAME=VALUE or NAME=@file.")
+    ] = None,
+    fallbacks: Annotated[
+        list[str] | None, typer.Option("--fallback", help="Model to try next (repeatable; default: preferences).")
+    ] = None,
+) -> None:
+    """Run an agent once and print its answer (JSON for structured agents) and how it was obtained."""
+    loaded = _load_agent(ctx, agent)
+    with err.status(f"running {loaded.name}…"):
+        result = loaded.run(_parse_inputs(inputs or []), model, fallbacks=fallbacks)
+    answer = result.data if not isinstance(result.data, str) else None
+    sys.stdout.write((json.dumps(answer, indent=2, ensure_ascii=False) if answer is not None else result.raw) + "\n")
+    tries = ", ".join(f"{a.model}:{a.outcome}" for a in result.attempts)
+    err.print(f"[dim]{escape(result.model)} · {len(result.attempts)} attempt(s) [{escape(tries)}] · "
+              f"{result.usage.get('total_tokens', 0)} tokens · {result.latency_s:.2f}s[/dim]")
+    if not result.valid:
+        err.print("[yellow]warning[/yellow] the answer does not validate: "
+                  + escape("; ".join(f"{i.path}: {i.message}" for i in result.issues)))
+        raise typer.Exit(1)
+
+
+@app.command()
+@reports_errors
 def show(
     ctx: typer.Context,
     agent: Annotated[str, typer.Argument(help="Agent name or definition path.")],
