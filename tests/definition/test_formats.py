@@ -149,3 +149,9 @@ def test_directory_discovery_finds_every_agent_once(write, project):
     write("agents/.hidden/e.md", "---\nname: e\n---\nbody\n")
     found = [p.relative_to(project / "agents").as_posix() for p in discover_definitions(project / "agents")]
     assert found == ["a.md", "b.agent.yaml", "c.md", "nested/d.md"]
+
+
+@pytest.mark.parametrize("name", ["demo/../../x", "a/b", "../escape", "x" * 300])
+def test_unsafe_names_never_become_sidecar_paths(write, name):
+    with pytest.raises(DefinitionError):  # the name itself is invalid; no sidecar lookup crashes first
+        load_definition(write("demo.md", f"---\nname: '{name}'\n---\nbody\n"))

@@ -11,6 +11,7 @@ Readers only parse and merge; typing the result is the loader's job.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,9 @@ def stem_of(path: Path) -> str:
 
 def sidecar_for(markdown: Path, name: object = None) -> Path | None:
     """The governance sidecar next to a Claude Code subagent, by file stem or agent name."""
-    stems = [stem_of(markdown)] + ([name] if isinstance(name, str) and name else [])
+    # the frontmatter name is untrusted text: use it only when it is a plain file name
+    usable = isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", name) is not None
+    stems = [stem_of(markdown)] + ([name] if usable else [])
     for stem in stems:
         for suffix in SIDECAR_SUFFIXES:
             candidate = markdown.with_name(stem + suffix)
