@@ -2,13 +2,17 @@
 
 Each POST to /v1/chat/completions takes the next step of the script (the last step repeats):
 ("ok", content) · ("tool", name, arguments) · ("status", code, {headers}) · ("stall", seconds) ·
-("drop",) closes the connection without answering · ("garbage",) sends malformed JSON.
+("drop",) closes the connection without answering · ("garbage",) sends malformed JSON ·
+("flaky", p) answers 503 with probability p (seeded), else a valid triage answer that echoes the
+request's `[call N]` marker, so a test can tell every answer belongs to its own call.
 Requests are recorded (body and arrival time) so tests can assert attempts and delays.
 """
 
 from __future__ import annotations
 
 import json
+import random
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +24,7 @@ class FaultServer:
         self.script: list[tuple] = list(script or [("ok", "{}")])
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.random = random.Random(7)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -58,6 +63,17 @@ class FaultServer:
             handler.close_connection = True
             handler.connection.close()
             return
+        if kind == "flaky":
+            with self.lock:
+                fail = self.random.random() < step[1]
+            if fail:
+                self._send(handler, 503, json.dumps({"error": {"message": "flaky 503", "code": 503}}), {})
+                return
+            text = json.dumps(body.get("messages", []))
+            marker = re.search(r"\[call \d+\]", text)
+            answer = {"severity": "medium", "rationale": f"Answer for {marker.group(0) if marker else '?'}."}
+            step = ("ok", json.dumps(answer))
+            kind = "ok"
         if kind == "stall":
             time.sleep(step[1])
             step = ("ok", "{}")

@@ -117,3 +117,42 @@ def test_secrets_in_the_answer_are_redacted(agent):
         result = run(agent, server)
     assert "AKIA" not in result.raw and "[redacted aws access key]" in result.output.rationale
     assert "no_exploit_code_in_output" in result.post_checks
+
+
+def test_arun_behaves_like_run(agent):
+    import asyncio
+
+    with FaultServer([("status", 503), ("ok", GOOD)]) as server:
+        result = asyncio.run(agent.arun(REPORT, model="openai/gpt-4o", policy=FAST, api_base=server.url,
+                                        api_key="sk-test"))
+    assert result.valid and [a.outcome for a in result.attempts] == ["transient", "ok"]
+
+
+def test_500_concurrent_calls_with_30_percent_faults_all_end_valid(agent):
+    """Load: every call ends in its own valid Result (retries + a fallback model absorb the faults)."""
+    import asyncio
+    import time
+
+    policy = RetryPolicy(attempts=4, base=0.01, multiplier=2.0, cap=0.1, timeout=10.0)
+
+    async def call(number: int):
+        inputs = {"report": f"[call {number}] " + REPORT["report"]}
+        return await agent.arun(inputs, model="openai/gpt-4o", fallbacks=["o3"], policy=policy,
+                                api_base=server.url, api_key="sk-test")
+
+    async def main():
+        return await asyncio.gather(*(call(n) for n in range(500)), return_exceptions=True)
+
+    with FaultServer([("flaky", 0.3)]) as server:
+        began = time.monotonic()
+        results = asyncio.run(main())
+        wall = time.monotonic() - began
+    failures = [r for r in results if isinstance(r, BaseException)]
+    assert not failures, f"{len(failures)} calls failed, first: {failures[0]!r}"
+    assert all(f"[call {n}]" in r.data["rationale"] for n, r in enumerate(results))  # none lost or swapped
+    retried = sum(1 for r in results if len(r.attempts) > 1)
+    fell_back = sum(1 for r in results if r.model == "openai/o3")
+    faults = sum(1 for r in results for a in r.attempts if a.outcome == "transient")
+    print(f"\n500 calls: {len(server.requests)} requests, {faults} transient faults, {retried} retried, "
+          f"{fell_back} answered by the fallback, {wall:.1f}s wall")
+    assert len(server.requests) == 500 + faults and retried > 100

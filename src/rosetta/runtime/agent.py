@@ -105,54 +105,106 @@ class Agent:
         remaining model preferences), re-selecting that model's own compiled prompt; hard errors
         (authentication, bad request, content policy) stop at once. Returns a ``Result``.
         """
-        from rosetta.runtime.guardrails import apply_output_rules, check_inputs
-        from rosetta.runtime.invoke import ModelCallError, RetryPolicy, invoke
+        from rosetta.runtime.invoke import ModelCallError, invoke
 
-        spec = self.spec
-        if spec is not None:
-            check_inputs(spec.guardrails.input_validation, inputs, self.name)
-        preferences = self.model_chain()
-        chain = list(dict.fromkeys(([model] if model else []) + (fallbacks if fallbacks is not None else preferences)))
-        if not chain:
-            raise UsageError(Problem(f"{self.name}: no model to run", hint="pass model=... or set model_preferences"))
-        if complete is None:
-            from rosetta.providers.litellm_offline import import_litellm
-
-            complete = import_litellm().completion
+        chain, spec = self._start(inputs, model, fallbacks)
+        complete = complete or self._litellm().completion
         attempts: list[Any] = []
         failures: list[str] = []
         for name in chain:
             selection = self._select(name, None)
-            retries = validation_retries if validation_retries is not None else (
-                2 if selection.prompt.model_class == "open" else 1)
             try:
-                result = invoke(selection.prompt, inputs, artifact=selection.artifact_id, complete=complete,
-                                policy=policy or RetryPolicy(), validation_retries=retries,
-                                retry_temperature=retry_temperature, output_model=self._output_model(selection),
-                                params=params)
+                result = invoke(selection.prompt, inputs, complete=complete,
+                                **self._options(selection, policy, validation_retries, retry_temperature, params))
             except ModelCallError as error:
-                attempts += error.attempts
-                if error.kind == "hard":
-                    raise ModelCallError(error.problems, attempts, "hard") from None
-                failures.append(f"{selection.model}: {error.problems[0].message}")
-                log.warning("%s: %s; trying the next model", self.name, error.problems[0].message)
+                self._record_failure(error, selection, attempts, failures)
                 continue
-            result.attempts = attempts + result.attempts
-            rules = tuple(spec.guardrails.output_filtering) if spec is not None else ()
-            raw, result.post_checks = apply_output_rules(rules, result.raw, on_secret=on_secret)
-            if raw != result.raw:
-                from rosetta.runtime.answers import read_answer
+            return self._finish(result, selection, spec, attempts, on_secret)
+        raise self._exhausted(failures, attempts)
 
-                redacted = read_answer(raw, selection.prompt)
-                output_model = self._output_model(selection)
-                result.raw, result.data, result.output = raw, redacted.data, redacted.data
-                if output_model is not None and redacted.valid:
-                    result.output = output_model.model_validate(redacted.data)
-            if not result.valid:
-                self._on_invalid(result, spec)
-            return result
-        raise ModelCallError(Problem(f"{self.name}: every model failed: " + "; ".join(failures),
-                                     hint="check the providers' status, or add fallbacks"), attempts, "exhausted")
+    async def arun(self, inputs: Mapping[str, Any], model: str | None = None, *, fallbacks: list[str] | None = None,
+                   policy: Any = None, validation_retries: int | None = None, retry_temperature: float = 0.2,
+                   on_secret: str = "redact", acomplete: Any = None, **params: Any) -> Any:
+        """:meth:`run` for asyncio (litellm's ``acompletion``; same retries, fallbacks and Result)."""
+        from rosetta.runtime.invoke import ModelCallError, ainvoke
+
+        chain, spec = self._start(inputs, model, fallbacks)
+        acomplete = acomplete or self._litellm().acompletion
+        attempts: list[Any] = []
+        failures: list[str] = []
+        for name in chain:
+            selection = self._select(name, None)
+            try:
+                result = await ainvoke(selection.prompt, inputs, acomplete=acomplete,
+                                       **self._options(selection, policy, validation_retries, retry_temperature,
+                                                       params))
+            except ModelCallError as error:
+                self._record_failure(error, selection, attempts, failures)
+                continue
+            return self._finish(result, selection, spec, attempts, on_secret)
+        raise self._exhausted(failures, attempts)
+
+    # -- run internals -----------------------------------------------------------------------
+
+    @staticmethod
+    def _litellm() -> Any:
+        from rosetta.providers.litellm_offline import import_litellm
+
+        return import_litellm()
+
+    def _start(self, inputs: Mapping[str, Any], model: str | None, fallbacks: list[str] | None) -> tuple[list, Any]:
+        from rosetta.runtime.guardrails import check_inputs
+
+        spec = self.spec
+        if spec is not None:
+            check_inputs(spec.guardrails.input_validation, inputs, self.name)
+        preferences = fallbacks if fallbacks is not None else self.model_chain()
+        chain = list(dict.fromkeys(([model] if model else []) + list(preferences)))
+        if not chain:
+            raise UsageError(Problem(f"{self.name}: no model to run", hint="pass model=... or set model_preferences"))
+        return chain, spec
+
+    def _options(self, selection: Selection, policy: Any, validation_retries: int | None, retry_temperature: float,
+                 params: Mapping[str, Any]) -> dict[str, Any]:
+        from rosetta.runtime.invoke import RetryPolicy
+
+        retries = validation_retries if validation_retries is not None else (
+            2 if selection.prompt.model_class == "open" else 1)
+        return {"artifact": selection.artifact_id, "policy": policy or RetryPolicy(), "validation_retries": retries,
+                "retry_temperature": retry_temperature, "output_model": self._output_model(selection),
+                "params": params}
+
+    def _record_failure(self, error: Any, selection: Selection, attempts: list, failures: list[str]) -> None:
+        from rosetta.runtime.invoke import ModelCallError
+
+        attempts += error.attempts
+        if error.kind == "hard":
+            raise ModelCallError(error.problems, attempts, "hard") from None
+        failures.append(f"{selection.model}: {error.problems[0].message}")
+        log.warning("%s: %s; trying the next model", self.name, error.problems[0].message)
+
+    def _exhausted(self, failures: list[str], attempts: list) -> Exception:
+        from rosetta.runtime.invoke import ModelCallError
+
+        return ModelCallError(Problem(f"{self.name}: every model failed: " + "; ".join(failures),
+                                      hint="check the providers' status, or add fallbacks"), attempts, "exhausted")
+
+    def _finish(self, result: Any, selection: Selection, spec: Any, attempts: list, on_secret: str) -> Any:
+        from rosetta.runtime.answers import read_answer
+        from rosetta.runtime.guardrails import apply_output_rules
+
+        result.attempts = attempts + result.attempts
+        rules = tuple(spec.guardrails.output_filtering) if spec is not None else ()
+        raw, result.post_checks = apply_output_rules(rules, result.raw, on_secret=on_secret)
+        if raw != result.raw:
+            redacted = read_answer(raw, selection.prompt)
+            output_model = self._output_model(selection)
+            result.raw, result.data, result.output = raw, redacted.data, redacted.data
+            if output_model is not None and redacted.valid:
+                result.output = output_model.model_validate(redacted.data)
+        if not result.valid:
+            self._on_invalid(result, spec)
+        return result
 
     def _output_model(self, selection: Selection) -> Any:
         schema = selection.prompt.output_schema

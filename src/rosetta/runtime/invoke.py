@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,24 +113,34 @@ def retry_after(error: BaseException) -> float | None:
         return None
 
 
-def invoke(
+@dataclass(frozen=True)
+class Call:
+    """A step of an invocation plan: make this completion call."""
+
+    kwargs: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Wait:
+    """A step of an invocation plan: wait this long before the next call."""
+
+    seconds: float
+
+
+def plan(
     prompt: RenderedPrompt,
     inputs: Mapping[str, Any],
     *,
     artifact: str,
-    complete: Callable[..., Any],
     policy: RetryPolicy = RetryPolicy(),
     validation_retries: int = 1,
     retry_temperature: float = 0.2,
     output_model: type | None = None,
-    sleep: Callable[[float], None] = time.sleep,
     params: Mapping[str, Any] | None = None,
-) -> Result:
-    """Call ``prompt.model`` until it gives a valid answer or the retries run out.
-
-    Returns a :class:`Result` (possibly with ``issues`` when the answer never validated); raises
-    :class:`ModelCallError` for hard errors, context overflow, or exhausted transient retries.
-    """
+) -> Generator[Call | Wait, Any, Result]:
+    """The retry logic, free of I/O: yields :class:`Call` (send back the response, or the exception
+    it raised) and :class:`Wait` steps, and returns the :class:`Result`. :func:`invoke` and
+    :func:`ainvoke` drive it with blocking and async calls, so both behave identically."""
     kwargs = prompt.to_litellm(inputs)
     kwargs.update(params or {})
     kwargs.update(num_retries=0, max_retries=0, timeout=policy.timeout)
@@ -140,10 +150,26 @@ def invoke(
     started = time.monotonic()
     answer: Answer | None = None
     for correction in range(validation_retries + 1):
-        response = _call_with_backoff(kwargs, prompt.model, complete, policy, attempts, sleep)
-        _add_usage(usage, response)
-        cost += _cost(response)
-        answer = read_answer(answer_text(response.choices[0].message, prompt), prompt)
+        waited = 0.0
+        for number in range(1, policy.attempts + 1):
+            began = time.monotonic()
+            outcome = yield Call(dict(kwargs))
+            if isinstance(outcome, BaseException):
+                kind = classify(outcome)
+                message = _safe_message(outcome)
+                attempts.append(Attempt(prompt.model, kind, message, time.monotonic() - began, waited))
+                if kind != "transient" or number == policy.attempts:
+                    raise ModelCallError(Problem(f"{prompt.model}: {message}", field="model",
+                                                 hint=_HINTS.get(kind)), attempts, kind)
+                waited = policy.delay(number, retry_after(outcome))
+                log.info("%s: %s; retrying in %.2fs", prompt.model, message, waited)
+                yield Wait(waited)
+                continue
+            attempts.append(Attempt(prompt.model, "ok", None, time.monotonic() - began, waited))
+            break
+        _add_usage(usage, outcome)
+        cost += _cost(outcome)
+        answer = read_answer(answer_text(outcome.choices[0].message, prompt), prompt)
         if answer.valid:
             break
         attempts[-1] = Attempt(prompt.model, "invalid", "; ".join(f"{i.path}: {i.message}" for i in answer.issues),
@@ -161,27 +187,51 @@ def invoke(
                   issues=answer.issues)
 
 
-def _call_with_backoff(kwargs: dict[str, Any], model: str, complete: Callable[..., Any], policy: RetryPolicy,
-                       attempts: list[Attempt], sleep: Callable[[float], None]) -> Any:
-    waited = 0.0
-    for number in range(1, policy.attempts + 1):
-        began = time.monotonic()
-        try:
-            response = complete(**kwargs)
-        except Exception as error:  # litellm raises many classes; classify() sorts them
-            kind = classify(error)
-            message = _safe_message(error)
-            attempts.append(Attempt(model, kind, message, time.monotonic() - began, waited))
-            if kind != "transient" or number == policy.attempts:
-                raise ModelCallError(Problem(f"{model}: {message}", field="model",
-                                             hint=_HINTS.get(kind)), attempts, kind) from None
-            waited = policy.delay(number, retry_after(error))
-            log.info("%s: %s; retrying in %.2fs", model, message, waited)
-            sleep(waited)
-            continue
-        attempts.append(Attempt(model, "ok", None, time.monotonic() - began, waited))
-        return response
-    raise AssertionError("unreachable")
+def invoke(prompt: RenderedPrompt, inputs: Mapping[str, Any], *, complete: Callable[..., Any],
+           sleep: Callable[[float], None] = time.sleep, **options: Any) -> Result:
+    """Call ``prompt.model`` until it gives a valid answer or the retries run out (blocking).
+
+    Returns a :class:`Result` (possibly with ``issues`` when the answer never validated); raises
+    :class:`ModelCallError` for hard errors, context overflow, or exhausted transient retries.
+    ``options`` are those of :func:`plan`.
+    """
+    steps = plan(prompt, inputs, **options)
+    reply: Any = None
+    try:
+        while True:
+            step = steps.send(reply)
+            if isinstance(step, Wait):
+                sleep(step.seconds)
+                reply = None
+                continue
+            try:
+                reply = complete(**step.kwargs)
+            except Exception as error:  # litellm raises many classes; classify() sorts them
+                reply = error
+    except StopIteration as done:
+        return done.value
+
+
+async def ainvoke(prompt: RenderedPrompt, inputs: Mapping[str, Any], *, acomplete: Callable[..., Any],
+                  **options: Any) -> Result:
+    """:func:`invoke` for asyncio: the same plan driven by awaited calls and sleeps."""
+    import asyncio
+
+    steps = plan(prompt, inputs, **options)
+    reply: Any = None
+    try:
+        while True:
+            step = steps.send(reply)
+            if isinstance(step, Wait):
+                await asyncio.sleep(step.seconds)
+                reply = None
+                continue
+            try:
+                reply = await acomplete(**step.kwargs)
+            except Exception as error:  # litellm raises many classes; classify() sorts them
+                reply = error
+    except StopIteration as done:
+        return done.value
 
 
 _HINTS = {
