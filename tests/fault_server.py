@@ -3,6 +3,7 @@
 Each POST to /v1/chat/completions takes the next step of the script (the last step repeats):
 ("ok", content) · ("tool", name, arguments) · ("status", code, {headers}) · ("stall", seconds) ·
 ("drop",) closes the connection without answering · ("garbage",) sends malformed JSON ·
+("context",) is OpenAI's context-length-exceeded 400 ·
 ("flaky", p) answers 503 with probability p (seeded), else a valid triage answer that echoes the
 request's `[call N]` marker, so a test can tell every answer belongs to its own call.
 Requests are recorded (body and arrival time) so tests can assert attempts and delays.
@@ -81,6 +82,12 @@ class FaultServer:
         if kind == "status":
             payload = json.dumps({"error": {"message": f"scripted {step[1]}", "type": "scripted", "code": step[1]}})
             self._send(handler, step[1], payload, step[2] if len(step) > 2 else {})
+            return
+        if kind == "context":
+            payload = json.dumps({"error": {
+                "message": "This model's maximum context length is 128000 tokens. However, your messages resulted "
+                           "in 190000 tokens.", "type": "invalid_request_error", "code": "context_length_exceeded"}})
+            self._send(handler, 400, payload, {})
             return
         if kind == "garbage":
             self._send(handler, 200, '{"id": "x", "choices": [', {})

@@ -156,3 +156,11 @@ def test_500_concurrent_calls_with_30_percent_faults_all_end_valid(agent):
     print(f"\n500 calls: {len(server.requests)} requests, {faults} transient faults, {retried} retried, "
           f"{fell_back} answered by the fallback, {wall:.1f}s wall")
     assert len(server.requests) == 500 + faults and retried > 100
+
+
+def test_context_overflow_moves_to_a_model_whose_window_fits(agent):
+    with FaultServer([("context",), ("ok", GOOD)]) as server:
+        result = run(agent, server, fallbacks=["openai/gpt-4o-mini", "o3"])
+    assert result.model == "openai/o3"  # gpt-4o-mini (same 128K window) was skipped
+    assert [r["body"]["model"] for r in server.requests] == ["gpt-4o", "o3"]
+    assert result.attempts[0].outcome == "context"

@@ -17,7 +17,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,18 +109,19 @@ class Agent:
 
         chain, spec = self._start(inputs, model, fallbacks)
         complete = complete or self._litellm().completion
-        attempts: list[Any] = []
-        failures: list[str] = []
+        state = _RunState()
         for name in chain:
             selection = self._select(name, None)
+            if state.too_small(selection):
+                continue
             try:
                 result = invoke(selection.prompt, inputs, complete=complete,
                                 **self._options(selection, policy, validation_retries, retry_temperature, params))
             except ModelCallError as error:
-                self._record_failure(error, selection, attempts, failures)
+                self._record_failure(error, selection, state)
                 continue
-            return self._finish(result, selection, spec, attempts, on_secret)
-        raise self._exhausted(failures, attempts)
+            return self._finish(result, selection, spec, state.attempts, on_secret)
+        raise self._exhausted(state)
 
     async def arun(self, inputs: Mapping[str, Any], model: str | None = None, *, fallbacks: list[str] | None = None,
                    policy: Any = None, validation_retries: int | None = None, retry_temperature: float = 0.2,
@@ -130,19 +131,20 @@ class Agent:
 
         chain, spec = self._start(inputs, model, fallbacks)
         acomplete = acomplete or self._litellm().acompletion
-        attempts: list[Any] = []
-        failures: list[str] = []
+        state = _RunState()
         for name in chain:
             selection = self._select(name, None)
+            if state.too_small(selection):
+                continue
             try:
                 result = await ainvoke(selection.prompt, inputs, acomplete=acomplete,
                                        **self._options(selection, policy, validation_retries, retry_temperature,
                                                        params))
             except ModelCallError as error:
-                self._record_failure(error, selection, attempts, failures)
+                self._record_failure(error, selection, state)
                 continue
-            return self._finish(result, selection, spec, attempts, on_secret)
-        raise self._exhausted(failures, attempts)
+            return self._finish(result, selection, spec, state.attempts, on_secret)
+        raise self._exhausted(state)
 
     # -- run internals -----------------------------------------------------------------------
 
@@ -174,20 +176,24 @@ class Agent:
                 "retry_temperature": retry_temperature, "output_model": self._output_model(selection),
                 "params": params}
 
-    def _record_failure(self, error: Any, selection: Selection, attempts: list, failures: list[str]) -> None:
+    def _record_failure(self, error: Any, selection: Selection, state: _RunState) -> None:
         from rosetta.runtime.invoke import ModelCallError
 
-        attempts += error.attempts
+        state.attempts += error.attempts
         if error.kind == "hard":
-            raise ModelCallError(error.problems, attempts, "hard") from None
-        failures.append(f"{selection.model}: {error.problems[0].message}")
+            raise ModelCallError(error.problems, state.attempts, "hard") from None
+        if error.kind == "context":
+            window = load_catalog().resolve(selection.model).context_window
+            state.overflow_window = max(state.overflow_window or 0, window)
+        state.failures.append(f"{selection.model}: {error.problems[0].message}")
         log.warning("%s: %s; trying the next model", self.name, error.problems[0].message)
 
-    def _exhausted(self, failures: list[str], attempts: list) -> Exception:
+    def _exhausted(self, state: _RunState) -> Exception:
         from rosetta.runtime.invoke import ModelCallError
 
-        return ModelCallError(Problem(f"{self.name}: every model failed: " + "; ".join(failures),
-                                      hint="check the providers' status, or add fallbacks"), attempts, "exhausted")
+        return ModelCallError(Problem(f"{self.name}: every model failed: " + "; ".join(state.failures),
+                                      hint="check the providers' status, or add fallbacks"), state.attempts,
+                              "exhausted")
 
     def _finish(self, result: Any, selection: Selection, spec: Any, attempts: list, on_secret: str) -> Any:
         from rosetta.runtime.answers import read_answer
@@ -308,6 +314,26 @@ class Agent:
         from rosetta.signature import lower
 
         return render(lower(load_definition(self.definition_path, root=self.dirs.root)), target)
+
+
+@dataclass
+class _RunState:
+    """What one run has learned so far (kept per call: an Agent serves concurrent calls)."""
+
+    attempts: list[Any] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    overflow_window: int | None = None  # the largest window that overflowed
+
+    def too_small(self, selection: Selection) -> bool:
+        """After a context-window overflow, skip models whose window is no larger."""
+        if self.overflow_window is None:
+            return False
+        window = load_catalog().resolve(selection.model).context_window
+        if window <= self.overflow_window:
+            self.failures.append(f"{selection.model}: skipped, its {window:,}-token window is no larger than "
+                                 "one that overflowed")
+            return True
+        return False
 
 
 def _retarget(prompt: RenderedPrompt, target: CatalogModel) -> RenderedPrompt:
