@@ -187,3 +187,12 @@ def test_run_answers_through_a_real_server(cli, tree, monkeypatch):
     assert json.loads(result.stdout) == answer and "openai/gpt-4o" in result.stderr
     short = cli("run", "vuln-triage", "-m", "openai/gpt-4o", "-i", "report=short")
     assert short.exit_code == 2 and "40 characters" in short.output
+
+
+def test_doctor_reports_credentials_without_printing_them(cli, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-doctor-secret-0123456789abcdef")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    result = cli("doctor")
+    assert result.exit_code == 0
+    assert "sk-doctor-secret" not in result.output and "ANTHROPIC_API_KEY" in result.output
+    assert "litellm 1.106" in result.output or "litellm " in result.output
