@@ -100,6 +100,9 @@ class FaultServer:
             message["tool_calls"] = [{"id": "call_1", "type": "function",
                                       "function": {"name": step[1], "arguments": step[2]}}]
             finish = "tool_calls"
+        if body.get("stream") and kind == "ok":
+            self._stream(handler, step[1], body)
+            return
         payload = json.dumps({
             "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0,
             "model": body.get("model", "scripted"),
@@ -107,6 +110,27 @@ class FaultServer:
             "usage": {"prompt_tokens": 12, "completion_tokens": 8, "total_tokens": 20},
         })
         self._send(handler, 200, payload, {})
+
+    @staticmethod
+    def _stream(handler: BaseHTTPRequestHandler, content: str, body: dict[str, Any]) -> None:
+        """Server-sent events, one small delta per chunk, as the OpenAI API streams."""
+        pieces = [content[i:i + 8] for i in range(0, len(content), 8)] or [""]
+        events = []
+        for index, piece in enumerate(pieces):
+            delta = {"content": piece} if index else {"role": "assistant", "content": piece}
+            events.append({"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 0,
+                           "model": body.get("model", "scripted"),
+                           "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+        events.append({"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 0,
+                       "model": body.get("model", "scripted"),
+                       "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        data = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+        encoded = data.encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Content-Length", str(len(encoded)))
+        handler.end_headers()
+        handler.wfile.write(encoded)
 
     @staticmethod
     def _send(handler: BaseHTTPRequestHandler, status: int, payload: str, headers: dict[str, str]) -> None:

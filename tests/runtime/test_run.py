@@ -164,3 +164,21 @@ def test_context_overflow_moves_to_a_model_whose_window_fits(agent):
     assert result.model == "openai/o3"  # gpt-4o-mini (same 128K window) was skipped
     assert [r["body"]["model"] for r in server.requests] == ["gpt-4o", "o3"]
     assert result.attempts[0].outcome == "context"
+
+
+def test_stream_yields_text_then_the_result(agent):
+    with FaultServer([("ok", GOOD)]) as server:
+        parts = list(agent.stream(REPORT, model="openai/gpt-4o", policy=FAST, api_base=server.url,
+                                  api_key="sk-test"))
+    *chunks, result = parts
+    assert len(chunks) > 3 and "".join(chunks) == GOOD
+    assert result.valid and result.output.severity == "high" and server.requests[0]["body"]["stream"] is True
+
+
+def test_stream_falls_back_to_run_when_the_streamed_attempt_fails(agent):
+    bad = json.dumps({"severity": "severe", "rationale": "x"})
+    with FaultServer([("ok", bad), ("ok", GOOD)]) as server:
+        *chunks, result = list(agent.stream(REPORT, model="openai/gpt-4o", policy=FAST, api_base=server.url,
+                                            api_key="sk-test"))
+    assert "".join(chunks) == bad and result.valid
+    assert [a.outcome for a in result.attempts] == ["invalid", "ok"]

@@ -16,7 +16,7 @@ import hashlib
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -145,6 +145,61 @@ class Agent:
                 continue
             return self._finish(result, selection, spec, state.attempts, on_secret)
         raise self._exhausted(state)
+
+    def stream(self, inputs: Mapping[str, Any], model: str | None = None, *, complete: Any = None,
+               **options: Any) -> Iterator[Any]:
+        """Yield the answer's text as it arrives, then the final ``Result``.
+
+        The first attempt on the first model streams. If it fails or its answer does not validate,
+        the rest happens as in :meth:`run` (retries, corrections, fallbacks), and the Result that
+        ends the stream is that run's, with the streamed attempt recorded first; text already
+        yielded then belonged to the discarded attempt.
+        """
+        import time as clock
+
+        from rosetta.runtime.answers import answer_text, read_answer
+        from rosetta.runtime.invoke import Attempt, Result, classify
+
+        chain, spec = self._start(inputs, model, options.get("fallbacks"))
+        complete = complete or self._litellm().completion
+        selection = self._select(chain[0], None)
+        params = {k: v for k, v in options.items() if k not in _RUN_OPTIONS}
+        kwargs = {**selection.prompt.to_litellm(inputs), **params, "stream": True, "num_retries": 0,
+                  "max_retries": 0}
+        began = clock.monotonic()
+        text, tool_arguments = [], []
+        try:
+            for chunk in complete(**kwargs):
+                delta = chunk.choices[0].delta
+                if getattr(delta, "content", None):
+                    text.append(delta.content)
+                    yield delta.content
+                for call in getattr(delta, "tool_calls", None) or []:
+                    if call.function and call.function.arguments:
+                        tool_arguments.append(call.function.arguments)
+            outcome, error = "ok", None
+        except Exception as failure:  # classified like any call; the run below retries
+            outcome, error = classify(failure), f"{type(failure).__name__}"
+        first = Attempt(selection.prompt.model, outcome, error, clock.monotonic() - began)
+        if outcome == "ok":
+            from rosetta.render.prompt import RESPOND_TOOL
+
+            message = {"content": "".join(text), "tool_calls": [
+                {"function": {"name": RESPOND_TOOL, "arguments": "".join(tool_arguments)}}] if tool_arguments else []}
+            answer = read_answer(answer_text(message, selection.prompt), selection.prompt)
+            if answer.valid:
+                output_model = self._output_model(selection)
+                output = output_model.model_validate(answer.data) if output_model and answer.data is not None \
+                    else answer.data
+                result = Result(output=output, raw=answer.raw, data=answer.data, model=selection.prompt.model,
+                                artifact=selection.artifact_id, attempts=[first], latency_s=first.latency_s)
+                yield self._finish(result, selection, spec, [], options.get("on_secret", "redact"))
+                return
+            first = Attempt(first.model, "invalid", "; ".join(f"{i.path}: {i.message}" for i in answer.issues),
+                            first.latency_s)
+        result = self.run(inputs, model, complete=complete, **options)
+        result.attempts = [first, *result.attempts]
+        yield result
 
     # -- run internals -----------------------------------------------------------------------
 
@@ -314,6 +369,10 @@ class Agent:
         from rosetta.signature import lower
 
         return render(lower(load_definition(self.definition_path, root=self.dirs.root)), target)
+
+
+_RUN_OPTIONS = {"fallbacks", "policy", "validation_retries", "retry_temperature", "on_secret"}
+"""Keyword options of Agent.run that are not litellm parameters."""
 
 
 @dataclass
