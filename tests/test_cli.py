@@ -196,3 +196,15 @@ def test_doctor_reports_credentials_without_printing_them(cli, monkeypatch):
     assert result.exit_code == 0
     assert "sk-doctor-secret" not in result.output and "ANTHROPIC_API_KEY" in result.output
     assert "litellm 1.106" in result.output or "litellm " in result.output
+
+
+def test_run_manual_mode_writes_the_prompt_and_reads_the_answer(cli, tree, monkeypatch):
+    monkeypatch.chdir(tree)
+    answer = {"severity": "critical", "rationale": "Pre-auth RCE in the upload handler."}
+    (tree / "answer.txt").write_text("Sure! Here it is:\n```json\n" + json.dumps(answer) + "\n```\n")
+    result = cli("run", "vuln-triage", "--manual", "--answer-file", "answer.txt", "-i",
+                 "report=Unauthenticated remote code execution through the file upload handler.")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == answer
+    prompt = (tree / "rosetta-prompt.txt").read_text()
+    assert "=== SYSTEM CONTEXT ===" in prompt and "file upload handler" in prompt

@@ -423,11 +423,23 @@ def run(
     fallbacks: Annotated[
         list[str] | None, typer.Option("--fallback", help="Model to try next (repeatable; default: preferences).")
     ] = None,
+    manual: Annotated[bool, typer.Option("--manual", help="Copy/paste mode: write the prompt, read the answer.")]
+    = False,
+    prompt_file: Annotated[Path, typer.Option("--prompt-file", help="Where --manual writes the prompt.")]
+    = Path("rosetta-prompt.txt"),
+    answer_file: Annotated[Path | None, typer.Option("--answer-file", help="--manual: read the answer here "
+                                                     "instead of standard input.")] = None,
 ) -> None:
     """Run an agent once and print its answer (JSON for structured agents) and how it was obtained."""
     loaded = _load_agent(ctx, agent)
-    with err.status(f"running {loaded.name}…"):
-        result = loaded.run(_parse_inputs(inputs or []), model, fallbacks=fallbacks)
+    values = _parse_inputs(inputs or [])
+    if manual:
+        err.print(f"prompt written to {escape(str(prompt_file))}; paste it into any chat, then give the answer"
+                  + (f" in {escape(str(answer_file))}" if answer_file else " on standard input (end with Ctrl-D)"))
+        result = loaded.run_manual(values, prompt_file=prompt_file, answer_file=answer_file, model=model)
+    else:
+        with err.status(f"running {loaded.name}…"):
+            result = loaded.run(values, model, fallbacks=fallbacks)
     answer = result.data if not isinstance(result.data, str) else None
     sys.stdout.write((json.dumps(answer, indent=2, ensure_ascii=False) if answer is not None else result.raw) + "\n")
     tries = ", ".join(f"{a.model}:{a.outcome}" for a in result.attempts)

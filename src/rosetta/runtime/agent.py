@@ -146,6 +146,30 @@ class Agent:
             return self._finish(result, selection, spec, state.attempts, on_secret)
         raise self._exhausted(state)
 
+    def run_manual(self, inputs: Mapping[str, Any], *, prompt_file: str | os.PathLike[str],
+                   answer: str | None = None, answer_file: str | os.PathLike[str] | None = None,
+                   model: str | None = None) -> Any:
+        """Manual (copy/paste) mode: write the readable prompt to ``prompt_file``, then read the answer
+        from ``answer``, ``answer_file`` or standard input, and validate it like any other."""
+        import sys
+
+        from rosetta.fileio import write_atomic
+        from rosetta.runtime.answers import read_answer
+        from rosetta.runtime.invoke import Attempt, Result
+
+        chain, spec = self._start(inputs, model, None)
+        selection = self._select(chain[0], None)
+        write_atomic(prompt_file, selection.prompt.render_for_display(inputs))
+        if answer is None:
+            answer = Path(answer_file).read_text(encoding="utf-8") if answer_file else sys.stdin.read()
+        parsed = read_answer(answer, selection.prompt)
+        output_model = self._output_model(selection)
+        output = output_model.model_validate(parsed.data) if output_model and parsed.valid else parsed.data
+        result = Result(output=output, raw=answer, data=parsed.data, model="manual", artifact=selection.artifact_id,
+                        attempts=[Attempt("manual", "ok" if parsed.valid else "invalid", None, 0.0)],
+                        issues=parsed.issues)
+        return self._finish(result, selection, spec, [], "redact")
+
     def stream(self, inputs: Mapping[str, Any], model: str | None = None, *, complete: Any = None,
                **options: Any) -> Iterator[Any]:
         """Yield the answer's text as it arrives, then the final ``Result``.
