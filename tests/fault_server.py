@@ -42,7 +42,10 @@ class FaultServer:
                     step = server.script.pop(0) if len(server.script) > 1 else server.script[0]
                 server.play(self, step, body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 1024  # the load test opens hundreds of connections at once
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
