@@ -103,6 +103,8 @@ class Adapter(BaseModel):
     """Whether user/assistant turns must alternate."""
     budget: Budget
     """Context window shares."""
+    unknown_model_class: ModelClass = "mid"
+    """Class assumed for a model of this adapter's providers that is not in the catalog."""
     sha256: str = Field(default="", exclude=True)
     """Hash of the adapter file (provenance for compiled artifacts)."""
     path: str = Field(default="", exclude=True)

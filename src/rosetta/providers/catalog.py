@@ -19,7 +19,7 @@ from typing import Any
 
 from rosetta.definition.yaml_source import parse_yaml
 from rosetta.errors import Problem, UsageError
-from rosetta.providers.kinds import ModelClass
+from rosetta.providers.kinds import ModelClass, StructuredOutput
 from rosetta.providers.litellm_offline import import_litellm
 
 log = logging.getLogger(__name__)
@@ -159,10 +159,10 @@ def _from_litellm(name: str, adapters: dict[str, Any] | None) -> CatalogModel | 
         info = {}
     adapter = _adapter_for(provider, adapters)
     window = int(info.get("max_input_tokens") or 8192)
-    model_class: ModelClass = "open" if adapter == "open-source" else "mid"
+    model_class: ModelClass = adapter.unknown_model_class
     model = CatalogModel(
         id=route,
-        adapter=adapter,
+        adapter=adapter.name,
         family=route.split("/", 1)[-1].split(":", 1)[0].split("-", 1)[0],
         model_class=model_class,
         context_window=window,
@@ -170,7 +170,9 @@ def _from_litellm(name: str, adapters: dict[str, Any] | None) -> CatalogModel | 
         capabilities=Capabilities(
             system_message=info.get("supports_system_messages") is not False,
             tool_use=bool(info.get("supports_function_calling")),
-            structured_output=bool(info.get("supports_response_schema")) and adapter != "open-source",
+            # native schema output only where the adapter has a native mechanism to ask for it
+            structured_output=bool(info.get("supports_response_schema"))
+            and adapter.structured_output is not StructuredOutput.PROMPT_SCHEMA,
             json_mode=True,
             vision=bool(info.get("supports_vision")),
         ),
@@ -178,12 +180,12 @@ def _from_litellm(name: str, adapters: dict[str, Any] | None) -> CatalogModel | 
     )
     log.warning(
         "model %r is not in rosetta's catalog; using the %s adapter with %s (class %s, %d-token window)",
-        name, adapter, "litellm's model map" if info else "conservative defaults", model_class, window,
+        name, adapter.name, "litellm's model map" if info else "conservative defaults", model_class, window,
     )
     return model
 
 
-def _adapter_for(provider: str, adapters: dict[str, Any] | None) -> str:
+def _adapter_for(provider: str, adapters: dict[str, Any] | None) -> Any:
     """The adapter whose file lists ``provider`` (user adapters first), else the open-source one."""
     if adapters is None:
         from rosetta.providers.adapter import bundled_adapters
@@ -191,5 +193,5 @@ def _adapter_for(provider: str, adapters: dict[str, Any] | None) -> str:
         adapters = bundled_adapters()
     for adapter in reversed(list(adapters.values())):  # user directories are loaded last: they win
         if provider in adapter.providers:
-            return adapter.name
-    return "open-source"
+            return adapter
+    return adapters["open-source"]
