@@ -6,7 +6,9 @@ Each POST to /v1/chat/completions takes the next step of the script (the last st
 ("context",) is OpenAI's context-length-exceeded 400 ·
 ("flaky", p) answers 503 with probability p (seeded), else a valid triage answer that echoes the
 request's `[call N]` marker, so a test can tell every answer belongs to its own call.
-Requests are recorded (body and arrival time) so tests can assert attempts and delays.
+Requests are recorded (path, body and arrival time) so tests can assert attempts and delays.
+A POST to a path ending in /messages is answered in Anthropic's Messages format (an "ok" step for
+a request that forces a tool becomes that tool's input), so fallbacks can cross providers.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class FaultServer:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server.lock:
-                    server.requests.append({"body": body, "time": time.monotonic()})
+                    server.requests.append({"path": self.path, "body": body, "time": time.monotonic()})
                     step = server.script.pop(0) if len(server.script) > 1 else server.script[0]
                 server.play(self, step, body)
 
@@ -95,6 +97,9 @@ class FaultServer:
         if kind == "garbage":
             self._send(handler, 200, '{"id": "x", "choices": [', {})
             return
+        if handler.path.rstrip("/").endswith("/messages") and kind == "ok":
+            self._anthropic(handler, step[1], body)
+            return
         message: dict[str, Any] = {"role": "assistant", "content": None}
         finish = "stop"
         if kind == "ok":
@@ -112,6 +117,16 @@ class FaultServer:
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {"prompt_tokens": 12, "completion_tokens": 8, "total_tokens": 20},
         })
+        self._send(handler, 200, payload, {})
+
+    def _anthropic(self, handler: BaseHTTPRequestHandler, content: str, body: dict[str, Any]) -> None:
+        forced = (body.get("tool_choice") or {}).get("name")
+        block = ({"type": "tool_use", "id": "toolu_1", "name": forced, "input": json.loads(content)} if forced
+                 else {"type": "text", "text": content})
+        payload = json.dumps({"id": f"msg_{len(self.requests)}", "type": "message", "role": "assistant",
+                              "model": body.get("model", "scripted"), "content": [block],
+                              "stop_reason": "tool_use" if forced else "end_turn", "stop_sequence": None,
+                              "usage": {"input_tokens": 12, "output_tokens": 8}})
         self._send(handler, 200, payload, {})
 
     @staticmethod

@@ -208,3 +208,27 @@ def test_run_manual_mode_writes_the_prompt_and_reads_the_answer(cli, tree, monke
     assert json.loads(result.stdout) == answer
     prompt = (tree / "rosetta-prompt.txt").read_text()
     assert "=== SYSTEM CONTEXT ===" in prompt and "file upload handler" in prompt
+
+
+def test_model_manual_is_manual_mode(cli, tree, monkeypatch):
+    monkeypatch.chdir(tree)
+    answer = {"severity": "low", "rationale": "Needs local access and a debug build."}
+    (tree / "answer.txt").write_text(json.dumps(answer))
+    result = cli("run", "vuln-triage", "--model", "manual", "--prompt-file", "p.md", "--answer-file", "answer.txt",
+                 "-i", "report=A debug endpoint reachable only from localhost leaks stack traces.")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == answer and "=== REQUEST ===" in (tree / "p.md").read_text()
+
+
+def test_run_with_model_manual_in_python(tree, monkeypatch):
+    from rosetta.runtime.agent import load
+
+    monkeypatch.chdir(tree)
+    agent = load("vuln-triage", project=tree)
+    result = agent.run({"report": "A debug endpoint reachable only from localhost leaks stack traces."},
+                       model="manual", answer='{"severity": "low", "rationale": "Local only."}')
+    assert result.valid and result.model == "manual" and result.output.severity == "low"
+    assert "localhost leaks stack traces" in (tree / "vuln-triage-prompt.md").read_text()
+    bad = agent.run({"report": "A debug endpoint reachable only from localhost leaks stack traces."},
+                    model="manual", answer='{"severity": "urgent"}')
+    assert not bad.valid and {i.path for i in bad.issues} >= {"$.severity"}

@@ -429,17 +429,25 @@ def run(
     = Path("rosetta-prompt.txt"),
     answer_file: Annotated[Path | None, typer.Option("--answer-file", help="--manual: read the answer here "
                                                      "instead of standard input.")] = None,
+    record_dir: Annotated[Path | None, typer.Option("--record-dir", help="Write the prompt, raw answer and "
+                                                    "conversation JSON of the call here.")] = None,
 ) -> None:
-    """Run an agent once and print its answer (JSON for structured agents) and how it was obtained."""
+    """Run an agent once and print its answer (JSON for structured agents) and how it was obtained.
+
+    `--model manual` (or `--manual`) writes the prompt for a person to paste into any chat and
+    reads the answer back.
+    """
     loaded = _load_agent(ctx, agent)
     values = _parse_inputs(inputs or [])
+    if model == "manual":
+        manual, model = True, (fallbacks or [None])[0]
     if manual:
         err.print(f"prompt written to {escape(str(prompt_file))}; paste it into any chat, then give the answer"
                   + (f" in {escape(str(answer_file))}" if answer_file else " on standard input (end with Ctrl-D)"))
         result = loaded.run_manual(values, prompt_file=prompt_file, answer_file=answer_file, model=model)
     else:
         with err.status(f"running {loaded.name}…"):
-            result = loaded.run(values, model, fallbacks=fallbacks)
+            result = loaded.run(values, model, fallbacks=fallbacks, record_dir=record_dir)
     answer = result.data if not isinstance(result.data, str) else None
     sys.stdout.write((json.dumps(answer, indent=2, ensure_ascii=False) if answer is not None else result.raw) + "\n")
     tries = ", ".join(f"{a.model}:{a.outcome}" for a in result.attempts)

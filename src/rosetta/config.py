@@ -16,7 +16,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from rosetta.definition.models import RCCFRole
@@ -30,6 +30,24 @@ ENV_PREFIX = "ROSETTA_"
 def _default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "rosetta"
+
+
+class RateLimitSettings(BaseModel):
+    """``[tool.rosetta.rate_limits.<provider or model>]``."""
+
+    model_config = ConfigDict(extra="forbid")
+    requests_per_minute: PositiveFloat | None = None
+    tokens_per_minute: PositiveFloat | None = None
+
+
+class HealthSettings(BaseModel):
+    """``[tool.rosetta.health]`` (defaults: rosetta.runtime.health.HealthPolicy)."""
+
+    model_config = ConfigDict(extra="forbid")
+    window_s: PositiveFloat = 60.0
+    min_calls: PositiveInt = 20
+    error_rate: Annotated[float, Field(gt=0, le=1)] = 0.8
+    cooldown_s: PositiveFloat = 30.0
 
 
 class Settings(BaseSettings):
@@ -55,6 +73,10 @@ class Settings(BaseSettings):
     """Runtime strictness: raise instead of falling back to the uncompiled render."""
     section_roles: dict[str, RCCFRole] = {}
     """Project-wide heading → RCCF role overrides, e.g. {"House rules": "constraints"}."""
+    rate_limits: dict[str, RateLimitSettings] = {}
+    """Client-side limits per API key, by provider ("openai") or model id: requests/tokens per minute."""
+    health: HealthSettings = HealthSettings()
+    """When a provider is skipped for failing too often: window, minimum calls, error rate, cool-down."""
 
     @field_validator("default_models", "adapter_dirs", mode="before")
     @classmethod

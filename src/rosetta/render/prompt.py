@@ -166,9 +166,15 @@ class RenderedPrompt:
                 messages.insert(0, {"role": "system", "content": self.system})
         return messages
 
-    def to_litellm(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
-        """``litellm.completion`` kwargs: model, messages, tools, structured output, generation params."""
-        kwargs: dict[str, Any] = {"model": self.model, "messages": self.messages(inputs), **self.generation}
+    def to_litellm(self, inputs: Mapping[str, Any] | None = None, *,
+                   messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """``litellm.completion`` kwargs: model, messages, tools, structured output, generation params.
+
+        ``messages`` (a conversation so far) replaces the messages rendered from ``inputs``.
+        """
+        if messages is None:
+            messages = self.messages(inputs if inputs is not None else {})
+        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, **self.generation}
         tools = [_openai_tool(spec) for spec in self.tool_specs]
         extra = dict(self.request_params)
         if "tools" in extra:

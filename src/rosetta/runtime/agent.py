@@ -97,60 +97,98 @@ class Agent:
         return sorted(self._artifacts)
 
     def run(self, inputs: Mapping[str, Any], model: str | None = None, *, fallbacks: list[str] | None = None,
-            policy: Any = None, validation_retries: int | None = None, retry_temperature: float = 0.2,
-            on_secret: str = "redact", complete: Any = None, **params: Any) -> Any:
+            record_dir: str | os.PathLike[str] | None = None, complete: Any = None, **options: Any) -> Any:
         """Answer ``inputs``: the first model of the chain that succeeds, each with its own prompt.
 
         Transient errors retry with backoff, then move to the next model (``fallbacks`` or the
         remaining model preferences), re-selecting that model's own compiled prompt; hard errors
-        (authentication, bad request, content policy) stop at once. Returns a ``Result``.
+        (authentication, bad request, content policy) stop at once; providers cooling down after
+        repeated failures are skipped. Options: ``policy`` (RetryPolicy), ``validation_retries``,
+        ``retry_temperature``, ``on_secret`` ("redact" | "fail"), ``limiter``, ``health``; any other
+        keyword goes to litellm. ``model="manual"`` is :meth:`run_manual`; ``record_dir`` writes
+        the prompt, the raw answer and the conversation JSON there. Returns a ``Result``.
         """
-        from rosetta.runtime.invoke import ModelCallError, invoke
-
+        if model == "manual":
+            return self.run_manual(inputs, model=fallbacks[0] if fallbacks else None, **options)
+        if record_dir is not None:
+            return self.chat(model, fallbacks=fallbacks, record_dir=record_dir).send(inputs, complete=complete,
+                                                                                    **options)
         chain, spec = self._start(inputs, model, fallbacks)
-        complete = complete or self._litellm().completion
-        state = _RunState()
-        for name in chain:
-            selection = self._select(name, None)
-            if state.too_small(selection):
-                continue
-            try:
-                result = invoke(selection.prompt, inputs, complete=complete,
-                                **self._options(selection, policy, validation_retries, retry_temperature, params))
-            except ModelCallError as error:
-                self._record_failure(error, selection, state)
-                continue
-            return self._finish(result, selection, spec, state.attempts, on_secret)
-        raise self._exhausted(state)
+        return self._run_chain(inputs, chain, spec, complete=complete or self._litellm().completion, **options)
 
     async def arun(self, inputs: Mapping[str, Any], model: str | None = None, *, fallbacks: list[str] | None = None,
-                   policy: Any = None, validation_retries: int | None = None, retry_temperature: float = 0.2,
-                   on_secret: str = "redact", acomplete: Any = None, **params: Any) -> Any:
+                   record_dir: str | os.PathLike[str] | None = None, acomplete: Any = None, **options: Any) -> Any:
         """:meth:`run` for asyncio (litellm's ``acompletion``; same retries, fallbacks and Result)."""
-        from rosetta.runtime.invoke import ModelCallError, ainvoke
-
+        if model == "manual":
+            raise UsageError(Problem("manual mode waits for a person: use run(..., model='manual'), not arun",
+                                     field="model"))
+        if record_dir is not None:
+            return await self.chat(model, fallbacks=fallbacks, record_dir=record_dir).asend(
+                inputs, acomplete=acomplete, **options)
         chain, spec = self._start(inputs, model, fallbacks)
-        acomplete = acomplete or self._litellm().acompletion
-        state = _RunState()
-        for name in chain:
-            selection = self._select(name, None)
-            if state.too_small(selection):
-                continue
-            try:
-                result = await ainvoke(selection.prompt, inputs, acomplete=acomplete,
-                                       **self._options(selection, policy, validation_retries, retry_temperature,
-                                                       params))
-            except ModelCallError as error:
-                self._record_failure(error, selection, state)
-                continue
-            return self._finish(result, selection, spec, state.attempts, on_secret)
-        raise self._exhausted(state)
+        return await self._arun_chain(inputs, chain, spec, acomplete=acomplete or self._litellm().acompletion,
+                                      **options)
 
-    def run_manual(self, inputs: Mapping[str, Any], *, prompt_file: str | os.PathLike[str],
+    def chat(self, model: str | None = None, *, fallbacks: list[str] | None = None,
+             record_dir: str | os.PathLike[str] | None = None,
+             resume: str | os.PathLike[str] | Mapping[str, Any] | None = None) -> Any:
+        """A multi-turn :class:`~rosetta.runtime.conversation.Conversation` with this agent.
+
+        Its first turn may fall back along the chain; every later turn stays on the model that
+        answered it. ``resume`` continues a conversation saved as JSON (a path or the loaded dict).
+        """
+        from rosetta.runtime.conversation import Conversation
+
+        if resume is not None:
+            return Conversation.resume(self, resume, record_dir=record_dir)
+        return Conversation(self, model=model, fallbacks=fallbacks, record_dir=record_dir)
+
+    def _run_chain(self, inputs: Mapping[str, Any], chain: list[str], spec: Any, *, complete: Any,
+                   messages: list[dict[str, Any]] | None = None, **options: Any) -> Any:
+        from rosetta.runtime.invoke import ModelCallError, invoke
+        from rosetta.runtime.tracing import span
+
+        state = _RunState()
+        with span("rosetta.run", **{"rosetta.agent": self.name, "gen_ai.request.model": chain[0]}) as current:
+            for name in chain:
+                selection = self._select(name, None)
+                if state.too_small(selection):
+                    continue
+                try:
+                    result = invoke(selection.prompt, inputs, complete=complete,
+                                    **self._options(selection, options, messages))
+                except ModelCallError as error:
+                    self._record_failure(error, selection, state)
+                    continue
+                return _traced(current, self._finish(result, selection, spec, state.attempts, options))
+            raise self._exhausted(state)
+
+    async def _arun_chain(self, inputs: Mapping[str, Any], chain: list[str], spec: Any, *, acomplete: Any,
+                          messages: list[dict[str, Any]] | None = None, **options: Any) -> Any:
+        from rosetta.runtime.invoke import ModelCallError, ainvoke
+        from rosetta.runtime.tracing import span
+
+        state = _RunState()
+        with span("rosetta.run", **{"rosetta.agent": self.name, "gen_ai.request.model": chain[0]}) as current:
+            for name in chain:
+                selection = self._select(name, None)
+                if state.too_small(selection):
+                    continue
+                try:
+                    result = await ainvoke(selection.prompt, inputs, acomplete=acomplete,
+                                           **self._options(selection, options, messages))
+                except ModelCallError as error:
+                    self._record_failure(error, selection, state)
+                    continue
+                return _traced(current, self._finish(result, selection, spec, state.attempts, options))
+            raise self._exhausted(state)
+
+    def run_manual(self, inputs: Mapping[str, Any], *, prompt_file: str | os.PathLike[str] | None = None,
                    answer: str | None = None, answer_file: str | os.PathLike[str] | None = None,
                    model: str | None = None) -> Any:
-        """Manual (copy/paste) mode: write the readable prompt to ``prompt_file``, then read the answer
-        from ``answer``, ``answer_file`` or standard input, and validate it like any other."""
+        """Manual (copy/paste) mode: write the readable prompt to ``prompt_file`` (default
+        ``<agent>-prompt.md`` here), then read the answer from ``answer``, ``answer_file`` or standard
+        input, and validate it like any other. ``model`` picks whose prompt is written."""
         import sys
 
         from rosetta.fileio import write_atomic
@@ -159,7 +197,9 @@ class Agent:
 
         chain, spec = self._start(inputs, model, None)
         selection = self._select(chain[0], None)
+        prompt_file = Path(prompt_file or f"{self.name}-prompt.md")
         write_atomic(prompt_file, selection.prompt.render_for_display(inputs))
+        log.info("%s: manual mode, prompt written to %s", self.name, prompt_file)
         if answer is None:
             answer = Path(answer_file).read_text(encoding="utf-8") if answer_file else sys.stdin.read()
         parsed = read_answer(answer, selection.prompt)
@@ -168,7 +208,7 @@ class Agent:
         result = Result(output=output, raw=answer, data=parsed.data, model="manual", artifact=selection.artifact_id,
                         attempts=[Attempt("manual", "ok" if parsed.valid else "invalid", None, 0.0)],
                         issues=parsed.issues)
-        return self._finish(result, selection, spec, [], "redact")
+        return self._finish(result, selection, spec, [], {})
 
     def stream(self, inputs: Mapping[str, Any], model: str | None = None, *, complete: Any = None,
                **options: Any) -> Iterator[Any]:
@@ -183,27 +223,41 @@ class Agent:
 
         from rosetta.runtime.answers import answer_text, read_answer
         from rosetta.runtime.invoke import Attempt, Result, classify
+        from rosetta.runtime.limits import credential_key
+        from rosetta.runtime.tracing import span
 
         chain, spec = self._start(inputs, model, options.get("fallbacks"))
         complete = complete or self._litellm().completion
         selection = self._select(chain[0], None)
-        params = {k: v for k, v in options.items() if k not in _RUN_OPTIONS}
-        kwargs = {**selection.prompt.to_litellm(inputs), **params, "stream": True, "num_retries": 0,
+        plan_options = self._options(selection, options, None)
+        kwargs = {**selection.prompt.to_litellm(inputs), **plan_options["params"], "stream": True, "num_retries": 0,
                   "max_retries": 0}
+        limiter, health, endpoint = plan_options["limiter"], plan_options["health"], credential_key(kwargs)
+        if health.cooling(endpoint):  # run() records the skip and goes down the chain
+            yield self.run(inputs, model, complete=complete, **options)
+            return
+        reservation = limiter.reserve(kwargs, selection.prompt.tokens.get("total", 0))
+        if reservation is not None and reservation.wait:
+            clock.sleep(reservation.wait)
         began = clock.monotonic()
         text, tool_arguments = [], []
-        try:
-            for chunk in complete(**kwargs):
-                delta = chunk.choices[0].delta
-                if getattr(delta, "content", None):
-                    text.append(delta.content)
-                    yield delta.content
-                for call in getattr(delta, "tool_calls", None) or []:
-                    if call.function and call.function.arguments:
-                        tool_arguments.append(call.function.arguments)
-            outcome, error = "ok", None
-        except Exception as failure:  # classified like any call; the run below retries
-            outcome, error = classify(failure), f"{type(failure).__name__}"
+        with span("rosetta.llm_call", **{"gen_ai.request.model": selection.prompt.model, "rosetta.attempt": 1,
+                                         "rosetta.artifact_id": selection.artifact_id, "rosetta.stream": True}):
+            try:
+                for chunk in complete(**kwargs):
+                    delta = chunk.choices[0].delta
+                    if getattr(delta, "content", None):
+                        text.append(delta.content)
+                        yield delta.content
+                    for call in getattr(delta, "tool_calls", None) or []:
+                        if call.function and call.function.arguments:
+                            tool_arguments.append(call.function.arguments)
+                outcome, error = "ok", None
+            except Exception as failure:  # classified like any call; the run below retries
+                outcome, error = classify(failure), f"{type(failure).__name__}"
+        limiter.settle(reservation, None)
+        if outcome in ("ok", "transient"):
+            health.record(endpoint, failed=outcome == "transient")
         first = Attempt(selection.prompt.model, outcome, error, clock.monotonic() - began)
         if outcome == "ok":
             from rosetta.render.prompt import RESPOND_TOOL
@@ -217,7 +271,7 @@ class Agent:
                     else answer.data
                 result = Result(output=output, raw=answer.raw, data=answer.data, model=selection.prompt.model,
                                 artifact=selection.artifact_id, attempts=[first], latency_s=first.latency_s)
-                yield self._finish(result, selection, spec, [], options.get("on_secret", "redact"))
+                yield self._finish(result, selection, spec, [], options)
                 return
             first = Attempt(first.model, "invalid", "; ".join(f"{i.path}: {i.message}" for i in answer.issues),
                             first.latency_s)
@@ -245,15 +299,22 @@ class Agent:
             raise UsageError(Problem(f"{self.name}: no model to run", hint="pass model=... or set model_preferences"))
         return chain, spec
 
-    def _options(self, selection: Selection, policy: Any, validation_retries: int | None, retry_temperature: float,
-                 params: Mapping[str, Any]) -> dict[str, Any]:
+    def _options(self, selection: Selection, options: Mapping[str, Any],
+                 messages: list[dict[str, Any]] | None) -> dict[str, Any]:
+        """The keyword arguments of :func:`~rosetta.runtime.invoke.plan` for one model."""
+        from rosetta.runtime.health import shared_health
         from rosetta.runtime.invoke import RetryPolicy
+        from rosetta.runtime.limits import shared_limiter
 
-        retries = validation_retries if validation_retries is not None else (
-            2 if selection.prompt.model_class == "open" else 1)
-        return {"artifact": selection.artifact_id, "policy": policy or RetryPolicy(), "validation_retries": retries,
-                "retry_temperature": retry_temperature, "output_model": self._output_model(selection),
-                "params": params}
+        retries = options.get("validation_retries")
+        if retries is None:
+            retries = 2 if selection.prompt.model_class == "open" else 1
+        params = {k: v for k, v in options.items() if k not in _RUN_OPTIONS}
+        return {"artifact": selection.artifact_id, "policy": options.get("policy") or RetryPolicy(),
+                "validation_retries": retries, "retry_temperature": options.get("retry_temperature", 0.2),
+                "output_model": self._output_model(selection), "params": params, "messages": messages,
+                "limiter": options.get("limiter") or shared_limiter(),
+                "health": options.get("health") or shared_health()}
 
     def _record_failure(self, error: Any, selection: Selection, state: _RunState) -> None:
         from rosetta.runtime.invoke import ModelCallError
@@ -274,13 +335,13 @@ class Agent:
                                       hint="check the providers' status, or add fallbacks"), state.attempts,
                               "exhausted")
 
-    def _finish(self, result: Any, selection: Selection, spec: Any, attempts: list, on_secret: str) -> Any:
+    def _finish(self, result: Any, selection: Selection, spec: Any, attempts: list, options: Mapping[str, Any]) -> Any:
         from rosetta.runtime.answers import read_answer
         from rosetta.runtime.guardrails import apply_output_rules
 
         result.attempts = attempts + result.attempts
         rules = tuple(spec.guardrails.output_filtering) if spec is not None else ()
-        raw, result.post_checks = apply_output_rules(rules, result.raw, on_secret=on_secret)
+        raw, result.post_checks = apply_output_rules(rules, result.raw, on_secret=options.get("on_secret", "redact"))
         if raw != result.raw:
             redacted = read_answer(raw, selection.prompt)
             output_model = self._output_model(selection)
@@ -395,8 +456,18 @@ class Agent:
         return render(lower(load_definition(self.definition_path, root=self.dirs.root)), target)
 
 
-_RUN_OPTIONS = {"fallbacks", "policy", "validation_retries", "retry_temperature", "on_secret"}
+_RUN_OPTIONS = {"fallbacks", "policy", "validation_retries", "retry_temperature", "on_secret", "limiter", "health"}
 """Keyword options of Agent.run that are not litellm parameters."""
+
+
+def _traced(current: Any, result: Any) -> Any:
+    """Record a run's outcome on its ``rosetta.run`` span (a no-op without OpenTelemetry)."""
+    from rosetta.runtime.tracing import annotate, usage_attributes
+
+    annotate(current, **{"gen_ai.response.model": result.model, "rosetta.artifact_id": result.artifact,
+                         "rosetta.attempts": len(result.attempts), "rosetta.valid": result.valid,
+                         "rosetta.latency_s": result.latency_s, **usage_attributes(result.usage, result.cost)})
+    return result
 
 
 @dataclass
@@ -425,6 +496,17 @@ def _retarget(prompt: RenderedPrompt, target: CatalogModel) -> RenderedPrompt:
     if generation.get("max_tokens", 0) > target.max_output:
         generation["max_tokens"] = target.max_output
     return replace(prompt, model=target.id, generation=generation)
+
+
+def _apply_traffic_settings(dirs: ProjectDirs) -> None:
+    """The project's rate limits and health policy, applied to the process-wide limiter and tracker."""
+    from rosetta.runtime.health import HealthPolicy, shared_health
+    from rosetta.runtime.limits import shared_limiter
+
+    for name, limit in dirs.rate_limits.items():
+        shared_limiter().configure(name, limit)
+    if dirs.health != HealthPolicy():
+        shared_health().policy = dirs.health
 
 
 def _index_artifacts(directory: Path) -> dict[str, Path]:
@@ -470,6 +552,7 @@ def load(
 ) -> Agent:
     """An agent by name (looked up in the configured ``signatures/`` and ``compiled/``) or by path."""
     dirs = project_dirs(project, signatures_dir=signatures_dir, compiled_dir=compiled_dir, strict=strict)
+    _apply_traffic_settings(dirs)
     text = os.fspath(name_or_path)
     path = Path(text)
     if path.suffix or os.sep in text or "/" in text:

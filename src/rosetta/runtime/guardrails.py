@@ -39,6 +39,15 @@ def check_inputs(rules: Any, inputs: Mapping[str, Any], agent: str) -> None:
         raise GuardrailError(problems)
 
 
+def check_message(rules: Any, text: str, agent: str) -> None:
+    """A free-text conversation turn: every rule's forbidden pattern applies (field formats do not)."""
+    problems = [Problem(rule.message or f"the message matches the forbidden {rule.reject!r}", field="message",
+                        hint=f"{agent} refuses such messages")
+                for rule in rules if rule.reject is not None and re.search(rule.reject, text)]
+    if problems:
+        raise GuardrailError(problems)
+
+
 def apply_output_rules(rules: tuple[str, ...] | list[str], raw: str, *, on_secret: str = "redact") -> tuple[str, list[str]]:
     """The answer text after enforced rules, and the names of the rules left for post-checks."""
     pending = []

@@ -16,7 +16,10 @@ from typing import Any
 
 from rosetta.errors import Problem, RosettaError
 from rosetta.render.prompt import RenderedPrompt
+from rosetta.runtime.health import ProviderHealth
+from rosetta.runtime.limits import RateLimiter, credential_key
 from rosetta.runtime.answers import Answer, answer_text, correction_message, read_answer
+from rosetta.runtime.tracing import annotate, span, usage_attributes
 
 log = logging.getLogger("rosetta.runtime")
 
@@ -33,7 +36,7 @@ class ModelCallError(RosettaError):
     def __init__(self, problems: Any, attempts: list[Attempt] | None = None, kind: str = "hard") -> None:
         super().__init__(problems)
         self.attempts = list(attempts or [])
-        self.kind = kind  # "hard" | "transient" | "context" | "invalid"
+        self.kind = kind  # "hard" | "transient" | "context" | "unavailable" | "invalid" | "exhausted"
 
     def __reduce__(self) -> tuple:
         return (self.__class__, (self.problems, self.attempts, self.kind))
@@ -61,7 +64,7 @@ class Attempt:
     """One call: which model, how it ended, and how long it took."""
 
     model: str
-    outcome: str  # "ok" | "invalid" | "transient" | "hard" | "context"
+    outcome: str  # "ok" | "invalid" | "transient" | "hard" | "context" | "unavailable"
     error: str | None
     latency_s: float
     waited_s: float = 0.0
@@ -83,6 +86,7 @@ class Result:
     issues: tuple[Any, ...] = ()
     escalated: bool = False
     post_checks: list[str] = field(default_factory=list)  # output rules left for the caller to check
+    state: dict[str, Any] = field(default_factory=dict)  # provider state a next turn passes back
 
     @property
     def valid(self) -> bool:
@@ -115,9 +119,11 @@ def retry_after(error: BaseException) -> float | None:
 
 @dataclass(frozen=True)
 class Call:
-    """A step of an invocation plan: make this completion call."""
+    """A step of an invocation plan: make this completion call (attempt ``attempt`` on its model)."""
 
     kwargs: dict[str, Any]
+    attempt: int = 1
+    artifact: str = ""
 
 
 @dataclass(frozen=True)
@@ -137,13 +143,22 @@ def plan(
     retry_temperature: float = 0.2,
     output_model: type | None = None,
     params: Mapping[str, Any] | None = None,
+    messages: list[dict[str, Any]] | None = None,
+    limiter: RateLimiter | None = None,
+    health: ProviderHealth | None = None,
 ) -> Generator[Call | Wait, Any, Result]:
-    """The retry logic, free of I/O: yields :class:`Call` (send back the response, or the exception
-    it raised) and :class:`Wait` steps, and returns the :class:`Result`. :func:`invoke` and
-    :func:`ainvoke` drive it with blocking and async calls, so both behave identically."""
-    kwargs = prompt.to_litellm(inputs)
+    """The retry logic, free of network I/O: yields :class:`Call` (send back the response, or the
+    exception it raised) and :class:`Wait` steps, and returns the :class:`Result`. :func:`invoke`
+    and :func:`ainvoke` drive it with blocking and async calls, so both behave identically.
+
+    ``messages`` replaces the rendered turn (a conversation's history plus its new user turn);
+    ``limiter`` paces calls per API key and ``health`` stops calling an endpoint that cools down.
+    """
+    kwargs = prompt.to_litellm(inputs, messages=messages)
     kwargs.update(params or {})
     kwargs.update(num_retries=0, max_retries=0, timeout=policy.timeout)
+    endpoint = credential_key(kwargs)
+    prompt_tokens = prompt.tokens.get("total", 0) if messages is None else _estimate_tokens(messages)
     attempts: list[Attempt] = []
     usage: dict[str, int] = {}
     cost = 0.0
@@ -152,12 +167,27 @@ def plan(
     for correction in range(validation_retries + 1):
         waited = 0.0
         for number in range(1, policy.attempts + 1):
+            cooling = health.cooling(endpoint) if health is not None else 0.0
+            if cooling:
+                attempts.append(Attempt(prompt.model, "unavailable", f"provider cooling down ({cooling:.1f}s left)",
+                                        0.0, waited))
+                raise ModelCallError(Problem(f"{prompt.model}: skipped, {endpoint.split('#')[0]} failed too often "
+                                             f"recently; cooling down for {cooling:.1f}s more", field="model",
+                                             hint=_HINTS["unavailable"]), attempts, "unavailable")
+            reservation = limiter.reserve(kwargs, prompt_tokens) if limiter is not None else None
+            if reservation is not None and reservation.wait > 0:
+                waited += reservation.wait
+                yield Wait(reservation.wait)
             began = time.monotonic()
-            outcome = yield Call(dict(kwargs))
+            outcome = yield Call(dict(kwargs), len(attempts) + 1, artifact)
             if isinstance(outcome, BaseException):
                 kind = classify(outcome)
                 message = _safe_message(outcome)
                 attempts.append(Attempt(prompt.model, kind, message, time.monotonic() - began, waited))
+                if limiter is not None:
+                    limiter.settle(reservation, 0 if kind != "transient" else None)
+                if health is not None and kind == "transient":
+                    health.record(endpoint, failed=True)
                 if kind != "transient" or number == policy.attempts:
                     raise ModelCallError(Problem(f"{prompt.model}: {message}", field="model",
                                                  hint=_HINTS.get(kind)), attempts, kind)
@@ -166,6 +196,10 @@ def plan(
                 yield Wait(waited)
                 continue
             attempts.append(Attempt(prompt.model, "ok", None, time.monotonic() - began, waited))
+            if limiter is not None:
+                limiter.settle(reservation, getattr(getattr(outcome, "usage", None), "total_tokens", None))
+            if health is not None:
+                health.record(endpoint, failed=False)
             break
         _add_usage(usage, outcome)
         cost += _cost(outcome)
@@ -184,7 +218,7 @@ def plan(
         output = output_model.model_validate(answer.data)
     return Result(output=output, raw=answer.raw, data=answer.data, model=prompt.model, artifact=artifact,
                   attempts=attempts, usage=usage, cost=cost, latency_s=time.monotonic() - started,
-                  issues=answer.issues)
+                  issues=answer.issues, state=provider_state(outcome))
 
 
 def invoke(prompt: RenderedPrompt, inputs: Mapping[str, Any], *, complete: Callable[..., Any],
@@ -204,10 +238,12 @@ def invoke(prompt: RenderedPrompt, inputs: Mapping[str, Any], *, complete: Calla
                 sleep(step.seconds)
                 reply = None
                 continue
-            try:
-                reply = complete(**step.kwargs)
-            except Exception as error:  # litellm raises many classes; classify() sorts them
-                reply = error
+            with span("rosetta.llm_call", **_call_attributes(step)) as current:
+                try:
+                    reply = complete(**step.kwargs)
+                except Exception as error:  # litellm raises many classes; classify() sorts them
+                    reply = error
+                _annotate_call(current, reply)
     except StopIteration as done:
         return done.value
 
@@ -226,10 +262,12 @@ async def ainvoke(prompt: RenderedPrompt, inputs: Mapping[str, Any], *, acomplet
                 await asyncio.sleep(step.seconds)
                 reply = None
                 continue
-            try:
-                reply = await acomplete(**step.kwargs)
-            except Exception as error:  # litellm raises many classes; classify() sorts them
-                reply = error
+            with span("rosetta.llm_call", **_call_attributes(step)) as current:
+                try:
+                    reply = await acomplete(**step.kwargs)
+                except Exception as error:  # litellm raises many classes; classify() sorts them
+                    reply = error
+                _annotate_call(current, reply)
     except StopIteration as done:
         return done.value
 
@@ -238,6 +276,7 @@ _HINTS = {
     "hard": "not retried: fix the request or credentials (authentication, bad request, content policy)",
     "transient": "the provider kept failing; the next model in the fallback chain is tried",
     "context": "the prompt does not fit this model's context window",
+    "unavailable": "the next model in the fallback chain is tried; the provider is called again after the cool-down",
 }
 
 
@@ -264,3 +303,41 @@ def _cost(response: Any) -> float:
         return float(import_litellm().completion_cost(completion_response=response) or 0.0)
     except Exception:  # unknown price (local and custom models): cost is simply not known
         return 0.0
+
+
+def provider_state(response: Any) -> dict[str, Any]:
+    """What a provider needs back on the next turn (response id, thinking blocks, signatures), as JSON."""
+    import json
+
+    state: dict[str, Any] = {}
+    if getattr(response, "id", None):
+        state["response_id"] = response.id
+    message = response.choices[0].message
+    for name in ("provider_specific_fields", "thinking_blocks", "reasoning_content"):
+        value = getattr(message, name, None)
+        if isinstance(value, dict):
+            value = {k: v for k, v in value.items() if v is not None}  # e.g. OpenAI's {"refusal": None}
+        if value:
+            state[name] = json.loads(json.dumps(value, default=str))
+    return state
+
+
+def _estimate_tokens(messages: list[dict[str, Any]]) -> int:
+    """About four characters a token: enough to pace a conversation's calls."""
+    return sum(len(str(m.get("content") or "")) for m in messages) // 4 + 4 * len(messages)
+
+
+def _call_attributes(step: Call) -> dict[str, Any]:
+    return {"gen_ai.system": str(step.kwargs.get("model", "")).split("/", 1)[0],
+            "gen_ai.request.model": step.kwargs.get("model"), "rosetta.attempt": step.attempt,
+            "rosetta.artifact_id": step.artifact}
+
+
+def _annotate_call(current: Any, reply: Any) -> None:
+    if current is None:
+        return
+    if isinstance(reply, BaseException):
+        annotate(current, **{"rosetta.outcome": classify(reply), "error.type": type(reply).__name__})
+        return
+    annotate(current, **{"rosetta.outcome": "ok", **usage_attributes(getattr(reply, "usage", None) or {},
+                                                                     _cost(reply))})

@@ -8,22 +8,28 @@ few keys the runtime needs; ``tests/runtime/test_project.py`` checks that both a
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from rosetta.errors import ConfigError
+from rosetta.runtime.health import HealthPolicy
+from rosetta.runtime.limits import Limit
 
 
 @dataclass(frozen=True)
 class ProjectDirs:
-    """Absolute directories and runtime strictness of one project."""
+    """Absolute directories and runtime options of one project."""
 
     root: Path
     signatures_dir: Path
     compiled_dir: Path
     strict: bool
+    rate_limits: dict[str, Limit] = field(default_factory=dict)  # provider or model id → limit per API key
+    health: HealthPolicy = HealthPolicy()
 
 
 def project_dirs(start: str | os.PathLike[str] | None = None, **overrides: object) -> ProjectDirs:
@@ -53,4 +59,51 @@ def project_dirs(start: str | os.PathLike[str] | None = None, **overrides: objec
         return path if path.is_absolute() else root / path
 
     strict = setting("strict", "false").strip().lower() in ("1", "true", "yes", "on")
-    return ProjectDirs(root, directory("signatures_dir", "signatures"), directory("compiled_dir", "compiled"), strict)
+    where = str(pyproject) if pyproject else "[tool.rosetta]"
+    limits = _table(table, "rate_limits", where)
+    rate_limits = {name: Limit.from_mapping(_mapping(value, f"rate_limits.{name}", where), f"rate_limits.{name}")
+                   for name, value in limits.items()}
+    return ProjectDirs(root, directory("signatures_dir", "signatures"), directory("compiled_dir", "compiled"), strict,
+                       rate_limits, _health(_table(table, "health", where), where))
+
+
+def _table(table: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    """A sub-table of [tool.rosetta], deep-merged under ``ROSETTA_<KEY>`` holding JSON (as pydantic-settings does)."""
+    merged = _mapping(table.get(key, {}), key, where)
+    text = os.environ.get("ROSETTA_" + key.upper())
+    if text is not None:
+        try:
+            merged = _merge(merged, _mapping(json.loads(text), key, "$ROSETTA_" + key.upper()))
+        except json.JSONDecodeError as exc:
+            raise ConfigError.at(f"invalid JSON: {exc}", file="$ROSETTA_" + key.upper(), field=key) from None
+    return merged
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        merged[key] = _merge(merged[key], value) if isinstance(value, dict) and isinstance(
+            merged.get(key), dict) else value
+    return merged
+
+
+def _mapping(value: Any, key: str, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError.at(f"{key} must be a table, not {type(value).__name__}", file=where, field=key)
+    return value
+
+
+def _health(values: dict[str, Any], where: str) -> HealthPolicy:
+    known = {f.name: f.type for f in fields(HealthPolicy)}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ConfigError.at(f"unknown health setting(s) {', '.join(unknown)}", file=where, field="health",
+                             hint=f"known: {', '.join(known)}")
+    for key, value in values.items():
+        bad = isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0 or (
+            key == "error_rate" and value > 1) or (key == "min_calls" and not isinstance(value, int))
+        if bad:
+            raise ConfigError.at(f"health.{key} must be a positive {'integer' if key == 'min_calls' else 'number'}"
+                                 f"{' at most 1' if key == 'error_rate' else ''}, not {value!r}", file=where,
+                                 field=f"health.{key}")
+    return HealthPolicy(**values)

@@ -1,0 +1,208 @@
+"""Multi-turn conversations: history plus provider state, on one model, saved as JSON.
+
+The first turn runs like :meth:`Agent.run` (its fallback chain included); the model that answers
+it is kept for every later turn, because a conversation's history was written for that model's
+prompt. Later turns send the history as it was sent, plus the new user turn; a failed turn leaves
+the conversation as it was, so it can be retried. ``to_json`` / :meth:`Conversation.resume`
+carry everything needed to continue in another process.
+
+With ``record_dir`` every turn leaves three readable files there, as the engine of ADR-0009 did:
+``turn-NNN-prompt.md`` (written before the call), ``turn-NNN-response.md`` (the raw answer) and
+``turn-NNN-conversation.json`` (the state after the turn; ``conversation.json`` is the latest).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rosetta.errors import Location, Problem, UsageError
+
+FORMAT = 1
+"""Version of the saved JSON; bumped when its shape changes."""
+
+
+class Conversation:
+    """Turns with one agent, pinned to the model that answered the first one."""
+
+    def __init__(self, agent: Any, *, model: str | None = None, fallbacks: list[str] | None = None,
+                 record_dir: str | os.PathLike[str] | None = None) -> None:
+        self.agent = agent
+        self.model = model  # requested; after the first turn, the model that answered
+        self.fallbacks = list(fallbacks) if fallbacks is not None else None
+        self.record_dir = Path(record_dir) if record_dir is not None else None
+        self.artifact = ""
+        self.messages: list[dict[str, Any]] = []  # exactly what the model has seen and said
+        self.state: dict[str, Any] = {}  # the provider's latest state (response id, thinking, signatures)
+        self.turns: list[dict[str, Any]] = []
+
+    def __repr__(self) -> str:
+        return f"Conversation({self.agent.name!r}, model={self.model!r}, turns={len(self.turns)})"
+
+    @property
+    def pinned(self) -> bool:
+        """True once a turn has been answered: the model no longer changes."""
+        return bool(self.turns)
+
+    # -- turns -------------------------------------------------------------------------------
+
+    def send(self, message: Mapping[str, Any] | str, *, complete: Any = None, **options: Any) -> Any:
+        """Take one turn: ``message`` is the agent's inputs, or (after the first turn) free text too."""
+        inputs, chain, spec, messages = self._prepare(message)
+        self._record_prompt(chain[0], inputs, messages)
+        complete = complete or self.agent._litellm().completion
+        result = self.agent._run_chain(inputs, chain, spec, complete=complete, messages=messages, **options)
+        return self._commit(message, inputs, messages, result)
+
+    async def asend(self, message: Mapping[str, Any] | str, *, acomplete: Any = None, **options: Any) -> Any:
+        """:meth:`send` for asyncio."""
+        inputs, chain, spec, messages = self._prepare(message)
+        self._record_prompt(chain[0], inputs, messages)
+        acomplete = acomplete or self.agent._litellm().acompletion
+        result = await self.agent._arun_chain(inputs, chain, spec, acomplete=acomplete, messages=messages,
+                                              **options)
+        return self._commit(message, inputs, messages, result)
+
+    def _prepare(self, message: Mapping[str, Any] | str) -> tuple[dict, list[str], Any, list | None]:
+        agent = self.agent
+        if not self.pinned:
+            inputs = self._first_inputs(message)
+            chain, spec = agent._start(inputs, self.model, self.fallbacks)
+            return inputs, chain, spec, None
+        spec = agent.spec
+        prompt = agent.prompt_for(self.model)
+        if isinstance(message, str):
+            from rosetta.runtime.guardrails import check_message
+
+            if spec is not None:
+                check_message(spec.guardrails.input_validation, message, agent.name)
+            text = message
+        else:
+            agent._start(message, self.model, [])  # the input rules, before any token is spent
+            text = prompt.user_message(message)
+        return {}, [self.model], spec, [*self.messages, {"role": "user", "content": text}]
+
+    def _first_inputs(self, message: Mapping[str, Any] | str) -> dict[str, Any]:
+        if not isinstance(message, str):
+            return dict(message)
+        chain = [self.model] if self.model else self.agent.model_chain()
+        names = [field.name for field in self.agent.prompt_for(chain[0]).inputs] if chain else []
+        if len(names) != 1:
+            raise UsageError(Problem(f"{self.agent.name} takes {len(names)} inputs ({', '.join(names)}); the first "
+                                     "turn needs them by name", field="message",
+                                     hint="send({'name': value, ...}); free text works from the second turn"))
+        return {names[0]: message}
+
+    def _commit(self, message: Mapping[str, Any] | str, inputs: dict[str, Any], messages: list | None,
+                result: Any) -> Any:
+        if messages is None:  # first turn: what the answering model was sent
+            self.model = result.model
+            self.artifact = result.artifact
+            messages = self.agent.prompt_for(result.model).messages(inputs)
+            self._record_prompt(result.model, inputs, None)  # a fallback model was sent its own prompt
+        reply: dict[str, Any] = {"role": "assistant", "content": result.raw}
+        for name in ("thinking_blocks", "provider_specific_fields"):  # litellm passes these back
+            if name in result.state:
+                reply[name] = result.state[name]
+        self.messages = [*messages, reply]
+        self.state = dict(result.state)
+        self.turns.append({
+            "message": message if isinstance(message, str) else dict(message), "model": result.model,
+            "artifact": result.artifact, "raw": result.raw, "data": result.data, "valid": result.valid,
+            "issues": [f"{i.path}: {i.message}" for i in result.issues],
+            "attempts": [{"model": a.model, "outcome": a.outcome, "error": a.error, "latency_s": round(a.latency_s, 4)}
+                         for a in result.attempts],
+            "usage": dict(result.usage), "cost": result.cost, "latency_s": round(result.latency_s, 4),
+        })
+        self._record_answer(result)
+        return result
+
+    # -- saving and resuming -----------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rosetta_conversation": FORMAT, "agent": self.agent.name, "model": self.model,
+                "fallbacks": self.fallbacks, "artifact": self.artifact, "messages": self.messages,
+                "state": self.state, "turns": self.turns}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write :meth:`to_json` atomically; returns the path."""
+        from rosetta.fileio import write_atomic
+
+        write_atomic(path, self.to_json())
+        return Path(path)
+
+    @classmethod
+    def resume(cls, agent: Any, saved: str | os.PathLike[str] | Mapping[str, Any],
+               record_dir: str | os.PathLike[str] | None = None) -> Conversation:
+        """A conversation continued from :meth:`save`'s file or :meth:`to_dict`'s data."""
+        where = None if isinstance(saved, Mapping) else str(saved)
+        data = saved if isinstance(saved, Mapping) else _read_json(Path(saved))
+        if not isinstance(data, Mapping) or data.get("rosetta_conversation") != FORMAT:
+            raise UsageError(Problem("not a saved rosetta conversation (format 1)", Location(where),
+                                     hint="pass a file written by Conversation.save or record_dir"))
+        if data.get("agent") != agent.name:
+            raise UsageError(Problem(f"this conversation is with {data.get('agent')!r}, not {agent.name!r}",
+                                     Location(where), field="agent", hint=f"rosetta.load({data.get('agent')!r})"))
+        try:
+            conversation = cls(agent, model=data["model"], fallbacks=data.get("fallbacks"), record_dir=record_dir)
+            conversation.artifact = str(data.get("artifact") or "")
+            conversation.messages = [dict(m) for m in data["messages"]]
+            conversation.state = dict(data.get("state") or {})
+            conversation.turns = [dict(t) for t in data["turns"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(Problem(f"damaged conversation: {exc}", Location(where),
+                                     hint="the file must hold model, messages and turns")) from None
+        return conversation
+
+    # -- recording ---------------------------------------------------------------------------
+
+    def _record_prompt(self, model: str, inputs: Mapping[str, Any], messages: list | None) -> None:
+        if self.record_dir is None:
+            return
+        from rosetta.fileio import write_atomic
+
+        prompt = self.agent.prompt_for(model)
+        text = prompt.render_for_display(inputs) if messages is None else _readable(messages, prompt)
+        write_atomic(self._record_path("prompt.md"), text)
+
+    def _record_answer(self, result: Any) -> None:
+        if self.record_dir is None:
+            return
+        from rosetta.fileio import write_atomic
+
+        number = len(self.turns)
+        write_atomic(self._record_path("response.md", number), result.raw if result.raw.endswith("\n")
+                     else result.raw + "\n")
+        text = self.to_json()
+        write_atomic(self._record_path("conversation.json", number), text)
+        write_atomic(self.record_dir / "conversation.json", text)
+
+    def _record_path(self, kind: str, number: int | None = None) -> Path:
+        assert self.record_dir is not None
+        self.record_dir.mkdir(parents=True, exist_ok=True)
+        return self.record_dir / f"turn-{(number or len(self.turns) + 1):03d}-{kind}"
+
+
+def _readable(messages: list[dict[str, Any]], prompt: Any) -> str:
+    """A conversation as one text block: each message under its role, then the output instructions."""
+    parts = [f"=== {str(m['role']).upper()} ===\n{m.get('content') or ''}" for m in messages]
+    if prompt.output_schema is not None:
+        parts.append("=== OUTPUT INSTRUCTIONS ===\nAnswer with one JSON object valid against this schema:\n"
+                     + json.dumps(prompt.output_schema, indent=2))
+    return "\n\n".join(parts) + "\n"
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(Problem(f"cannot read the conversation: {exc.strerror}", Location(str(path)))) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(Problem(f"not valid JSON: {exc}", Location(str(path)),
+                                 hint="pass a file written by Conversation.save or record_dir")) from None

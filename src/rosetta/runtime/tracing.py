@@ -1,0 +1,64 @@
+"""OpenTelemetry spans for runs and model calls, when ``opentelemetry-api`` is installed.
+
+Without it nothing is imported and :func:`span` costs one dict lookup. With it, spans go to
+whatever tracer provider the application configured (none configured: OpenTelemetry's no-op).
+Attribute names follow the GenAI semantic conventions where one exists, ``rosetta.*`` otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_tracer: list[Any] = []  # [] until looked up, then [tracer or None]
+
+
+def _get_tracer() -> Any:
+    if not _tracer:
+        try:
+            present = importlib.util.find_spec("opentelemetry.trace") is not None
+        except (ImportError, ValueError):
+            present = False
+        if present:
+            from opentelemetry import trace
+
+            from rosetta.__about__ import __version__
+
+            _tracer.append(trace.get_tracer("rosetta", __version__))
+        else:
+            _tracer.append(None)
+    return _tracer[0]
+
+
+@contextmanager
+def span(name: str, **attributes: Any) -> Iterator[Any]:
+    """A span named ``name`` (``None`` without OpenTelemetry or when nothing records it); ``None``
+    attributes are left out.
+
+    An exception leaving the block is recorded on the span and marks it as an error.
+    """
+    tracer = _get_tracer()
+    if tracer is None:
+        yield None
+        return
+    with tracer.start_as_current_span(name, attributes=_clean(attributes)) as current:
+        yield current if current.is_recording() else None  # no SDK configured: skip the attribute work
+
+
+def annotate(current: Any, **attributes: Any) -> None:
+    """Add attributes known only after the work (tokens, cost, outcome) to a span from :func:`span`."""
+    if current is not None:
+        current.set_attributes(_clean(attributes))
+
+
+def usage_attributes(usage: Any, cost: float | None) -> dict[str, Any]:
+    """Token counts and cost in the attribute names the GenAI conventions use."""
+    get = usage.get if isinstance(usage, dict) else (lambda key: getattr(usage, key, None))
+    return {"gen_ai.usage.input_tokens": get("prompt_tokens"), "gen_ai.usage.output_tokens": get("completion_tokens"),
+            "rosetta.cost_usd": cost}
+
+
+def _clean(attributes: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in attributes.items() if isinstance(v, (str, bool, int, float))}
