@@ -73,6 +73,8 @@ class Settings(BaseSettings):
     """Runtime strictness: raise instead of falling back to the uncompiled render."""
     section_roles: dict[str, RCCFRole] = {}
     """Project-wide heading → RCCF role overrides, e.g. {"House rules": "constraints"}."""
+    local_models: dict[str, Path] = {}
+    """Extra GGUF models for the local/ provider: name → file (`local/<name>` then runs it)."""
     rate_limits: dict[str, RateLimitSettings] = {}
     """Client-side limits per API key, by provider ("openai") or model id: requests/tokens per minute."""
     health: HealthSettings = HealthSettings()
@@ -107,6 +109,7 @@ class Settings(BaseSettings):
                 "datasets_dir": absolute(self.datasets_dir),
                 "cache_dir": absolute(self.cache_dir),
                 "adapter_dirs": [absolute(p) for p in self.adapter_dirs],
+                "local_models": {name: absolute(p) for name, p in self.local_models.items()},
             }
         )
 

@@ -196,3 +196,20 @@ def test_litellm_accepts_the_kwargs(adapter, agent, monkeypatch):
     answer = json.dumps({"severity": "low", "rationale": "mock"})
     response = litellm.completion(**kwargs, mock_response=answer)
     assert response.choices[0].message.content == answer
+
+
+def test_base_models_get_one_completion_prompt_that_ends_where_the_answer_begins(triage):
+    demos = (Demo(id="d1", inputs={"report": "Stored XSS in the profile page."},
+                  output={"severity": "medium", "rationale": "Needs a victim to view the page."}),)
+    prompt = render(triage.model_copy(update={"demos": demos}), "local/gemma-3-270m")
+    assert prompt.system_placement == "completion" and prompt.knobs.reasoning is False
+    messages = prompt.messages({"report": "Heap overflow in the parser."})
+    assert len(messages) == 1 and messages[0]["role"] == "user"
+    text = messages[0]["content"]
+    assert text.startswith(prompt.system) and text.endswith("Heap overflow in the parser.\nAnswer:")
+    assert 'Stored XSS in the profile page.\nAnswer: {"severity": "medium"' in text
+    assert not any(token in text for token in ("<start_of_turn>", "<end_of_turn>", "<|im_start|>", "[INST]", "<bos>"))
+    assert "step by step" not in text
+    schema = prompt.request_params["response_format"]["json_schema"]["schema"]  # llama.cpp grammar
+    assert schema["properties"]["severity"]["enum"][0] == "critical"
+    assert prompt.render_for_display({"report": "Heap overflow in the parser."}) == text + "\n"

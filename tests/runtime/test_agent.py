@@ -129,9 +129,12 @@ def test_runtime_dirs_agree_with_settings(tree, monkeypatch):
     from rosetta.config import load_settings
     from rosetta.runtime.project import project_dirs
 
-    (tree / "pyproject.toml").write_text("[tool.rosetta]\nsignatures_dir = 'agents'\nstrict = true\n")
+    (tree / "pyproject.toml").write_text("[tool.rosetta]\nsignatures_dir = 'agents'\nstrict = true\n"
+                                         "[tool.rosetta.local_models]\ntiny = 'models/tiny.gguf'\n")
     monkeypatch.setenv("ROSETTA_COMPILED_DIR", "build/out")
-    for kwargs in ({}, {"signatures_dir": "other"}):
+    for kwargs in ({}, {"signatures_dir": "other"}, {"cache_dir": "cache"}):
         settings, dirs = load_settings(tree, **kwargs), project_dirs(tree, **kwargs)
-        assert (dirs.root, dirs.signatures_dir, dirs.compiled_dir, dirs.strict) == (
-            settings.root, settings.signatures_dir, settings.compiled_dir, settings.strict)
+        assert (dirs.root, dirs.signatures_dir, dirs.compiled_dir, dirs.strict, dirs.cache_dir, dirs.local_models) == (
+            settings.root, settings.signatures_dir, settings.compiled_dir, settings.strict, settings.cache_dir,
+            settings.local_models)
+    assert dirs.local_models == {"tiny": tree / "models" / "tiny.gguf"}

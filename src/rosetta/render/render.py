@@ -94,7 +94,9 @@ def render(
         warnings.append(f"over the {budget:,}-token prompt budget of {model.id}: dropped " + ", ".join(dropped))
 
     placement = adapter.system_prompt
-    if not model.capabilities.system_message:
+    if model.prompt_style == "completion":
+        placement = SystemPlacement.COMPLETION
+    elif not model.capabilities.system_message:
         placement = SystemPlacement.FIRST_USER_TURN
     return RenderedPrompt(
         agent=signature.name,
@@ -172,6 +174,8 @@ def _check_capabilities(signature: Signature, model: CatalogModel) -> None:
 def _reasoning(signature: Signature, adapter: Adapter, model: CatalogModel, knobs: Knobs) -> bool:
     if knobs.reasoning is not None:
         return knobs.reasoning
+    if model.prompt_style == "completion":
+        return False  # a base model continues text; it does not follow "think step by step"
     if signature.reasoning_strategy is ReasoningStrategy.EXPLICIT_COT:
         return True
     if signature.reasoning_strategy is ReasoningStrategy.NONE:
@@ -211,6 +215,8 @@ def _structured_output(signature: Signature, adapter: Adapter, model: CatalogMod
             "parameters": schema}}
         choice: Any = "required" if signature.tools else {"type": "function", "function": {"name": RESPOND_TOOL}}
         return schema, {"tools": [tool], "tool_choice": choice}
+    if model.capabilities.constrained_decoding:  # llama.cpp grammars: the schema constrains decoding too
+        return schema, {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}}
     return schema, ({"response_format": {"type": "json_object"}} if model.capabilities.json_mode else {})
 
 

@@ -30,6 +30,8 @@ class ProjectDirs:
     strict: bool
     rate_limits: dict[str, Limit] = field(default_factory=dict)  # provider or model id → limit per API key
     health: HealthPolicy = HealthPolicy()
+    cache_dir: Path = Path()  # downloads and assembled local models
+    local_models: dict[str, Path] = field(default_factory=dict)  # local/<name> → GGUF file
 
 
 def project_dirs(start: str | os.PathLike[str] | None = None, **overrides: object) -> ProjectDirs:
@@ -63,8 +65,16 @@ def project_dirs(start: str | os.PathLike[str] | None = None, **overrides: objec
     limits = _table(table, "rate_limits", where)
     rate_limits = {name: Limit.from_mapping(_mapping(value, f"rate_limits.{name}", where), f"rate_limits.{name}")
                    for name, value in limits.items()}
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    local_models = {str(name): _absolute(Path(str(path)).expanduser(), root)
+                    for name, path in _table(table, "local_models", where).items()}
     return ProjectDirs(root, directory("signatures_dir", "signatures"), directory("compiled_dir", "compiled"), strict,
-                       rate_limits, _health(_table(table, "health", where), where))
+                       rate_limits, _health(_table(table, "health", where), where),
+                       directory("cache_dir", str(Path(cache) / "rosetta")), local_models)
+
+
+def _absolute(path: Path, root: Path) -> Path:
+    return path if path.is_absolute() else root / path
 
 
 def _table(table: dict[str, Any], key: str, where: str) -> dict[str, Any]:
