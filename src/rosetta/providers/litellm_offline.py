@@ -26,4 +26,8 @@ def import_litellm() -> ModuleType:
 
     litellm.disable_hf_tokenizer_download = True
     litellm.suppress_debug_info = True  # no "Give Feedback" banners on every error
+    # the local/ provider: cheap to register, llama.cpp loads on the first local call
+    from rosetta.providers.local_llm import install
+
+    install(litellm)
     return litellm

@@ -19,9 +19,9 @@ from rosetta.parts import InputField, ToolSpec
 from rosetta.providers.kinds import Delimiter, StructuredOutput, SystemPlacement, ToolEnvelope
 
 RESPOND_TOOL = "respond"
+"""Name of the tool that carries the answer when structured output is a forced tool call."""
 ANSWER_CUE = "Answer:"
 """Where a completion-style prompt stops: the base model continues with the answer."""
-"""Name of the tool that carries the answer when structured output is a forced tool call."""
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

@@ -1,0 +1,275 @@
+"""The embedded local/ provider, end to end with the real Gemma 3 270M GGUF: no mocks, no server.
+
+The model is assembled once per session into a temporary cache and stays loaded in the process;
+every call is greedy (temperature 0) and short, so the module runs in well under a minute on two
+cores. Quality is beside the point — a 270M base model — only the contract is checked: text,
+determinism, schema-valid JSON, streaming, limits, concurrency and clear errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from rosetta.providers.catalog import load_catalog
+from rosetta.providers.litellm_offline import import_litellm
+from rosetta.providers.local_llm import completion_prompt
+from rosetta.providers.local_weights import model_path
+from rosetta.runtime.invoke import classify
+
+MODEL = "local/gemma-3-270m"
+litellm = import_litellm()
+
+SEVERITY = {
+    "type": "object",
+    "properties": {
+        "severity": {"type": "string", "enum": ["low", "medium", "high", "critical"]},
+        "rationale": {"type": "string", "maxLength": 60},
+    },
+    "required": ["severity", "rationale"],
+    "additionalProperties": False,
+}
+EXTRACTOR = {
+    "type": "object",
+    "properties": {
+        "service": {"type": "string", "maxLength": 30},
+        "error": {
+            "type": "object",
+            "properties": {"code": {"type": "integer"}, "message": {"type": "string", "maxLength": 40}},
+            "required": ["code", "message"],
+        },
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 2},
+    },
+    "required": ["service", "error", "tags"],
+}
+
+
+@pytest.fixture(scope="session")
+def gemma_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache directory holding the assembled, verified GGUF for the whole session."""
+    cache = tmp_path_factory.mktemp("rosetta-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ROSETTA_CACHE_DIR", str(cache))
+        model_path(MODEL)
+    return cache
+
+
+@pytest.fixture(autouse=True)
+def cache_env(gemma_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ROSETTA_CACHE_DIR", str(gemma_cache))
+    return gemma_cache
+
+
+@pytest.fixture
+def gguf(gemma_cache: Path) -> Path:
+    return gemma_cache / "models" / load_catalog().resolve(MODEL).weights.file
+
+
+def ask(content: str, model: str = MODEL, **params: object):
+    params = {"temperature": 0, "max_tokens": 8, **params}
+    return litellm.completion(model=model, messages=[{"role": "user", "content": content}], **params)
+
+
+def text(response) -> str:
+    return response.choices[0].message.content
+
+
+def test_plain_completion_returns_text_usage_and_the_model_name():
+    response = ask("The capital of France is Paris. The capital of Italy is")
+    assert isinstance(text(response), str) and text(response).strip()
+    assert response.model == MODEL
+    assert response.choices[0].finish_reason in ("stop", "length")
+    usage = response.usage
+    assert usage.prompt_tokens > 5 and 0 < usage.completion_tokens <= 8
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+
+
+def test_temperature_zero_repeats_exactly_whatever_was_cached_before():
+    first = "Report: SQL injection in the login form.\nSeverity:"
+    other = "Report: SQL injection in the login form leaks the users table.\nSeverity:"  # shares a prefix
+    answers = {text(ask(first, max_tokens=12))}
+    for prompt in (other, first, first, other, first):
+        reply = text(ask(prompt, max_tokens=12))
+        if prompt == first:
+            answers.add(reply)
+    assert len(answers) == 1
+
+
+@pytest.mark.parametrize("schema, inputs", [
+    (SEVERITY, ["SQL injection in the login form dumps the users table without authentication.",
+                "The footer shows the wrong copyright year.",
+                "Remote code execution in the public API, exploited in the wild.",
+                "Verbose stack traces on the 500 page."]),
+    (EXTRACTOR, ["payments-api returned HTTP 503 'upstream timeout' for EU customers.",
+                 "auth-service: 401 invalid token after the key rotation.",
+                 "search returned error 500 with message 'index missing'."]),
+], ids=["classifier", "extractor"])
+def test_json_schema_output_always_parses_and_validates(schema, inputs):
+    response_format = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+    for report in inputs:
+        response = ask(f"Report: {report}\nJSON:", max_tokens=160, response_format=response_format)
+        assert response.choices[0].finish_reason == "stop", text(response)
+        jsonschema.validate(json.loads(text(response)), schema)
+        assert text(response) == text(response).strip()
+
+
+def test_json_object_output_parses():
+    response = ask('A JSON object with a "colour" key:', max_tokens=60, response_format={"type": "json_object"})
+    assert isinstance(json.loads(text(response)), dict)
+
+
+def test_streaming_joins_to_the_whole_answer_and_ends_with_usage():
+    prompt = "List three colours: red, green,"
+    whole = ask(prompt, max_tokens=12)
+    chunks = list(litellm.completion(model=MODEL, messages=[{"role": "user", "content": prompt}], temperature=0,
+                                     max_tokens=12, stream=True, stream_options={"include_usage": True}))
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert streamed == text(whole)
+    assert len([c for c in chunks if c.choices and c.choices[0].delta.content]) > 1
+    assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["length"]
+    assert chunks[-1].usage.completion_tokens == whole.usage.completion_tokens == 12
+    assert chunks[-1].usage.prompt_tokens == whole.usage.prompt_tokens
+
+
+def test_async_streaming_matches_too():
+    prompt = "List three colours: red, green,"
+
+    async def stream() -> str:
+        response = await litellm.acompletion(model=MODEL, messages=[{"role": "user", "content": prompt}],
+                                             temperature=0, max_tokens=6, stream=True)
+        return "".join([c.choices[0].delta.content or "" async for c in response])
+
+    assert asyncio.run(stream()) == text(ask(prompt, max_tokens=6))
+
+
+def test_stop_sequences_end_the_answer_and_are_not_returned():
+    prompt = "Count: one, two, three, four, five,"
+    free = text(ask(prompt, max_tokens=10))
+    assert "," in free
+    response = ask(prompt, max_tokens=10, stop=[","])
+    assert response.choices[0].finish_reason == "stop"
+    assert text(response) == free[:free.index(",")].strip()
+    streamed = "".join(c.choices[0].delta.content or "" for c in litellm.completion(
+        model=MODEL, messages=[{"role": "user", "content": prompt}], temperature=0, max_tokens=10, stop=",",
+        stream=True))
+    assert streamed == text(response)
+
+
+def test_max_tokens_is_honoured():
+    response = ask("Once upon a time", max_tokens=3)
+    assert response.usage.completion_tokens == 3
+    assert response.choices[0].finish_reason == "length"
+
+
+def test_gathered_async_calls_answer_like_sequential_ones():
+    prompts = [f"Fact {i}: the number after {i} is" for i in range(8)]
+    sequential = [text(ask(p, max_tokens=5)) for p in prompts]
+
+    async def gathered() -> list[str]:
+        calls = [litellm.acompletion(model=MODEL, messages=[{"role": "user", "content": p}], temperature=0,
+                                     max_tokens=5) for p in prompts]
+        return [text(r) for r in await asyncio.gather(*calls)]
+
+    assert asyncio.run(gathered()) == sequential
+
+
+def test_a_tampered_gguf_in_the_cache_is_refused(tmp_path: Path, gguf: Path, monkeypatch: pytest.MonkeyPatch):
+    expected = load_catalog().resolve(MODEL).weights.sha256
+    tampered = tmp_path / "models" / gguf.name
+    tampered.parent.mkdir()
+    shutil.copyfile(gguf, tampered)
+    with tampered.open("r+b") as handle:
+        handle.seek(4096)
+        byte = handle.read(1)
+        handle.seek(4096)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    monkeypatch.setenv("ROSETTA_CACHE_DIR", str(tmp_path))
+    with pytest.raises(litellm.BadRequestError) as caught:
+        ask("Hello")
+    message = str(caught.value)
+    assert str(tampered) in message and expected in message and "sha256" in message
+    assert classify(caught.value) == "hard"
+
+
+def test_unknown_model_names_the_known_ones():
+    with pytest.raises(litellm.BadRequestError) as caught:
+        ask("Hello", model="local/gemma-9000")
+    assert "unknown local model 'local/gemma-9000'" in str(caught.value)
+    assert MODEL in str(caught.value)
+    assert classify(caught.value) == "hard"
+
+
+def test_tools_are_refused():
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+    with pytest.raises(litellm.BadRequestError, match="cannot call tools"):
+        ask("Hello", tools=[tool])
+
+
+def test_a_gguf_path_runs_like_the_catalog_model(tmp_path: Path, gguf: Path, monkeypatch: pytest.MonkeyPatch):
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / "tiny.gguf").symlink_to(gguf)
+    monkeypatch.chdir(tmp_path)
+    prompt = "The capital of France is Paris. The capital of Italy is"
+    relative = ask(prompt, model="local/weights/tiny.gguf")
+    assert text(relative) == text(ask(prompt))
+    assert relative.model == "local/weights/tiny.gguf"
+    assert text(ask(prompt, model=f"local/{tmp_path / 'weights' / 'tiny.gguf'}")) == text(relative)
+    with pytest.raises(litellm.BadRequestError, match="cannot read the model file"):
+        ask(prompt, model="local/weights/missing.gguf")
+
+
+def test_project_local_models_are_found_by_name(tmp_path: Path, gguf: Path, monkeypatch: pytest.MonkeyPatch):
+    (tmp_path / "pyproject.toml").write_text(
+        f'[tool.rosetta.local_models]\ntiny = "{gguf}"\ngone = "models/gone.gguf"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert text(ask("Once upon a time", model="local/tiny")) == text(ask("Once upon a time"))
+    with pytest.raises(litellm.BadRequestError) as caught:
+        ask("Hello", model="local/gone")
+    assert "local_models.gone" in str(caught.value) and str(tmp_path / "models" / "gone.gguf") in str(caught.value)
+    with pytest.raises(litellm.BadRequestError, match="local/tiny"):
+        ask("Hello", model="local/tinny")
+
+
+def test_dspy_predict_runs_on_the_local_model():
+    import dspy
+
+    # A base model does not write ChatAdapter's [[ ## field ## ]] markers, and ChatAdapter then falls
+    # back to JSONAdapter anyway; JSONAdapter asks for json_object, which the JSON grammar guarantees.
+    lm = dspy.LM(MODEL, temperature=0, max_tokens=40, cache=False)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        prediction = dspy.Predict("question -> answer")(question="What is the capital of France?")
+    assert isinstance(prediction.answer, str)
+    assert lm.history[-1]["kwargs"].get("response_format") == {"type": "json_object"}
+
+
+def test_completion_prompt_needs_no_chat_template():
+    assert completion_prompt([{"role": "user", "content": "Is 2 prime?"}]) == "Is 2 prime?\nAnswer:"
+    assert completion_prompt([
+        {"role": "system", "content": "Answer yes or no."},
+        {"role": "user", "content": "Is 2 prime?\nAnswer:"},
+        {"role": "assistant", "content": "yes"},
+        {"role": "user", "content": [{"type": "text", "text": "Is 4 prime?"}]},
+    ]) == "Answer yes or no.\n\nIs 2 prime?\nAnswer: yes\n\nIs 4 prime?\nAnswer:"
+
+
+def test_registering_keeps_other_providers_and_does_not_load_llama_cpp():
+    script = (
+        "import litellm, sys\n"
+        "mine = object()\n"
+        "litellm.custom_provider_map = [{'provider': 'mine', 'custom_handler': mine}]\n"
+        "from rosetta.providers.litellm_offline import import_litellm\n"
+        "import_litellm(); import_litellm()\n"
+        "print([e['provider'] for e in litellm.custom_provider_map], 'llama_cpp' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True,
+                            timeout=120, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert result.stdout.split() == ["['mine',", "'local']", "False"], result.stderr
+
