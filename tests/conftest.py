@@ -123,3 +123,27 @@ def make_project(path: Path) -> Path:
 def tree(tmp_path: Path) -> Path:
     """A throwaway project with three agents, ready to compile."""
     return make_project(tmp_path / "project")
+
+
+LOCAL_MODEL = "local/gemma-3-270m"
+"""The embedded model every offline end-to-end test runs on."""
+
+
+@pytest.fixture(scope="session")
+def local_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache directory holding the assembled, verified Gemma GGUF, shared by the whole session
+    (the model then loads once per process, keyed by its file)."""
+    from rosetta.providers.local_weights import model_path
+
+    cache = tmp_path_factory.mktemp("rosetta-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ROSETTA_CACHE_DIR", str(cache))
+        model_path(LOCAL_MODEL)
+    return cache
+
+
+@pytest.fixture
+def local_model(local_model_cache: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The local model's name, with ROSETTA_CACHE_DIR pointing at the session's cache."""
+    monkeypatch.setenv("ROSETTA_CACHE_DIR", str(local_model_cache))
+    return LOCAL_MODEL

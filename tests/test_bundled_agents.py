@@ -51,7 +51,8 @@ def test_committed_artifacts_are_up_to_date():
     options = CompileOptions(out=settings.compiled_dir, root=settings.root, adapters=load_adapters(),
                              default_models=tuple(settings.default_models), check=True)
     report = compile_paths([REPO / "signatures"], options, jobs=1)
-    local = replace(options, models=("local/gemma-3-270m",))  # ./dev main's offline demo call uses it
-    results = report.results + compile_paths([REPO / "signatures" / "vuln-triage.md"], local, jobs=1).results
+    local = replace(options, models=("local/gemma-3-270m",))  # ./dev main's offline calls use them
+    offline = [REPO / "signatures" / name for name in ("vuln-triage.md", "advisory-extractor.md")]
+    results = report.results + compile_paths(offline, local, jobs=1).results
     stale = [f"{r.agent} → {r.model}: {r.status.value}" for r in results if r.status is not Status.UP_TO_DATE]
     assert not stale, "run ./dev main and commit compiled/: " + "; ".join(stale)

@@ -450,8 +450,8 @@ def run(
             result = loaded.run(values, model, fallbacks=fallbacks, record_dir=record_dir)
     answer = result.data if not isinstance(result.data, str) else None
     sys.stdout.write((json.dumps(answer, indent=2, ensure_ascii=False) if answer is not None else result.raw) + "\n")
-    tries = ", ".join(f"{a.model}:{a.outcome}" for a in result.attempts)
-    err.print(f"[dim]{escape(result.model)} · {len(result.attempts)} attempt(s) [{escape(tries)}] · "
+    tries = escape("[" + ", ".join(f"{a.model}:{a.outcome}" for a in result.attempts) + "]")
+    err.print(f"[dim]{escape(result.model)} · {len(result.attempts)} attempt(s) {tries} · "
               f"{result.usage.get('total_tokens', 0)} tokens · {result.latency_s:.2f}s[/dim]")
     if not result.valid:
         err.print("[yellow]warning[/yellow] the answer does not validate: "

@@ -75,8 +75,16 @@ class Signature(BaseModel):
         return model_from_schema(self.output_schema, name=_class_name(self.name) + "Output")
 
     def to_dspy(self) -> Any:
-        """A real ``dspy.Signature`` subclass with typed input and output fields."""
+        """A real ``dspy.Signature`` subclass with typed input and output fields.
+
+        Also registers the ``local/`` provider with litellm, so ``dspy.LM("local/gemma-3-270m")``
+        runs it offline.
+        """
         import dspy
+
+        from rosetta.providers.local_llm import register
+
+        register()
 
         fields: dict[str, tuple[Any, Any]] = {}
         for field in self.inputs:

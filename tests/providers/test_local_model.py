@@ -18,14 +18,14 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from conftest import LOCAL_MODEL as MODEL
+from conftest import REPO
 
 from rosetta.providers.catalog import load_catalog
 from rosetta.providers.litellm_offline import import_litellm
 from rosetta.providers.local_llm import completion_prompt
-from rosetta.providers.local_weights import model_path
 from rosetta.runtime.invoke import classify
 
-MODEL = "local/gemma-3-270m"
 litellm = import_litellm()
 
 SEVERITY = {
@@ -50,27 +50,28 @@ EXTRACTOR = {
     },
     "required": ["service", "error", "tags"],
 }
-
-
-@pytest.fixture(scope="session")
-def gemma_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One cache directory holding the assembled, verified GGUF for the whole session."""
-    cache = tmp_path_factory.mktemp("rosetta-cache")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ROSETTA_CACHE_DIR", str(cache))
-        model_path(MODEL)
-    return cache
+PATTERNED = {  # patterns llama-cpp-python's own converter refuses or gets wrong (see local_grammar)
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "maxLength": 24, "pattern": r"^(CVE-\d{4}-\d{4,}|GHSA(-[23456789cfghjmpqrvwx]{4}){3})$"},
+        "vector": {"type": "string", "pattern": r"^CVSS:[34]\.[01]/"},
+        "cwes": {"type": "array", "items": {"type": "string", "pattern": r"^CWE-\d+$"}, "minItems": 1, "maxItems": 6},
+        "fixed": {"type": ["string", "null"], "maxLength": 20},
+        "summary": {"type": "string", "pattern": r"\w\.$", "maxLength": 80},
+    },
+    "required": ["id", "vector", "cwes", "fixed", "summary"],
+    "additionalProperties": False,
+}
 
 
 @pytest.fixture(autouse=True)
-def cache_env(gemma_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("ROSETTA_CACHE_DIR", str(gemma_cache))
-    return gemma_cache
+def cache_env(local_model: str, local_model_cache: Path) -> Path:
+    return local_model_cache
 
 
 @pytest.fixture
-def gguf(gemma_cache: Path) -> Path:
-    return gemma_cache / "models" / load_catalog().resolve(MODEL).weights.file
+def gguf(local_model_cache: Path) -> Path:
+    return local_model_cache / "models" / load_catalog().resolve(MODEL).weights.file
 
 
 def ask(content: str, model: str = MODEL, **params: object):
@@ -111,11 +112,14 @@ def test_temperature_zero_repeats_exactly_whatever_was_cached_before():
     (EXTRACTOR, ["payments-api returned HTTP 503 'upstream timeout' for EU customers.",
                  "auth-service: 401 invalid token after the key rotation.",
                  "search returned error 500 with message 'index missing'."]),
-], ids=["classifier", "extractor"])
+    (PATTERNED, ["CVE-2024-3094: backdoor in xz-utils 5.6.0 and 5.6.1, CWE-506, CVSS:3.1/AV:N/AC:L/PR:N score 10.",
+                 "GHSA-xvch-5gv4-984h: prototype pollution in minimist before 1.2.6 (CWE-1321).",
+                 "A path traversal (CWE-22) lets attackers read files; no identifier yet, no fix."]),
+], ids=["classifier", "extractor", "patterns"])
 def test_json_schema_output_always_parses_and_validates(schema, inputs):
     response_format = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
     for report in inputs:
-        response = ask(f"Report: {report}\nJSON:", max_tokens=160, response_format=response_format)
+        response = ask(f"Report: {report}\nJSON:", max_tokens=300, response_format=response_format)
         assert response.choices[0].finish_reason == "stop", text(response)
         jsonschema.validate(json.loads(text(response)), schema)
         assert text(response) == text(response).strip()
@@ -241,13 +245,28 @@ def test_project_local_models_are_found_by_name(tmp_path: Path, gguf: Path, monk
 def test_dspy_predict_runs_on_the_local_model():
     import dspy
 
-    # A base model does not write ChatAdapter's [[ ## field ## ]] markers, and ChatAdapter then falls
-    # back to JSONAdapter anyway; JSONAdapter asks for json_object, which the JSON grammar guarantees.
-    lm = dspy.LM(MODEL, temperature=0, max_tokens=40, cache=False)
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+    # A base model does not write ChatAdapter's [[ ## field ## ]] markers; DSPy then retries with its
+    # JSONAdapter, which sends the output schema (litellm says local models support it), and the
+    # grammar makes the answer parse.
+    lm = dspy.LM(MODEL, temperature=0, max_tokens=60, cache=False)
+    with dspy.context(lm=lm):
         prediction = dspy.Predict("question -> answer")(question="What is the capital of France?")
-    assert isinstance(prediction.answer, str)
-    assert lm.history[-1]["kwargs"].get("response_format") == {"type": "json_object"}
+    assert isinstance(prediction.answer, str) and prediction.answer
+    assert "answer" in lm.history[-1]["kwargs"]["response_format"].model_json_schema()["properties"]
+
+
+def test_dspy_predict_with_a_rosetta_signature_gives_schema_valid_typed_output():
+    import dspy
+
+    import rosetta
+    from rosetta.signature import lower
+
+    signature = lower(rosetta.load_definition(REPO / "signatures" / "vuln-triage.md"))
+    lm = dspy.LM(MODEL, temperature=0, max_tokens=200, cache=False)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        prediction = dspy.Predict(signature.to_dspy())(report="SQL injection in the login form lets an "
+                                                              "unauthenticated attacker dump the users table.")
+    jsonschema.validate(prediction.answer.model_dump(mode="json"), signature.output_schema)
 
 
 def test_completion_prompt_needs_no_chat_template():
@@ -273,3 +292,16 @@ def test_registering_keeps_other_providers_and_does_not_load_llama_cpp():
                             timeout=120, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     assert result.stdout.split() == ["['mine',", "'local']", "False"], result.stderr
 
+
+
+def test_to_dspy_registers_the_local_provider_in_a_fresh_process():
+    script = (
+        "import litellm, rosetta\n"
+        "from rosetta.signature import lower\n"
+        f"lower(rosetta.load_definition({str(REPO / 'signatures' / 'vuln-triage.md')!r})).to_dspy()\n"
+        "print(litellm.get_llm_provider('local/gemma-3-270m')[1],"
+        " litellm.supports_response_schema(model='local/gemma-3-270m', custom_llm_provider='local'))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True,
+                            timeout=120, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    assert result.stdout.split() == ["local", "True"], result.stderr

@@ -29,6 +29,7 @@ Design notes:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import codecs
 import ctypes
 import functools
@@ -54,7 +55,7 @@ from litellm.llms.custom_llm import CustomLLM
 from litellm.types.utils import GenericStreamingChunk, ModelResponse
 
 from rosetta.errors import Problem, RosettaError, UsageError
-from rosetta.providers.local_weights import INSTALL_HINT, LocalModel, prompt_style, resolve
+from rosetta.providers.local_weights import INSTALL_HINT, LocalModel, catalog_models, prompt_style, resolve
 from rosetta.render.prompt import ANSWER_CUE
 
 PROVIDER = "local"
@@ -78,13 +79,22 @@ def install(module: ModuleType) -> None:
     """Add the ``local`` provider to ``module.custom_provider_map``, keeping other entries (and a
     ``local`` entry someone registered before us)."""
     entries = list(module.custom_provider_map or [])
-    if not any(entry.get("provider") == PROVIDER for entry in entries):
-        module.custom_provider_map = [*entries, {"provider": PROVIDER, "custom_handler": LocalLLM()}]
+    if any(entry.get("provider") == PROVIDER for entry in entries):
+        return
+    module.custom_provider_map = [*entries, {"provider": PROVIDER, "custom_handler": LocalLLM()}]
     # litellm adds custom providers to provider_list at each completion call; do it now, so that
     # get_llm_provider("local/...") also works before the first call
     from litellm.utils import custom_llm_setup
 
     custom_llm_setup()
+    # what the catalog's local models can do, for code that asks litellm (DSPy's JSONAdapter then
+    # sends the signature's schema, which the grammar enforces); they cost nothing
+    module.register_model({model.id: {
+        "litellm_provider": PROVIDER, "mode": "chat", "max_input_tokens": model.context_window,
+        "max_output_tokens": model.max_output, "supports_response_schema": True,
+        "supports_function_calling": False, "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
+        "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0,
+    } for model in catalog_models()})
 
 
 def completion_prompt(messages: list[dict[str, Any]]) -> str:
@@ -194,8 +204,20 @@ def _load(local: LocalModel) -> _Loaded:
     with lock:
         loaded = _models.get(key)
         if loaded is None:
+            if not _models:
+                atexit.register(_close_all)
             loaded = _models[key] = _new_model(local, lock)
     return loaded
+
+
+def _close_all() -> None:
+    """Free the models while llama_cpp still exists: left to interpreter shutdown, its finalizers
+    run after the module's globals are gone and print tracebacks."""
+    for loaded in list(_models.values()):
+        if loaded.lock.acquire(timeout=5):  # an abandoned stream's thread may still be generating
+            loaded.llm.close()
+            loaded.lock.release()
+    _models.clear()
 
 
 def _new_model(local: LocalModel, lock: threading.Lock) -> _Loaded:
@@ -329,11 +351,10 @@ def _grammar_for(response_format: Any, model: str) -> Any:
 @functools.lru_cache(maxsize=64)
 def _cached_grammar(schema: str | None) -> Any:
     from llama_cpp import LlamaGrammar
-    from llama_cpp.llama_grammar import JSON_GBNF
 
-    if schema is None:
-        return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
-    return LlamaGrammar.from_json_schema(schema, verbose=False)
+    from rosetta.providers.local_grammar import schema_to_gbnf
+
+    return LlamaGrammar.from_string(schema_to_gbnf(None if schema is None else json.loads(schema)), verbose=False)
 
 
 def _grammar(schema: str | None, model: str) -> Any:

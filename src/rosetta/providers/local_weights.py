@@ -64,7 +64,7 @@ def resolve(name: str) -> LocalModel:
     configured = project_dirs().local_models
     if bare in configured:
         return LocalModel(PREFIX + bare, _existing_gguf(configured[bare], field=f"local_models.{bare}"))
-    known = sorted({m.id for m in _catalog_local_models()} | {PREFIX + n for n in configured})
+    known = sorted({m.id for m in catalog_models()} | {PREFIX + n for n in configured})
     raise UsageError(Problem(
         f"unknown local model {PREFIX + bare!r}",
         field="model",
@@ -85,7 +85,8 @@ def prompt_style(model: LocalModel, metadata: Mapping[str, str]) -> str:
     return "chat" if metadata.get("tokenizer.chat_template") else "completion"
 
 
-def _catalog_local_models() -> list[CatalogModel]:
+def catalog_models() -> list[CatalogModel]:
+    """The catalog's local models that come with pinned weights."""
     from rosetta.providers.catalog import load_catalog
 
     return [m for m in load_catalog().models if m.provider == "local" and m.weights is not None]
@@ -93,7 +94,7 @@ def _catalog_local_models() -> list[CatalogModel]:
 
 def _catalog_model(bare: str) -> LocalModel | None:
     """The catalog entry for ``bare`` (id or alias), only if it is a local model with weights."""
-    for model in _catalog_local_models():
+    for model in catalog_models():
         if bare.lower() in (model.name.lower(), *(a.lower() for a in model.aliases)):
             assert model.weights is not None  # _catalog_local_models keeps only models with weights
             path = _weights_file(model.weights)

