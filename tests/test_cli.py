@@ -189,13 +189,22 @@ def test_run_answers_through_a_real_server(cli, tree, monkeypatch):
     assert short.exit_code == 2 and "40 characters" in short.output
 
 
-def test_doctor_reports_credentials_without_printing_them(cli, monkeypatch):
+def test_doctor_reports_credentials_without_printing_them(cli, monkeypatch, local_model):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-doctor-secret-0123456789abcdef")
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     result = cli("doctor")
     assert result.exit_code == 0
     assert "sk-doctor-secret" not in result.output and "ANTHROPIC_API_KEY" in result.output
     assert "litellm 1.106" in result.output or "litellm " in result.output
+    assert f"{local_model}: weights ok" in result.output
+
+
+def test_doctor_says_why_local_weights_are_unavailable(cli, monkeypatch, tmp_path):
+    (tmp_path / "cache").write_text("a file where the cache folder should be")
+    monkeypatch.setenv("ROSETTA_CACHE_DIR", str(tmp_path / "cache"))
+    result = cli("doctor")
+    assert result.exit_code == 0
+    assert "weights unavailable" in result.output and "ROSETTA_CACHE_DIR" in result.output
 
 
 def test_run_manual_mode_writes_the_prompt_and_reads_the_answer(cli, tree, monkeypatch):

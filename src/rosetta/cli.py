@@ -538,6 +538,14 @@ def doctor() -> None:
     out.print(table)
     local = importlib.util.find_spec("llama_cpp") is not None
     out.print(f"local model runtime (llama-cpp-python): {'[green]installed[/green]' if local else '[yellow]not installed[/yellow] (local/ models unavailable)'}")
+    from rosetta.errors import RosettaError
+    from rosetta.providers.local_weights import catalog_models, resolve
+
+    for model in catalog_models():  # assembles the weights into the cache on first use, then checks them
+        try:
+            out.print(f"  {model.id}: [green]weights ok[/green] (sha256 pinned) {escape(str(resolve(model.id).path))}")
+        except RosettaError as exc:
+            out.print(f"  {model.id}: [yellow]weights unavailable[/yellow] {escape(str(exc))}")
     version = importlib.metadata.version("litellm")
     bad = version in KNOWN_BAD_LITELLM
     out.print(f"litellm {version}: " + ("[red]KNOWN-BAD RELEASE — reinstall from the lock file[/red]" if bad

@@ -230,6 +230,34 @@ def test_a_gguf_path_runs_like_the_catalog_model(tmp_path: Path, gguf: Path, mon
         ask(prompt, model="local/weights/missing.gguf")
 
 
+GEMMA_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' else 'user' }}\n"
+    "{{ m['content'] }}<end_of_turn>\n{% endfor %}<start_of_turn>model\n"
+)
+
+
+def test_a_gguf_with_a_chat_template_is_prompted_through_its_template(tmp_path: Path, gguf: Path):
+    from rosetta.providers.local_llm import _load
+    from rosetta.providers.local_weights import resolve
+
+    chat = tmp_path / "gemma-chat.gguf"  # the same weights, with a chat template in the metadata
+    subprocess.run([sys.executable, "-m", "gguf.scripts.gguf_new_metadata", str(gguf), str(chat),
+                    "--chat-template", GEMMA_CHAT_TEMPLATE, "--force"], check=True, capture_output=True, timeout=300)
+    model = f"local/{chat}"
+    loaded = _load(resolve(model))
+    assert loaded.style == "chat"
+    assert loaded.formatter(messages=[{"role": "user", "content": "Hi"}]).prompt == (
+        "<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model")  # Jinja drops the last newline
+    response = ask("What is the capital of France?", model=model, max_tokens=12)
+    assert text(response) and "<end_of_turn>" not in text(response) and "<start_of_turn>" not in text(response)
+    assert response.usage.prompt_tokens == len(loaded.llm.tokenize(
+        b"<bos><start_of_turn>user\nWhat is the capital of France?<end_of_turn>\n<start_of_turn>model",
+        add_bos=False, special=True))
+    constrained = ask("Answer in JSON.", model=model, max_tokens=40, response_format={
+        "type": "json_schema", "json_schema": {"name": "a", "schema": SEVERITY}})
+    jsonschema.validate(json.loads(text(constrained)), SEVERITY)
+
+
 def test_project_local_models_are_found_by_name(tmp_path: Path, gguf: Path, monkeypatch: pytest.MonkeyPatch):
     (tmp_path / "pyproject.toml").write_text(
         f'[tool.rosetta.local_models]\ntiny = "{gguf}"\ngone = "models/gone.gguf"\n', encoding="utf-8")

@@ -84,13 +84,13 @@ def _converter_class() -> type:
     global _Converter
     if _Converter is not None:
         return _Converter
-    from llama_cpp.llama_grammar import PRIMITIVE_RULES, BuiltinRule, SchemaConverter
+    from llama_cpp.llama_grammar import PRIMITIVE_RULES, RESERVED_NAMES, BuiltinRule, SchemaConverter
 
     class Converter(SchemaConverter):  # type: ignore[misc,valid-type]
         def visit(self, schema: Any, name: str) -> str:
             if isinstance(schema, dict) and schema.get("type", "string") == "string" \
                     and not any(key in schema for key in _SKIP_KEYWORDS):
-                rule_name = name + "-" if name in _RESERVED else name or "root"
+                rule_name = name + "-" if name in RESERVED_NAMES else name or "root"
                 if "pattern" in schema:
                     try:
                         body = pattern_to_gbnf(schema["pattern"], schema.get("minLength", 0), schema.get("maxLength"))
@@ -98,16 +98,18 @@ def _converter_class() -> type:
                         log.debug("pattern %r left out of the grammar: %s", schema["pattern"], exc)
                         return self.visit({k: v for k, v in schema.items() if k != "pattern"}, name)
                     return self._add_rule(rule_name, rf'"\"" {body} "\"" space')
-                if "minLength" in schema or "maxLength" in schema:
+                if ("minLength" in schema or "maxLength" in schema) and "format" not in schema:
                     char = self._add_primitive("char", PRIMITIVE_RULES["char"])
-                    return self._add_rule(rule_name, rf'"\"" {_repeat(char, schema.get("minLength", 0), schema.get("maxLength"))} "\"" space')
+                    length = _repeat(char, schema.get("minLength", 0), schema.get("maxLength"))
+                    return self._add_rule(rule_name, rf'"\"" {length} "\"" space')
             if isinstance(schema, dict) and schema.get("type") == "array" and isinstance(schema.get("items"), dict) \
                     and schema.get("maxItems") is not None and int(schema["maxItems"]) > 4:
                 item = self.visit(schema["items"], f"{name}{'-' if name else ''}item")
                 low, high = int(schema.get("minItems", 0)), int(schema["maxItems"])
                 rest = rf'("," space {item}){{{max(low - 1, 0)},{high - 1}}}'
                 body = f"{item} {rest}" if low > 0 else f"({item} {rest})?"
-                return self._add_rule(name + "-" if name in _RESERVED else name or "root", rf'"[" space {body} "]" space')
+                return self._add_rule(name + "-" if name in RESERVED_NAMES else name or "root",
+                                      rf'"[" space {body} "]" space')
             return super().visit(schema, name)
 
         def _add_primitive(self, name: str, rule: Any) -> str:
@@ -120,10 +122,6 @@ def _converter_class() -> type:
 
 
 _Converter: type | None = None
-_RESERVED = {"root", "dot", "boolean", "decimal-part", "integral-part", "number", "integer", "value", "object",
-             "array", "uuid", "char", "string", "null", "date", "time", "date-time", "date-string", "time-string",
-             "date-time-string"}
-"""Rule names llama-cpp-python's converter keeps for itself (its RESERVED_NAMES)."""
 
 
 def _repeat(item: str, low: int, high: int | None) -> str:

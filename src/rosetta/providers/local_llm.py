@@ -19,8 +19,8 @@ Design notes:
 - Generation is one token loop for streamed and whole answers, so both give the same text and
   exact token counts. Stop strings are never emitted, not even in part.
 - ``response_format`` ``json_schema`` constrains decoding with a llama.cpp grammar built from the
-  schema, ``json_object`` with a generic JSON grammar: the answer parses, and validates where
-  the grammar can express the schema, *unless* it is cut off by ``max_tokens``
+  schema (:mod:`rosetta.providers.local_grammar`), ``json_object`` with a generic JSON grammar: the
+  answer parses, and validates where the grammar can express the schema, *unless* it is cut off by ``max_tokens``
   (``finish_reason == "length"``) — give a budget that fits the largest answer the schema allows.
 - ``temperature: 0`` is greedy decoding, deterministic for the same prompt; ``seed`` seeds sampling.
   Unknown parameters (``num_retries``, ``rollout_id``, ...) are ignored; ``tools`` are refused.
