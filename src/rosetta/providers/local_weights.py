@@ -96,7 +96,7 @@ def _catalog_model(bare: str) -> LocalModel | None:
     """The catalog entry for ``bare`` (id or alias), only if it is a local model with weights."""
     for model in catalog_models():
         if bare.lower() in (model.name.lower(), *(a.lower() for a in model.aliases)):
-            assert model.weights is not None  # _catalog_local_models keeps only models with weights
+            assert model.weights is not None  # catalog_models keeps only models with weights
             path = _weights_file(model.weights)
             return LocalModel(PREFIX + bare, path, model.prompt_style, model.context_window, model.max_output)
     return None
