@@ -22,8 +22,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from rosetta import cli_flags as cli_optimize_flags
 from rosetta.__about__ import __version__
-from rosetta.errors import RosettaError, UsageError
+from rosetta.errors import Problem, RosettaError, UsageError
 
 app = typer.Typer(
     name="rosetta",
@@ -287,16 +288,45 @@ def compile_command(
     adapters: Annotated[
         list[Path] | None, typer.Option("--adapters", help="Extra adapter directory (repeatable).")
     ] = None,
+    optimize: Annotated[bool, typer.Option("--optimize", help="Search prompt variants against the agents' labeled "
+                                           "examples (optuna) and write the best; needs --model.")] = False,
+    metric: cli_optimize_flags.MetricOpt = None, dataset: cli_optimize_flags.DatasetOpt = None,
+    trials: cli_optimize_flags.TrialsOpt = 20, max_calls: cli_optimize_flags.MaxCallsOpt = None,
+    max_cost: cli_optimize_flags.MaxCostOpt = None, timeout: cli_optimize_flags.TimeoutOpt = None,
+    dry_run: cli_optimize_flags.DryRunOpt = False, seed: cli_optimize_flags.SeedOpt = 0,
+    storage: cli_optimize_flags.StorageOpt = None, proposer: cli_optimize_flags.ProposerOpt = None,
+    proposals: cli_optimize_flags.ProposalsOpt = 3, optimizer: cli_optimize_flags.OptimizerOpt = "rosetta",
+    minibatch: cli_optimize_flags.MinibatchOpt = 10, pruner: cli_optimize_flags.PrunerOpt = "halving",
+    pareto: cli_optimize_flags.ParetoOpt = False, baseline: cli_optimize_flags.BaselineOpt = False,
 ) -> None:
     """Compile agents into sealed YAML artifacts: compiled/<agent>/<provider>/<model>.yaml.
 
-    Unchanged inputs are not rebuilt. Exit code 0: everything compiled or up to date;
+    Unchanged inputs are not rebuilt (an optimized artifact is kept while its definition, adapter
+    and model are unchanged). With --optimize, each agent's prompt variants are searched against
+    its labeled examples (datasets/<agent>/) and the best one is written; --jobs then sets how
+    many evaluation calls run at once. Exit code 0: everything compiled or up to date;
     1: a target failed, or --check found missing, stale or invalid artifacts; 2: bad usage.
     """
     from rosetta.compile.compiler import CompileOptions, Status, compile_paths
     from rosetta.providers.adapter import load_adapters
 
     paths, settings = _paths_or_default(ctx, paths)
+    if optimize:
+        from rosetta.cli_optimize import SearchFlags, optimize_targets
+        from rosetta.definition.loader import discover_many
+
+        if not models:
+            raise UsageError(Problem("--optimize needs --model: the model whose answers are scored", field="--model"))
+        if check:
+            raise UsageError(Problem("--check and --optimize do not mix", field="--check"))
+        definitions = []
+        for file, error in discover_many(paths):
+            if error is not None:
+                raise error
+            definitions.append(file)
+        flags = SearchFlags(metric, dataset, trials, max_calls, max_cost, timeout, dry_run, seed, storage, proposer,
+                            proposals, optimizer, minibatch, pruner, pareto, baseline, jobs or 1, force)
+        raise typer.Exit(optimize_targets(ctx, definitions, list(models), flags))
     options = CompileOptions(
         out=(out_dir or settings.compiled_dir).resolve(),
         root=settings.root,
@@ -595,6 +625,9 @@ def schema(
     from rosetta.definition.models import frontmatter_json_schema
 
     _emit(json.dumps(frontmatter_json_schema(), indent=2) + "\n", output)
+
+
+from rosetta import cli_optimize as _cli_optimize  # noqa: E402,F401  (registers optimize and evaluate)
 
 
 def main() -> None:

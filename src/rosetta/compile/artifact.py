@@ -57,6 +57,7 @@ class Provenance:
     dataset_sha256: str | None = None
     scores: dict[str, Any] = field(default_factory=dict)
     budget: dict[str, Any] = field(default_factory=dict)
+    optimizer: dict[str, Any] = field(default_factory=dict)  # empty for a plain (unoptimized) render
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ def dump_artifact(artifact: Artifact) -> str:
             "knobs": provenance.knobs,
             "scores": provenance.scores,
             "budget": provenance.budget,
+            **({"optimizer": provenance.optimizer} if provenance.optimizer else {}),
         },
         "prompt": artifact.prompt.to_dict(),
     })

@@ -251,12 +251,25 @@ def _current_status(path: Path, inputs_sha: str) -> Status:
     return Status.UP_TO_DATE if header.inputs_sha256 == inputs_sha else Status.STALE
 
 
-def _build(file: Path, signature: Any, model: Any, adapter: Any, path: Path, inputs_sha: str, source_sha: str,
-           source_files: tuple[str, ...], knobs: dict[str, Any], options: CompileOptions) -> TargetResult:
+def publish(path: Path, text: str, out: Path, *, replace: Any = lambda: True) -> None:
+    """Write an artifact atomically under the output tree's lock; ``replace()`` (asked under the
+    lock) may decline when another process wrote an identical artifact meanwhile."""
     from filelock import FileLock
 
-    from rosetta.errors import RenderError
     from rosetta.fileio import write_temporary
+
+    staged = write_temporary(path, text)  # the slow part (fsync) happens unlocked
+    try:
+        with FileLock(str(out / LOCK_NAME)):
+            if replace():
+                os.replace(staged, path)
+    finally:
+        staged.unlink(missing_ok=True)
+
+
+def _build(file: Path, signature: Any, model: Any, adapter: Any, path: Path, inputs_sha: str, source_sha: str,
+           source_files: tuple[str, ...], knobs: dict[str, Any], options: CompileOptions) -> TargetResult:
+    from rosetta.errors import RenderError
     from rosetta.render.render import render
 
     try:
@@ -272,13 +285,7 @@ def _build(file: Path, signature: Any, model: Any, adapter: Any, path: Path, inp
         ),
         prompt=prompt,
     )
-    staged = write_temporary(path, dump_artifact(artifact))  # the slow part (fsync) happens unlocked
-    try:
-        with FileLock(str(options.out / LOCK_NAME)):
-            # another process may have written the same artifact meanwhile; identical inputs ⇒ identical bytes
-            if options.force or _current_status(path, inputs_sha) is not Status.UP_TO_DATE:
-                os.replace(staged, path)
-    finally:
-        staged.unlink(missing_ok=True)
+    publish(path, dump_artifact(artifact), options.out, replace=lambda: options.force or _current_status(
+        path, inputs_sha) is not Status.UP_TO_DATE)
     return TargetResult(str(file), signature.name, model.id, Status.WRITTEN, str(path),
                         "; ".join(prompt.warnings))

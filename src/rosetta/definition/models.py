@@ -286,6 +286,23 @@ class Portability(_Spec):
     """Overrides of the heading → RCCF role mapping, e.g. {"House rules": constraints}."""
 
 
+class Evaluation(_Spec):
+    """How answers are scored against labeled examples (`rosetta compile --optimize`, `rosetta evaluate`)."""
+
+    metric: str | None = None
+    """exact, fields, schema_valid, numeric, judge, or module:function; default fields (JSON) / exact (text)."""
+    fields: dict[str, float] = {}
+    """For `fields`: weight per top-level output key (unlisted keys are not scored); empty = all keys equally."""
+    tolerance: float = Field(default=0.0, ge=0)
+    """Relative tolerance for numbers (0.1 = within 10%); used by `numeric` and by `fields` on numbers."""
+    rubric: list[str] = []
+    """For `judge`: binary criteria, one sentence each, that a good answer meets."""
+    judge: str | None = None
+    """For `judge`: the model that grades (default: the model being optimized)."""
+    dataset: str | None = None
+    """Where the labeled examples are: a folder (relative to the project root) or `hub:owner/name`."""
+
+
 class AgentSpec(BaseModel):
     """The frontmatter of a portable agent definition. Unknown top-level sections are kept."""
 
@@ -319,6 +336,8 @@ class AgentSpec(BaseModel):
     """Named run-time inputs; none declared means a single text input called `request`."""
     generation_params: dict[str, GenerationParams] = {}
     """Generation parameters per phase (`default`, `review`, ...)."""
+    evaluation: Evaluation = Evaluation()
+    """How answers are scored against labeled examples when optimizing or evaluating."""
 
     @field_validator("inputs")
     @classmethod

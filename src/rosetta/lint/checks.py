@@ -229,6 +229,10 @@ def check_enabled(definition: AgentDefinition) -> Iterator[Hit]:
 # -- rosetta's own rules ---------------------------------------------------------------------
 
 
+CUSTOM_SECTIONS = frozenset({"validation", "constitution", "metadata", "changelog"})
+"""Extension sections seen in real agent files: kept as written, never taken for misspellings."""
+
+
 @rule(
     "RS-001", "Unknown top-level section looks like a misspelled field",
     criterion="Unknown top-level sections are kept, but none is a near-miss of a schema field.",
@@ -238,6 +242,8 @@ def check_enabled(definition: AgentDefinition) -> Iterator[Hit]:
 def check_misspelled_sections(definition: AgentDefinition) -> Iterator[Hit]:
     known = [field.alias or name for name, field in AgentSpec.model_fields.items()]
     for name in definition.spec.extensions:
+        if name in CUSTOM_SECTIONS:
+            continue
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
         if close:
             yield Hit(f"unknown section {name!r} is kept as an extension; did you mean {close[0]!r}?",

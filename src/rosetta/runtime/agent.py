@@ -129,6 +129,27 @@ class Agent:
         return await self._arun_chain(inputs, chain, spec, acomplete=acomplete or self._litellm().acompletion,
                                       **options)
 
+    def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], *, complete: Any = None,
+                   label: str = "candidate", **options: Any) -> Any:
+        """Answer ``inputs`` with an explicit ``prompt`` on its own model, and no fallback chain.
+
+        The same input guardrails, retries, validation and output rules as :meth:`run`: the
+        optimizer scores candidate prompts here, so a prompt scores the same at compile time as
+        it does when the runtime later selects it from its artifact.
+        """
+        from rosetta.runtime.invoke import invoke
+
+        spec = self.spec
+        if spec is not None:
+            from rosetta.runtime.guardrails import check_inputs
+
+            check_inputs(spec.guardrails.input_validation, inputs, self.name)
+        selection = Selection(model=prompt.model, kind=label, artifact=None, reason=label, prompt=prompt,
+                              artifact_id=label)
+        result = invoke(prompt, inputs, complete=complete or self._litellm().completion,
+                        **self._options(selection, options, None))
+        return self._finish(result, selection, spec, [], options)
+
     def chat(self, model: str | None = None, *, fallbacks: list[str] | None = None,
              record_dir: str | os.PathLike[str] | None = None,
              resume: str | os.PathLike[str] | Mapping[str, Any] | None = None) -> Any:

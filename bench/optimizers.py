@@ -1,0 +1,180 @@
+"""Benchmark: prompt optimizers on the embedded local model, same agent, data and model, one run.
+
+Rows (each scored on the agent's test split; "calls" are the model calls the method spent
+choosing its prompt, the test pass excluded; wall time includes the test pass):
+
+- unoptimized render — rosetta's per-model render of the definition, no search;
+- fixed k-shot — the first k train rows as demos (k = the definition's count_range max);
+- random search — 10 random demo sets × 40 dev examples = 400 calls, the best one on dev;
+- DSPy LabeledFewShot, BootstrapFewShotWithRandomSearch and MIPROv2 (auto="light") on the agent's
+  ``to_dspy()`` signature, run and scored by DSPy in its own prompt formats (parsed = answers
+  DSPy could parse); a crash is reported as such;
+- rosetta — ``compile --optimize`` with ``--max-calls 150``.
+
+Everything rosetta scores goes through the runtime (``Agent.run_prompt``) with a cold evaluation
+cache, so no row is helped by another's answers.
+
+    python bench/optimizers.py [--agent vuln-triage] [--max-calls 150] [--skip-dspy]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "local/gemma-3-270m"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--agent", default="vuln-triage")
+    parser.add_argument("--max-calls", type=int, default=150)
+    parser.add_argument("--trials", type=int, default=24)
+    parser.add_argument("--random-candidates", type=int, default=10)
+    parser.add_argument("--skip-dspy", action="store_true", help="only the rosetta rows")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    import logging
+
+    logging.disable(logging.WARNING)
+    with tempfile.TemporaryDirectory() as state:
+        rows = run(args, Path(state))
+    print_table(args.agent, rows)
+
+
+def run(args: argparse.Namespace, state: Path) -> list[dict]:
+    from rosetta.compile.optimize.cache import EvalCache
+    from rosetta.compile.optimize.evaluation import Budget, Evaluator
+    from rosetta.compile.optimize.study import SearchSettings, run_search
+    from rosetta.compile.optimize.target import load_context
+    from rosetta.config import load_settings
+    from rosetta.render.prompt import Knobs
+    from rosetta.render.render import render
+
+    settings = load_settings(ROOT)
+    context = load_context(ROOT / "signatures" / f"{args.agent}.md", MODEL, settings=settings)
+    signature, model, adapter, data, metric = (context.signature, context.model, context.adapter, context.data,
+                                               context.metric)
+    adapters = {adapter.name: adapter}
+    low, high = signature.demo_range
+    rows: list[dict] = []
+
+    def score(name: str, prompt: object, calls: int, started: float, note: str = "") -> None:
+        evaluator = Evaluator(context.agent, metric, EvalCache(None), Budget())
+        answers = evaluator.answers(prompt, data.test)
+        scores = [metric.score(a.data, e.output, valid=a.valid) for a, e in zip(answers, data.test, strict=True)]
+        rows.append({"method": name, "test": sum(scores) / len(scores), "parsed": sum(a.valid for a in answers) /
+                     len(answers), "calls": calls, "wall_s": time.monotonic() - started, "note": note})
+        print(f"  {name}: test {rows[-1]['test']:.3f}, {calls} calls, {rows[-1]['wall_s']:.0f}s", file=sys.stderr)
+
+    print(f"{args.agent} on {MODEL}: {data.summary()}", file=sys.stderr)
+    started = time.monotonic()
+    score("unoptimized render", render(signature, model, adapters=adapters), 0, started)
+
+    started = time.monotonic()
+    train_demos = tuple(_demo(e) for e in data.train)
+    with_train = signature.model_copy(update={"demos": train_demos})
+    k = max(high, 1)
+    fixed = render(with_train, model, Knobs(demo_ids=tuple(d.id for d in train_demos[:k]), demo_count=k),
+                   adapters=adapters)
+    score(f"fixed {k}-shot", fixed, 0, started)
+
+    started = time.monotonic()
+    rng = random.Random(args.seed)
+    budget = Budget()
+    evaluator = Evaluator(context.agent, metric, EvalCache(None), budget)
+    best = None
+    for _ in range(args.random_candidates):
+        chosen = rng.sample(train_demos, k)
+        prompt = render(with_train, model, Knobs(demo_ids=tuple(d.id for d in chosen), demo_count=k),
+                        adapters=adapters)
+        value = sum(evaluator.scores(prompt, data.dev)) / len(data.dev)
+        if best is None or value > best[0]:
+            best = (value, prompt)
+    score(f"random search ({args.random_candidates} demo sets × {len(data.dev)} dev)", best[1], budget.calls,
+          started)
+
+    if not args.skip_dspy:
+        for name in ("dspy-labeled", "dspy-bootstrap", "dspy-mipro"):
+            rows.append(dspy_row(name, context, args.seed))
+
+    started = time.monotonic()
+    search = SearchSettings(trials=args.trials, max_calls=args.max_calls, seed=args.seed, proposer=MODEL)
+    outcome = run_search(context.agent, signature, model, adapter, data, metric, search,
+                         cache=EvalCache(state / "cache.sqlite"), default_storage=state / "study.journal")
+    score(f"rosetta (--max-calls {args.max_calls})", outcome.prompt, outcome.calls, started,
+          note=f"{outcome.trials} trials, {outcome.pruned} pruned; dev {outcome.dev_score:.3f}"
+               + (f"; {outcome.stopped}" if outcome.stopped else ""))
+    rows[-1]["wall_s"] = time.monotonic() - started
+    return rows
+
+
+def dspy_row(name: str, context: object, seed: int) -> dict:
+    """One DSPy optimizer, compiled on train/dev and scored by DSPy on test in its own format."""
+    import dspy
+
+    from rosetta.compile.optimize.dspy_backend import answer_data, compile_with_dspy, dspy_examples, dspy_lm
+
+    labels = {"dspy-labeled": "DSPy LabeledFewShot", "dspy-bootstrap": "DSPy BootstrapFewShotWithRandomSearch",
+              "dspy-mipro": "DSPy MIPROv2 (auto=light)"}
+    signature, data, metric = context.signature, context.data, context.metric
+    started = time.monotonic()
+    lm = dspy_lm(context.model, signature)
+    train, dev, test = (dspy_examples(signature, split) for split in (data.train, data.dev, data.test))
+    try:
+        program = compile_with_dspy(name, signature, train, dev, metric, lm, seed=seed,
+                                    demos=max(signature.demo_range[1], 1))
+    except Exception as error:  # MIPROv2's proposer chokes on a weak model: report it
+        message = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"[:120]
+        print(f"  {labels[name]}: crashed ({message})", file=sys.stderr)
+        return {"method": labels[name], "test": None, "parsed": None, "calls": len(lm.history),
+                "wall_s": time.monotonic() - started, "note": f"crashed: {message}"}
+    calls = len(lm.history)
+    total, parsed = 0.0, 0
+    with dspy.context(lm=lm):
+        for example in test:
+            try:
+                prediction = program(**example.inputs())
+            except Exception:  # DSPy could not parse the answer (its adapters raise)
+                continue
+            data_ = answer_data(prediction)
+            if data_ is not None:
+                parsed += 1
+                total += metric.score(data_, example.answer)
+    row = {"method": labels[name], "test": total / len(test), "parsed": parsed / len(test), "calls": calls,
+           "wall_s": time.monotonic() - started, "note": f"{len(program.predictors()[0].demos)} demos"}
+    print(f"  {row['method']}: test {row['test']:.3f}, parsed {row['parsed']:.0%}, {calls} calls", file=sys.stderr)
+    return row
+
+
+def _demo(example: object) -> object:
+    from rosetta.parts import Demo
+
+    return Demo(id=f"train:{example.id}", inputs=example.inputs, output=example.output)
+
+
+def print_table(agent: str, rows: list[dict]) -> None:
+    print(f"\n{agent} on {MODEL} ({os.cpu_count()} CPUs); test score = the agent's metric on its test split")
+    print(f"{'method':<52} {'test':>6} {'parsed':>7} {'calls':>6} {'wall s':>7}  note")
+    for row in rows:
+        test = "—" if row["test"] is None else f"{row['test']:.3f}"
+        parsed = "—" if row["parsed"] is None else f"{row['parsed']:.0%}"
+        print(f"{row['method']:<52} {test:>6} {parsed:>7} {row['calls']:>6} {row['wall_s']:>7.0f}  {row['note']}")
+    ours = rows[-1]
+    others = [r for r in rows[:-1] if r["test"] is not None]
+    if ours["test"] is not None and others:
+        beaten = all(ours["test"] >= r["test"] for r in others)
+        random_row = next((r for r in rows if r["method"].startswith("random search")), None)
+        print(f"\ntarget: rosetta ≥ every other row: {'met' if beaten else 'MISSED'}; "
+              f"≥ random search with ≤ 150 calls: "
+              f"{'met' if random_row and ours['test'] >= random_row['test'] and ours['calls'] <= 150 else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    main()

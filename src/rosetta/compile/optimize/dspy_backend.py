@@ -1,0 +1,157 @@
+"""``--optimizer dspy-mipro | dspy-bootstrap``: DSPy's optimizers on the agent's ``to_dspy()``
+signature, converted into the same artifact format.
+
+DSPy chooses instructions and demos with its own prompt formats; the artifact then holds those
+choices rendered by rosetta for the target model (``Knobs.instructions`` and the demos), scored
+on dev and test through rosetta's runtime like any other artifact, so ``rosetta evaluate``
+reproduces its recorded score. DSPy's own validation score is recorded beside it in the notes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rosetta.compile.optimize.cache import EvalCache
+from rosetta.compile.optimize.evaluation import Budget, Evaluator
+from rosetta.compile.optimize.proposer import Proposals
+from rosetta.compile.optimize.study import SearchOutcome, SearchSettings, SearchStatus
+from rosetta.errors import Problem, UsageError
+from rosetta.parts import Demo
+from rosetta.render.prompt import Knobs
+
+
+def dspy_examples(signature: Any, examples: Any) -> list[Any]:
+    """rosetta examples as ``dspy.Example`` objects (inputs plus ``answer``)."""
+    import dspy
+
+    names = [field.name for field in signature.inputs]
+    return [dspy.Example(**example.inputs, answer=example.output, rosetta_id=example.id).with_inputs(
+        *[n for n in names if n in example.inputs]) for example in examples]
+
+
+def answer_data(prediction: Any) -> Any:
+    """A DSPy prediction's ``answer`` as plain JSON data (pydantic models dumped)."""
+    answer = getattr(prediction, "answer", None)
+    if hasattr(answer, "model_dump"):
+        return answer.model_dump(mode="json", exclude_none=True)
+    if isinstance(answer, str):
+        try:
+            return json.loads(answer)
+        except ValueError:
+            return answer
+    return answer
+
+
+def dspy_metric(metric: Any) -> Any:
+    """Our metric in DSPy's ``(example, prediction, trace)`` shape; an unparsed answer scores 0."""
+
+    def score(example: Any, prediction: Any, trace: Any = None) -> float:
+        data = answer_data(prediction)
+        value = metric.score(data, example.answer, valid=data is not None)
+        return value >= 1.0 if trace is not None else value  # bootstrapping keeps only perfect traces
+
+    return score
+
+
+def dspy_lm(model: Any, signature: Any, **extra: Any) -> Any:
+    import logging
+
+    import dspy
+
+    logging.getLogger("dspy").setLevel(logging.WARNING)  # its INFO lines would break the progress display
+    signature.to_dspy()  # registers the local/ provider for DSPy's litellm calls
+    params = signature.generation_params.get("default")
+    max_tokens = (params.max_output_tokens if params and params.max_output_tokens else 1000)
+    return dspy.LM(model.id, temperature=0.0, max_tokens=max_tokens, cache=False, num_retries=0, **extra)
+
+
+def compile_with_dspy(name: str, signature: Any, train: list[Any], dev: list[Any], metric: Any, lm: Any, *,
+                      prompt_lm: Any = None, seed: int = 0, jobs: int = 1, demos: int = 4) -> Any:
+    """Run one DSPy optimizer; returns the compiled ``dspy.Predict`` program."""
+    import dspy
+
+    program = dspy.Predict(signature.to_dspy())
+    scorer = dspy_metric(metric)
+    with dspy.context(lm=lm):
+        if name == "dspy-labeled":
+            return dspy.LabeledFewShot(k=demos).compile(program, trainset=train)
+        if name == "dspy-bootstrap":
+            optimizer = dspy.BootstrapFewShotWithRandomSearch(
+                metric=scorer, max_bootstrapped_demos=demos, max_labeled_demos=demos, num_candidate_programs=8,
+                num_threads=jobs)
+            return optimizer.compile(program, trainset=train, valset=dev)
+        if name == "dspy-mipro":
+            optimizer = dspy.MIPROv2(metric=scorer, prompt_model=prompt_lm or lm, task_model=lm, auto="light",
+                                     num_threads=jobs, seed=seed, max_bootstrapped_demos=demos,
+                                     max_labeled_demos=demos, verbose=False)
+            return optimizer.compile(program, trainset=train, valset=dev)
+    raise UsageError(Problem(f"unknown DSPy optimizer {name!r}", field="--optimizer"))
+
+
+def run_dspy(name: str, context: Any, search: SearchSettings, *, cache: EvalCache, complete: Any = None,
+             on_status: Any = None) -> SearchOutcome:
+    """DSPy's search, then rosetta's render of what it chose, scored through the runtime."""
+    from rosetta.render.render import render
+
+    signature, model, adapter, data, metric = (context.signature, context.model, context.adapter, context.data,
+                                               context.metric)
+    status = SearchStatus(trials_total=1, phase=f"running DSPy {name}")
+    if on_status is not None:
+        on_status(status)
+    lm = dspy_lm(model, signature)
+    prompt_lm = dspy_lm(context.model if not search.proposer else _model(search.proposer), signature) \
+        if search.proposer else None
+    train, dev = dspy_examples(signature, data.train), dspy_examples(signature, data.dev)
+    low, high = signature.demo_range
+    try:
+        program = compile_with_dspy(name, signature, train, dev, metric, lm, prompt_lm=prompt_lm, seed=search.seed,
+                                    jobs=search.jobs, demos=max(high, 1))
+    except UsageError:
+        raise
+    except Exception as error:  # DSPy raises whatever its proposer or parser hit
+        raise UsageError(Problem(f"DSPy {name} failed on {model.id}: {type(error).__name__}: "
+                                 f"{str(error).splitlines()[0] if str(error) else ''}"[:400],
+                                 field="--optimizer", hint="weak models often break DSPy's proposers; try "
+                                 "--optimizer rosetta, or --proposer with a stronger model")) from None
+    dspy_calls = len(lm.history) + (len(prompt_lm.history) if prompt_lm is not None else 0)
+    predictor = program.predictors()[0]
+    chosen = [Demo(id=f"dspy:{getattr(d, 'rosetta_id', n)}", inputs={f.name: d[f.name] for f in signature.inputs
+                                                                     if f.name in d}, output=_plain(d.answer))
+              for n, d in enumerate(predictor.demos)]
+    chosen = chosen[:high] if high else []
+    original = signature.to_dspy().instructions
+    instructions = predictor.signature.instructions if predictor.signature.instructions != original else None
+    searchable = signature.model_copy(update={"demos": tuple(chosen)})
+    knobs = Knobs(instructions=instructions, demo_ids=tuple(d.id for d in chosen), demo_count=len(chosen)) \
+        if chosen else Knobs(instructions=instructions)
+    prompt = render(searchable, model, knobs, adapters={adapter.name: adapter})
+    budget = Budget()
+    evaluator = Evaluator(context.agent, metric, cache, budget, jobs=search.jobs, complete=complete)
+    status.phase = "scoring DSPy's choice through rosetta's runtime"
+    if on_status is not None:
+        on_status(status)
+    dev_scores = evaluator.scores(prompt, data.dev)
+    dev_calls = budget.calls
+    test_scores = evaluator.scores(prompt, data.test) if data.test else []
+    return SearchOutcome(
+        prompt=prompt, params={"optimizer": name}, dev_score=sum(dev_scores) / len(dev_scores), baseline_dev=None,
+        test_score=sum(test_scores) / len(test_scores) if test_scores else None, baseline_test=None, trials=1,
+        pruned=0, calls=dspy_calls + dev_calls, cost=budget.cost, paid_calls=budget.paid_calls,
+        test_calls=budget.calls - dev_calls, proposals=Proposals(search.proposer, 0), space={"dspy": name},
+        study=f"dspy:{name}", storage="none",
+        notes=[f"DSPy {name} chose {len(chosen)} demos" + (" and new instructions" if instructions else "")
+               + f" with {dspy_calls} model calls; rosetta rendered them for {model.id}"],
+    )
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json", exclude_none=True)
+    return value
+
+
+def _model(name: str) -> Any:
+    from rosetta.providers.catalog import load_catalog
+
+    return load_catalog().resolve(name)

@@ -1,0 +1,143 @@
+"""Scoring a prompt on examples: each answer comes from the runtime's own call path
+(:meth:`Agent.run_prompt`), through the evaluation cache, under a budget.
+
+Budgets count *logical* spend: a cached answer is charged what it cost when it was first paid
+for. The same seed, data and budget therefore give the same search whether the cache is cold or
+warm; what was really paid this run is reported beside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from rosetta.compile.optimize.cache import Answer, EvalCache, example_key, prompt_key
+from rosetta.compile.optimize.labeled import Example
+from rosetta.compile.optimize.metrics import Metric
+from rosetta.errors import RosettaError
+
+
+class BudgetExhausted(Exception):
+    """Raised before a call that the budget no longer allows; the search stops cleanly."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class Budget:
+    """Limits on calls, USD and wall time; all optional. Thread-safe."""
+
+    max_calls: int | None = None
+    max_cost: float | None = None
+    timeout_s: float | None = None
+    calls: int = 0  # logical: what the answers used cost, cached or not
+    cost: float = 0.0
+    paid_calls: int = 0  # what this process really sent
+    paid_cost: float = 0.0
+    carried_calls: int = 0  # spent by earlier runs or other workers of the same study
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._started = time.monotonic()
+
+    def check(self) -> None:
+        with self._lock:
+            if self.max_calls is not None and self.calls + self.carried_calls >= self.max_calls:
+                raise BudgetExhausted(f"--max-calls {self.max_calls} reached")
+            if self.max_cost is not None and self.cost >= self.max_cost:
+                raise BudgetExhausted(f"--max-cost ${self.max_cost:g} reached")
+            if self.timeout_s is not None and time.monotonic() - self._started >= self.timeout_s:
+                raise BudgetExhausted(f"--timeout {self.timeout_s:g}s reached")
+
+    def charge(self, answer: Answer, *, paid: bool) -> None:
+        with self._lock:
+            self.calls += answer.calls
+            self.cost += answer.cost
+            if paid:
+                self.paid_calls += answer.calls
+                self.paid_cost += answer.cost
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._started
+
+
+class Evaluator:
+    """Answers examples with candidate prompts and scores them with the metric."""
+
+    def __init__(self, agent: Any, metric: Metric, cache: EvalCache, budget: Budget, *, jobs: int = 1,
+                 complete: Callable[..., Any] | None = None, on_answer: Callable[[], None] | None = None) -> None:
+        self.agent = agent
+        self.metric = metric
+        self.cache = cache
+        self.budget = budget
+        self.jobs = max(1, jobs)
+        self.complete = complete
+        self.on_answer = on_answer
+
+    def answer(self, prompt: Any, example: Example, prompt_hash: str | None = None) -> Answer:
+        """The model's answer to one example (from the cache when it was paid for before)."""
+        key = EvalCache.key(prompt_hash or prompt_key(prompt), example_key(example))
+        cached = self.cache.get(key)
+        if cached is not None:
+            self.budget.charge(cached, paid=False)
+            return cached
+        self.budget.check()
+        answer = self._call(prompt, example)
+        self.cache.put(key, answer)
+        self.budget.charge(answer, paid=True)
+        if self.on_answer is not None:
+            self.on_answer()
+        return answer
+
+    def _call(self, prompt: Any, example: Example) -> Answer:
+        from rosetta.runtime.invoke import ModelCallError
+
+        try:
+            result = self.agent.run_prompt(prompt, example.inputs, complete=self.complete)
+        except ModelCallError as error:
+            calls = sum(1 for a in error.attempts if a.outcome in ("ok", "invalid"))
+            if error.kind in ("transient", "unavailable", "exhausted") or not error.attempts:
+                raise  # not the prompt's fault: stop rather than score the prompt 0
+            return Answer(None, "", False, max(calls, 1), 0.0, error=str(error.problems[0].message))
+        except RosettaError as error:  # an input guardrail refused the example
+            return Answer(None, "", False, 0, 0.0, error=str(error.problems[0].message))
+        calls = sum(1 for a in result.attempts if a.outcome in ("ok", "invalid"))
+        return Answer(result.data, result.raw, result.valid, max(calls, 1), float(result.cost or 0.0))
+
+    def answers(self, prompt: Any, examples: Sequence[Example]) -> list[Answer]:
+        """Answers in example order; ``jobs`` calls run at once."""
+        prompt_hash = prompt_key(prompt)
+        if self.jobs == 1 or len(examples) == 1:
+            return [self.answer(prompt, example, prompt_hash) for example in examples]
+        with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+            return list(pool.map(lambda example: self.answer(prompt, example, prompt_hash), examples))
+
+    def scores(self, prompt: Any, examples: Sequence[Example]) -> list[float]:
+        return [self.score(answer, example)
+                for answer, example in zip(self.answers(prompt, examples), examples, strict=True)]
+
+    def score(self, answer: Answer, example: Example) -> float:
+        """The metric's score; a judge's verdict is cached and charged like any other model answer."""
+        if not self.metric.needs_model or not answer.valid or answer.data is None:
+            return self.metric.score(answer.data, example.output, valid=answer.valid)
+        payload = json.dumps([self.metric.describe(), answer.data, example.output], sort_keys=True, default=str)
+        key = hashlib.sha256(("judge:" + payload).encode()).hexdigest()
+        cached = self.cache.get(key)
+        if cached is not None:
+            self.budget.charge(cached, paid=False)
+            return float(cached.data)
+        self.budget.check()
+        before = self.metric.model_calls()
+        value = self.metric.score(answer.data, example.output, valid=True)
+        verdict = Answer(value, "", True, max(self.metric.model_calls() - before, 1), 0.0)
+        self.cache.put(key, verdict)
+        self.budget.charge(verdict, paid=True)
+        return value

@@ -1,0 +1,265 @@
+"""Labeled examples: ``datasets/<agent>/{train,dev,test}.jsonl`` (or ``.csv``), or a hub dataset.
+
+Files are read with HF ``datasets``: JSONL through its ``text`` builder, one row per line, so every
+row keeps its exact content and line number (the ``json`` builder unifies rows into one Arrow
+schema, which adds ``null`` keys and turns ``7`` into ``7.0``); CSV through its ``csv`` builder.
+Every row is checked against the agent's signature — declared inputs present, output valid against
+the output schema, ids unique — and a bad row is reported with its file and line; nothing is
+silently dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rosetta.errors import Location, Problem, RosettaError
+
+SPLITS = ("train", "dev", "test")
+_ALIASES = {"dev": ("dev", "validation", "val"), "train": ("train",), "test": ("test",)}
+_MAX_LISTED = 20
+
+
+class DatasetError(RosettaError):
+    """Labeled examples are missing, unreadable or do not fit the agent's signature."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """One labeled row: the agent's inputs and the answer it should give."""
+
+    id: str
+    inputs: dict[str, Any]
+    output: Any
+    file: str = ""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class LabeledData:
+    """The three splits of one agent's examples, and a hash over all of them."""
+
+    train: tuple[Example, ...]
+    dev: tuple[Example, ...]
+    test: tuple[Example, ...]
+    source: str
+    sha256: str
+
+    def split(self, name: str) -> tuple[Example, ...]:
+        if name not in SPLITS:
+            raise DatasetError(Problem(f"unknown split {name!r}", field="split", expected=" | ".join(SPLITS)))
+        return getattr(self, name)
+
+    def summary(self) -> str:
+        return f"{len(self.train)} train / {len(self.dev)} dev / {len(self.test)} test from {self.source}"
+
+
+def default_location(datasets_dir: Path, agent: str, configured: str | None, root: Path) -> str:
+    """Where an agent's examples are: its ``evaluation.dataset`` if set, else ``datasets/<agent>/``."""
+    if configured:
+        return configured if configured.startswith("hub:") else str((root / configured).resolve())
+    return str(datasets_dir / agent)
+
+
+def load_labeled(signature: Any, location: str | Path, *, cache_dir: Path | None = None,
+                 required: tuple[str, ...] = SPLITS) -> LabeledData:
+    """Load and check every split at ``location`` (a folder, or ``hub:owner/name``).
+
+    ``required`` names the splits that must exist and be non-empty; raises :class:`DatasetError`
+    listing every bad row.
+    """
+    location = str(location)
+    if location.startswith("hub:"):
+        rows = _hub_rows(location[4:], cache_dir)
+    else:
+        rows = _folder_rows(Path(location), cache_dir)
+    problems: list[Problem] = []
+    splits: dict[str, tuple[Example, ...]] = {}
+    seen: dict[str, Location] = {}
+    for name in SPLITS:
+        examples = []
+        for file, line, row in rows.get(name, []):
+            example = _example(signature, name, file, line, row, problems)
+            if example is None:
+                continue
+            where = Location(file, line)
+            if example.id in seen:
+                problems.append(Problem(f"duplicate id {example.id!r} (first used at {seen[example.id]})", where,
+                                        field="id", hint="give every row a unique id"))
+                continue
+            seen[example.id] = where
+            examples.append(example)
+        splits[name] = tuple(examples)
+    missing = [name for name in required if not rows.get(name)]
+    if missing:
+        problems.append(Problem(
+            f"no {' / '.join(missing)} examples found", Location(location),
+            hint=f"write {', '.join(m + '.jsonl' for m in missing)} under {location} "
+                 '(one JSON object per line: {"id": ..., "inputs": {...}, "output": ...})'))
+    if problems:
+        shown = problems[:_MAX_LISTED]
+        if len(problems) > _MAX_LISTED:
+            shown.append(Problem(f"... and {len(problems) - _MAX_LISTED} more problems", Location(location)))
+        raise DatasetError(shown)
+    digest = hashlib.sha256()
+    for name in SPLITS:
+        for example in splits[name]:
+            digest.update(json.dumps([name, example.id, example.inputs, example.output], sort_keys=True,
+                                     ensure_ascii=False, separators=(",", ":")).encode())
+            digest.update(b"\n")
+    return LabeledData(splits["train"], splits["dev"], splits["test"], location, digest.hexdigest())
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def _folder_rows(folder: Path, cache_dir: Path | None) -> dict[str, list[tuple[str, int, Any]]]:
+    if not folder.is_dir():
+        raise DatasetError(Problem(f"no dataset folder {folder}", Location(str(folder)),
+                                   hint="create it with train.jsonl, dev.jsonl and test.jsonl, or point "
+                                        "evaluation.dataset / --dataset at another folder"))
+    rows: dict[str, list[tuple[str, int, Any]]] = {}
+    for split in SPLITS:
+        for alias in _ALIASES[split]:
+            jsonl, csv = folder / f"{alias}.jsonl", folder / f"{alias}.csv"
+            if jsonl.exists():
+                rows[split] = _jsonl_rows(jsonl, cache_dir)
+                break
+            if csv.exists():
+                rows[split] = _csv_rows(csv, cache_dir)
+                break
+    return rows
+
+
+def _hf() -> Any:
+    import datasets
+
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
+    return datasets
+
+
+def _jsonl_rows(path: Path, cache_dir: Path | None) -> list[tuple[str, int, Any]]:
+    lines = _hf().load_dataset("text", data_files={"rows": str(path)}, split="rows", cache_dir=_hf_cache(cache_dir))
+    rows = []
+    for number, record in enumerate(lines, start=1):
+        text = record["text"]
+        if not text.strip():
+            continue
+        try:
+            rows.append((str(path), number, json.loads(text)))
+        except json.JSONDecodeError as exc:
+            rows.append((str(path), number, _Unreadable(f"invalid JSON: {exc.msg} (column {exc.colno})")))
+    return rows
+
+
+def _csv_rows(path: Path, cache_dir: Path | None) -> list[tuple[str, int, Any]]:
+    import csv
+
+    hf = _hf()
+    try:
+        with path.open(encoding="utf-8", newline="") as stream:
+            header = next(csv.reader(stream), [])
+        # every column as text: the output column holds JSON, and "NA" or "1.0" must stay as written
+        features = hf.Features({name: hf.Value("string") for name in header})
+        table = hf.load_dataset("csv", data_files={"rows": str(path)}, split="rows", cache_dir=_hf_cache(cache_dir),
+                                features=features, keep_default_na=False)
+    except Exception as exc:  # pandas/pyarrow raise many classes for a malformed file
+        raise DatasetError(Problem(f"cannot read CSV: {exc}", Location(str(path)))) from None
+    rows = []
+    for number, record in enumerate(table, start=2):  # line 1 is the header (a quoted multi-line cell shifts this)
+        row: dict[str, Any] = {"inputs": {}, "id": record.pop("id", None) or None}
+        if "output" not in record:
+            rows.append((str(path), number, _Unreadable("CSV files need an 'output' column (JSON text for "
+                                                        "structured agents)")))
+            continue
+        output = record.pop("output")
+        try:
+            row["output"] = json.loads(output) if output.strip()[:1] in ("{", "[") else output
+        except json.JSONDecodeError as exc:
+            rows.append((str(path), number, _Unreadable(f"output column is not valid JSON: {exc.msg}")))
+            continue
+        row["inputs"] = {key: value for key, value in record.items() if value != ""}
+        rows.append((str(path), number, row))
+    return rows
+
+
+def _hub_rows(name: str, cache_dir: Path | None) -> dict[str, list[tuple[str, int, Any]]]:
+    try:
+        loaded = _hf().load_dataset(name, cache_dir=_hf_cache(cache_dir))
+    except Exception as exc:  # offline, unknown name, private: the hub client raises many classes
+        raise DatasetError(Problem(f"cannot load hub dataset {name!r}: {exc}", Location(f"hub:{name}"),
+                                   hint="check the name and the network, or copy the data under datasets/")) from None
+    rows: dict[str, list[tuple[str, int, Any]]] = {}
+    for split in SPLITS:
+        found = next((alias for alias in _ALIASES[split] if alias in loaded), None)
+        if found is not None:
+            rows[split] = [(f"hub:{name}[{found}]", number, dict(record))
+                           for number, record in enumerate(loaded[found], start=1)]
+    return rows
+
+
+def _hf_cache(cache_dir: Path | None) -> str | None:
+    return str(cache_dir / "hf-datasets") if cache_dir is not None else None
+
+
+class _Unreadable:
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+# -- checking --------------------------------------------------------------------------------
+
+
+def _example(signature: Any, split: str, file: str, line: int, row: Any, problems: list[Problem]) -> Example | None:
+    where = Location(file, line)
+    if isinstance(row, _Unreadable):
+        problems.append(Problem(row.message, where))
+        return None
+    if not isinstance(row, dict) or not isinstance(row.get("inputs"), dict) or "output" not in row:
+        problems.append(Problem("each row must be an object with 'inputs' (an object) and 'output'", where,
+                                hint='e.g. {"id": "ex1", "inputs": {"report": "..."}, "output": {...}}'))
+        return None
+    declared = {field.name: field for field in signature.inputs}
+    inputs = {key: value for key, value in row["inputs"].items() if value is not None}
+    unknown = sorted(set(inputs) - set(declared))
+    if unknown:
+        problems.append(Problem(f"undeclared inputs {unknown}", where, field="inputs",
+                                expected=f"only {sorted(declared)}"))
+        return None
+    absent = [name for name, field in declared.items() if field.required and name not in inputs]
+    if absent:
+        problems.append(Problem(f"missing required inputs {absent}", where, field="inputs"))
+        return None
+    output = row["output"]
+    if signature.output_schema is not None:
+        error = _schema_error(signature.output_schema, output)
+        if error is not None:
+            problems.append(Problem(f"output does not fit the agent's output schema: {error}", where, field="output",
+                                    hint="fix the expected answer (or the schema, if the data is right)"))
+            return None
+    elif not isinstance(output, str):
+        problems.append(Problem("output must be text for an agent without an output schema", where, field="output"))
+        return None
+    identifier = row.get("id")
+    return Example(str(identifier) if identifier not in (None, "") else f"{split}-{line}", inputs, output, file, line)
+
+
+def _schema_error(schema: dict[str, Any], value: Any) -> str | None:
+    from jsonschema import Draft202012Validator
+
+    key = json.dumps(schema, sort_keys=True)
+    validator = _validators.get(key)
+    if validator is None:
+        validator = _validators[key] = Draft202012Validator(schema)
+    error = next(iter(sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))), None)
+    if error is None:
+        return None
+    path = "/".join(str(p) for p in error.absolute_path)
+    return f"{path + ': ' if path else ''}{error.message}"
+
+
+_validators: dict[str, Any] = {}

@@ -1,0 +1,175 @@
+"""Scoring one answer against its label: a number in [0, 1].
+
+Built in: ``exact`` (canonical JSON or normalized text equality), ``fields`` (per-field match with
+partial credit for nested objects and lists), ``schema_valid``, ``numeric`` (within a relative
+tolerance), ``judge`` (an LLM grades binary rubric criteria: pass 1, fail 0, indeterminate ½) and
+any ``module:function`` taking ``(predicted, expected)`` and returning a bool or a float in [0, 1].
+An answer that never validated scores 0 under every metric but ``schema_valid``'s own definition.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rosetta.errors import Problem, UsageError
+
+BUILT_IN = ("exact", "fields", "schema_valid", "numeric", "judge")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A named scoring rule; ``score`` returns a float in [0, 1]."""
+
+    name: str
+    score_fn: Callable[[Any, Any], float]
+    needs_model: bool = False  # the judge makes its own model calls
+    settings: dict[str, Any] = field(default_factory=dict)
+    model_calls: Callable[[], int] = lambda: 0  # calls the metric itself has made so far
+
+    def score(self, predicted: Any, expected: Any, *, valid: bool = True) -> float:
+        if self.name == "schema_valid":
+            return 1.0 if valid else 0.0
+        if not valid or predicted is None:
+            return 0.0
+        value = self.score_fn(predicted, expected)
+        if isinstance(value, bool):
+            return float(value)
+        if not isinstance(value, (int, float)) or math.isnan(value) or not 0.0 <= value <= 1.0:
+            raise UsageError(Problem(f"metric {self.name} returned {value!r}", field="metric",
+                                     expected="a bool or a number between 0 and 1"))
+        return float(value)
+
+    def describe(self) -> dict[str, Any]:
+        """Plain data for artifacts: the name and the settings that change scores."""
+        return {"name": self.name, **self.settings}
+
+
+def resolve_metric(name: str | None, evaluation: Any, signature: Any, *, judge: Callable[..., float] | None = None
+                   ) -> Metric:
+    """The metric called ``name`` (or the definition's ``evaluation.metric``, or the default)."""
+    name = name or getattr(evaluation, "metric", None) or ("fields" if signature.output_schema else "exact")
+    tolerance = float(getattr(evaluation, "tolerance", 0.0) or 0.0)
+    weights = dict(getattr(evaluation, "fields", {}) or {})
+    if name == "exact":
+        return Metric("exact", exact_match)
+    if name == "fields":
+        unknown = sorted(set(weights) - set((signature.output_schema or {}).get("properties", {})))
+        if unknown:
+            raise UsageError(Problem(f"evaluation.fields names {unknown}, which the output schema lacks",
+                                     field="evaluation.fields"))
+        settings: dict[str, Any] = {"fields": weights} if weights else {}
+        if tolerance:
+            settings["tolerance"] = tolerance
+        return Metric("fields", lambda p, e: field_match(p, e, weights=weights, tolerance=tolerance), settings=settings)
+    if name == "schema_valid":
+        return Metric("schema_valid", lambda p, e: 1.0)
+    if name == "numeric":
+        return Metric("numeric", lambda p, e: numeric_match(p, e, tolerance), settings={"tolerance": tolerance})
+    if name == "judge":
+        rubric = list(getattr(evaluation, "rubric", []) or [])
+        if not rubric:
+            raise UsageError(Problem("the judge metric needs rubric criteria", field="evaluation.rubric",
+                                     hint="list binary criteria under evaluation.rubric in the frontmatter"))
+        if judge is None:
+            raise UsageError(Problem("the judge metric needs a judge model", field="evaluation.judge"))
+        return Metric("judge", lambda p, e: judge(p, e, rubric), needs_model=True,
+                      settings={"rubric": rubric, "judge": getattr(judge, "model", None)},
+                      model_calls=lambda: int(getattr(judge, "calls", 0)))
+    if ":" in name:
+        return Metric(name, _import_metric(name))
+    raise UsageError(Problem(f"unknown metric {name!r}", field="metric",
+                             expected=" | ".join(BUILT_IN) + " | module:function"))
+
+
+def _import_metric(reference: str) -> Callable[[Any, Any], float]:
+    module_name, _, attribute = reference.partition(":")
+    try:
+        function = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(Problem(f"cannot import metric {reference!r}: {exc}", field="metric",
+                                 hint="name an importable function as module:function (the project root is on "
+                                      "sys.path)")) from None
+    if not callable(function):
+        raise UsageError(Problem(f"metric {reference!r} is not callable", field="metric"))
+    return function
+
+
+# -- the built-in rules ----------------------------------------------------------------------
+
+
+def _normal(value: Any) -> Any:
+    if isinstance(value, str):
+        return re.sub(r"\s+", " ", value).strip().casefold()
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, Mapping):
+        return {key: _normal(item) for key, item in value.items() if item is not None}
+    if isinstance(value, (list, tuple)):
+        return [_normal(item) for item in value]
+    return value
+
+
+def exact_match(predicted: Any, expected: Any) -> float:
+    """1 when equal after normalizing whitespace, case, number types and absent-vs-null keys."""
+    return 1.0 if json.dumps(_normal(predicted), sort_keys=True) == json.dumps(_normal(expected), sort_keys=True) \
+        else 0.0
+
+
+def numeric_match(predicted: Any, expected: Any, tolerance: float) -> float:
+    """1 when ``|p − e| ≤ tolerance × max(|e|, 1)``; non-numbers compare exactly."""
+    if isinstance(predicted, (int, float)) and isinstance(expected, (int, float)) \
+            and not isinstance(predicted, bool) and not isinstance(expected, bool):
+        return 1.0 if abs(predicted - expected) <= tolerance * max(abs(expected), 1.0) + 1e-12 else 0.0
+    return exact_match(predicted, expected)
+
+
+def field_match(predicted: Any, expected: Any, *, weights: Mapping[str, float] | None = None,
+                tolerance: float = 0.0) -> float:
+    """Partial credit: objects average their keys (``weights`` at the top level), lists pair items."""
+    if isinstance(expected, Mapping):
+        if not isinstance(predicted, Mapping):
+            return 0.0
+        if weights:
+            keys = {key: float(weight) for key, weight in weights.items() if weight > 0}
+        else:
+            present = [k for k in expected if expected[k] not in (None, [])]
+            present += [k for k in predicted if predicted[k] not in (None, []) and k not in expected]
+            keys = dict.fromkeys(dict.fromkeys(present), 1.0)
+        total = sum(keys.values())
+        if not total:
+            return 1.0
+        return sum(w * field_match(predicted.get(k), expected.get(k), tolerance=tolerance)
+                   for k, w in keys.items()) / total
+    if isinstance(expected, list) or isinstance(predicted, list):
+        # an absent (or null) list means "none": it matches an empty one
+        expected, predicted = ([] if expected is None else expected), ([] if predicted is None else predicted)
+        if not isinstance(predicted, list) or not isinstance(expected, list):
+            return 0.0
+        return _list_match(predicted, expected, tolerance)
+    if expected is None or predicted is None:
+        return 1.0 if expected is None and predicted is None else 0.0
+    return numeric_match(predicted, expected, tolerance)
+
+
+def _list_match(predicted: list, expected: list, tolerance: float) -> float:
+    """Greedy best pairing of items, order ignored; unmatched items on either side cost credit."""
+    if not predicted and not expected:
+        return 1.0
+    remaining = list(predicted)
+    total = 0.0
+    for want in expected:
+        if not remaining:
+            break
+        scores = [field_match(got, want, tolerance=tolerance) for got in remaining]
+        best = max(range(len(scores)), key=scores.__getitem__)
+        total += scores[best]
+        remaining.pop(best)
+    return total / max(len(predicted), len(expected))

@@ -1,0 +1,289 @@
+"""``rosetta compile --optimize`` and ``rosetta evaluate`` for one agent on one model.
+
+An optimized artifact has the same ``inputs_sha256`` as the plain render of the same definition,
+adapter and model — so a plain ``rosetta compile`` keeps it while those are unchanged — and records
+in its provenance what the search used (dataset hash, metric, seed, settings) and found (knobs,
+dev and test scores, calls and cost). ``--optimize`` re-runs only when one of those changed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rosetta.compile.optimize.labeled import LabeledData, default_location, load_labeled
+from rosetta.compile.optimize.metrics import Metric, resolve_metric
+from rosetta.compile.optimize.study import SearchSettings, SearchStatus, estimate, run_search
+from rosetta.errors import Problem, UsageError
+
+OPTIMIZERS = ("rosetta", "dspy-mipro", "dspy-bootstrap")
+
+
+@dataclass(frozen=True)
+class OptimizeRequest:
+    """One ``compile --optimize`` target."""
+
+    definition: Path
+    model: str
+    settings: SearchSettings = SearchSettings()
+    metric: str | None = None
+    dataset: str | None = None
+    optimizer: str = "rosetta"
+    force: bool = False
+    dry_run: bool = False
+
+
+@dataclass
+class OptimizeReport:
+    """What happened: written, up to date, a worker's share, or a dry-run estimate."""
+
+    agent: str
+    model: str
+    status: str  # "written" | "up to date" | "worker done" | "dry run"
+    artifact: str | None = None
+    outcome: Any = None
+    estimate: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+@dataclass
+class Context:
+    """The loaded pieces every optimizer backend needs."""
+
+    signature: Any
+    definition: Any
+    model: Any
+    adapter: Any
+    data: LabeledData
+    metric: Metric
+    agent: Any
+    settings: Any  # rosetta.config.Settings
+    project_state: Path  # <root>/.rosetta: study journals and the evaluation cache
+
+
+def load_context(definition_path: Path, model_name: str, *, settings: Any, metric: str | None = None,
+                 dataset: str | None = None, adapters: dict[str, Any] | None = None) -> Context:
+    from rosetta.definition.loader import load_definition
+    from rosetta.providers.adapter import load_adapters
+    from rosetta.providers.catalog import load_catalog
+    from rosetta.runtime.agent import load
+    from rosetta.signature import lower
+
+    definition = load_definition(definition_path, root=settings.root, section_roles=dict(settings.section_roles))
+    signature = lower(definition)
+    adapters = adapters if adapters is not None else load_adapters(settings.adapter_dirs)
+    model = load_catalog().resolve(model_name, adapters)
+    evaluation = definition.spec.evaluation
+    location = dataset or default_location(settings.datasets_dir, signature.name, evaluation.dataset, settings.root)
+    data = load_labeled(signature, location, cache_dir=settings.cache_dir)
+    agent = load(definition_path, project=settings.root)
+    metric_ = resolve_metric(metric, evaluation, signature, judge=_judge_for(settings, evaluation, model.id))
+    return Context(signature, definition, model, adapters[model.adapter], data, metric_, agent, settings,
+                   settings.root / ".rosetta")
+
+
+def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[SearchStatus], None] | None = None,
+             complete: Any = None, proposer_complete: Any = None) -> OptimizeReport:
+    """Run one optimization and write its artifact (see the module docstring)."""
+    from rosetta.compile.artifact import Artifact, Provenance, dump_artifact, parse_artifact
+    from rosetta.compile.compiler import (COMPILER_VERSION, CompileOptions, _target_inputs, artifact_path,
+                                          model_fingerprint, publish, relative_to)
+    from rosetta.compile.optimize.cache import EvalCache
+    from rosetta.signature import source_digest
+
+    if request.optimizer not in OPTIMIZERS:
+        raise UsageError(Problem(f"unknown optimizer {request.optimizer!r}", field="--optimizer",
+                                 expected=" | ".join(OPTIMIZERS)))
+    started = time.monotonic()
+    context = load_context(request.definition, request.model, settings=settings, metric=request.metric,
+                           dataset=request.dataset)
+    signature, model, adapter = context.signature, context.model, context.adapter
+    search = request.settings
+    identity = {"optimizer": request.optimizer, "dataset_sha256": context.data.sha256,
+                "metric": context.metric.describe(), **search.identity(), "trials": search.trials,
+                "max_calls": search.max_calls, "max_cost": search.max_cost}
+    options = CompileOptions(out=settings.compiled_dir, root=settings.root, adapters={adapter.name: adapter},
+                             section_roles=dict(settings.section_roles))
+    source_sha = source_digest(context.definition)
+    inputs_sha = _target_inputs(source_sha, model, adapter, {}, options)
+    path = artifact_path(settings.compiled_dir, signature.name, model.id)
+    report = OptimizeReport(signature.name, model.id, "", str(path))
+    if request.dry_run:
+        report.status = "dry run"
+        report.estimate = {**estimate(context.data, search, signature), "cost_usd": _cost_estimate(context, search)}
+        report.notes.append(context.data.summary())
+        return report
+    if not request.force and not search.worker and path.exists():
+        try:
+            existing = parse_artifact(path.read_text(encoding="utf-8"), path=str(path))
+        except Exception:  # unreadable or tampered: optimize again
+            existing = None
+        if existing is not None and existing.provenance.inputs_sha256 == inputs_sha \
+                and existing.provenance.optimizer.get("identity") == identity:
+            report.status = "up to date"
+            return report
+    cache = EvalCache(context.project_state / "eval-cache.sqlite")
+    journal = context.project_state / "studies" / signature.name / (model.id.replace("/", "__") + ".journal")
+    if request.optimizer == "rosetta":
+        outcome = run_search(context.agent, signature, model, adapter, context.data, context.metric, search,
+                             cache=cache, default_storage=journal, complete=complete,
+                             proposer_complete=proposer_complete, on_status=on_status,
+                             identity={"dataset": context.data.sha256, "metric": context.metric.describe(),
+                                       "source": source_sha, "model": model_fingerprint(model)})
+    else:
+        from rosetta.compile.optimize.dspy_backend import run_dspy
+
+        outcome = run_dspy(request.optimizer, context, search, cache=cache, complete=complete, on_status=on_status)
+    report.wall_s = time.monotonic() - started
+    if outcome is None:
+        report.status = "worker done"
+        return report
+    artifact = Artifact(
+        agent=signature.name, version=signature.version, model=model.id, adapter=adapter.name,
+        provenance=Provenance(
+            inputs_sha256=inputs_sha, source_sha256=source_sha,
+            source_files=tuple(relative_to(f, settings.root) for f in context.definition.source.files),
+            adapter_sha256=adapter.sha256, model_sha256=model_fingerprint(model), compiler_version=COMPILER_VERSION,
+            knobs=_chosen_knobs(outcome),
+            dataset_sha256=context.data.sha256,
+            scores=_scores(outcome, context),
+            budget={"calls": outcome.calls, "cost_usd": round(outcome.cost, 6), "test_calls": outcome.test_calls,
+                    **({"stopped": outcome.stopped} if outcome.stopped else {})},
+            optimizer={"name": request.optimizer, "identity": identity, "study": outcome.study,
+                       "trials": outcome.trials, "pruned": outcome.pruned, "space": outcome.space,
+                       "proposer": outcome.proposals.describe(), **({"notes": outcome.notes} if outcome.notes
+                                                                    else {})},
+        ),
+        prompt=outcome.prompt,
+    )
+    publish(path, dump_artifact(artifact), settings.compiled_dir)
+    report.status = "written"
+    report.outcome = outcome
+    report.notes = list(outcome.notes)
+    return report
+
+
+def _chosen_knobs(outcome: Any) -> dict[str, Any]:
+    knobs = outcome.prompt.knobs.to_dict()
+    if knobs.get("instructions") is None:
+        knobs.pop("instructions", None)
+    return {key: value for key, value in knobs.items() if value is not None}
+
+
+def _scores(outcome: Any, context: Context) -> dict[str, Any]:
+    def rounded(value: float | None) -> float | None:
+        return None if value is None else round(value, 6)
+
+    scores: dict[str, Any] = {"metric": context.metric.name, "dev": rounded(outcome.dev_score),
+                              "test": rounded(outcome.test_score), "dev_examples": len(context.data.dev),
+                              "test_examples": len(context.data.test)}
+    if outcome.baseline_dev is not None:
+        scores["baseline_dev"] = rounded(outcome.baseline_dev)
+    if outcome.baseline_test is not None:
+        scores["baseline_test"] = rounded(outcome.baseline_test)
+    return scores
+
+
+def _cost_estimate(context: Context, search: SearchSettings) -> float:
+    """USD for the upper-bound number of calls, from litellm's prices (0 when unknown or local)."""
+    from rosetta.compile.optimize.study import estimate as calls_estimate
+    from rosetta.render.render import render
+
+    calls = calls_estimate(context.data, search, context.signature)["total"]
+    prompt = render(context.signature, context.model, adapters={context.adapter.name: context.adapter})
+    try:
+        from rosetta.providers.litellm_offline import import_litellm
+
+        litellm = import_litellm()
+        info = litellm.get_model_info(context.model.id)
+        per_call = prompt.tokens.get("total", 0) * float(info.get("input_cost_per_token") or 0) \
+            + prompt.generation.get("max_tokens", 0) * float(info.get("output_cost_per_token") or 0)
+    except Exception:  # litellm does not know the model's price
+        return 0.0
+    return round(calls * per_call, 4)
+
+
+def _judge_for(settings: Any, evaluation: Any, model_id: str) -> Callable[..., float] | None:
+    """The judge metric's grader: the project's rubric-reviewer agent on ``evaluation.judge``."""
+    if evaluation.metric != "judge":
+        return None
+    from rosetta.compile.optimize.judge import RubricJudge
+
+    return RubricJudge(settings.root, evaluation.judge or model_id)
+
+
+# -- rosetta evaluate -----------------------------------------------------------------------------------
+
+
+@dataclass
+class EvaluationReport:
+    agent: str
+    model: str
+    split: str
+    metric: str
+    score: float
+    examples: int
+    valid: int
+    calls: int
+    selection: str  # what the runtime used: artifact path, or "uncompiled: why"
+    recorded: float | None  # the artifact's recorded score for this split
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "test", metric: str | None = None,
+             dataset: str | None = None, uncompiled: bool = False, jobs: int = 1, complete: Any = None,
+             on_progress: Callable[[int, int], None] | None = None) -> EvaluationReport:
+    """Score what the runtime would send for ``model`` (its artifact, or the fallback render) on a split."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rosetta.runtime.invoke import ModelCallError
+
+    context = load_context(definition, model_name, settings=settings, metric=metric, dataset=dataset)
+    agent, examples = context.agent, context.data.split(split)
+    selection = agent.explain(context.model.id)
+    if uncompiled:
+        prompt = agent._render_uncompiled(context.model)
+        used = "uncompiled render (--uncompiled)"
+    else:
+        prompt = selection.prompt
+        used = selection.artifact or f"uncompiled: {selection.reason}"
+    recorded = None
+    if selection.artifact and not uncompiled:
+        from rosetta.compile.artifact import parse_artifact
+
+        artifact = parse_artifact(Path(selection.artifact).read_text(encoding="utf-8"), path=selection.artifact)
+        recorded = artifact.provenance.scores.get(split)
+    done = 0
+
+    def one(example: Any) -> dict[str, Any]:
+        nonlocal done
+        try:
+            result = agent.run_prompt(prompt, example.inputs, complete=complete, label=used)
+            data, valid, calls = result.data, result.valid, sum(1 for a in result.attempts
+                                                                 if a.outcome in ("ok", "invalid"))
+            error = None
+        except ModelCallError as failure:
+            if failure.kind in ("transient", "unavailable", "exhausted"):
+                raise
+            data, valid, calls, error = None, False, len(failure.attempts), failure.problems[0].message
+        except UsageError as failure:
+            data, valid, calls, error = None, False, 0, failure.problems[0].message
+        score = context.metric.score(data, example.output, valid=valid)
+        done += 1
+        if on_progress is not None:
+            on_progress(done, len(examples))
+        return {"id": example.id, "score": score, "valid": valid, "calls": calls, "output": data,
+                "expected": example.output, **({"error": error} if error else {})}
+
+    if jobs > 1:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            rows = list(pool.map(one, examples))
+    else:
+        rows = [one(example) for example in examples]
+    score = sum(r["score"] for r in rows) / len(rows) if rows else 0.0
+    return EvaluationReport(context.signature.name, context.model.id, split, context.metric.name, score, len(rows),
+                            sum(1 for r in rows if r["valid"]), sum(r["calls"] for r in rows), used, recorded, rows)

@@ -1,0 +1,56 @@
+"""Two processes share one PostgreSQL-backed optuna study: `rosetta compile --optimize --storage
+postgresql://...` plus a `rosetta optimize --worker` — trials are split between them, none is
+evaluated twice, and the compile process writes the artifact."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import optuna
+import pytest
+from pg_server import PostgresServer
+from scripted_model import write_toy_project
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def postgres() -> str:
+    with PostgresServer() as server:
+        yield server.url
+
+
+def test_two_workers_share_one_study_without_duplicating_trials(tmp_path: Path, postgres: str) -> None:
+    root = tmp_path / "toy"
+    root.mkdir()
+    write_toy_project(root, dev=20)
+    log = tmp_path / "calls.log"
+    env = {**os.environ, "PYTHONPATH": str(TESTS), "SCRIPTED_LOG": str(log), "SCRIPTED_DELAY": "0.01"}
+    shared = ["--model", "scripted/toy", "--storage", postgres, "--trials", "14", "--proposer", "none"]
+    main = subprocess.Popen([sys.executable, "-m", "scripted_model", "compile", "signatures/toy-sorter.md",
+                             "--optimize", *shared], cwd=root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    worker = subprocess.Popen([sys.executable, "-m", "scripted_model", "optimize", "toy-sorter", "--worker",
+                               *shared], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    main_out, main_err = main.communicate(timeout=300)
+    worker_out, worker_err = worker.communicate(timeout=300)
+    assert main.returncode == 0, main_err
+    assert worker.returncode == 0, worker_err
+    assert "worker done" in worker_out and "optimized toy-sorter" in main_out
+    assert (root / "compiled/toy-sorter/scripted/toy.yaml").exists()
+
+    storage = optuna.storages.RDBStorage(postgres)
+    (summary,) = optuna.get_all_study_summaries(storage)
+    trials = optuna.load_study(study_name=summary.study_name, storage=storage).get_trials()
+    finished = [t for t in trials if t.state.name in ("COMPLETE", "PRUNED")]
+    assert len(finished) == 14
+    assert len({t.user_attrs["pid"] for t in finished}) == 2  # both processes ran trials
+    evaluated = [t.user_attrs["prompt_sha256"] for t in finished if "duplicate_of" not in t.user_attrs]
+    assert len(evaluated) == len(set(evaluated))  # no prompt was evaluated by two trials
+    asked = Counter(line.split()[2] for line in log.read_text().splitlines())
+    assert max(asked.values()) == 1  # and no model call was made twice
+    assert sum(1 for t in finished if t.user_attrs.get("default")) == 1  # the default render ran once

@@ -1,0 +1,234 @@
+"""A deterministic scripted model for optimizer tests: the litellm custom provider ``scripted/``.
+
+Its answers depend on the prompt's content in these documented ways, so a test knows exactly which
+prompt variant is best and what each one scores.
+
+``scripted/toy`` answers the toy sorting agent (input ``text``; output ``{"label": ...}``). Every
+example text names one topic (a word of :data:`TOPICS`); the right label is ``TOPICS[topic]``.
+
+1. If any message contains :data:`RULEBOOK` (only one proposed instruction does), it knows every
+   topic's label: always right.
+2. Otherwise, if a demo (a user message before the last one, followed by an assistant answer)
+   mentions the question's topic, it copies that demo's label: right when the demo is.
+3. Otherwise it answers ``alpha`` (right for the alpha topics only).
+
+When the prompt is in DSPy's chat format (it holds ``[[ ## answer ## ]]``), the same answer comes
+back in that format, as ``answer`` followed by ``completed``.
+
+``scripted/proposer`` answers instruction-proposal requests: proposal 1 is not JSON, proposal 2 is
+a valid instruction containing :data:`RULEBOOK`, proposal 3 is too short, later ones repeat 1.
+``scripted/garbage`` answers every request with text no one can parse. ``scripted/judge`` answers
+rubric reviews (the rubric-reviewer agent's schema): C1 passes when the graded answer's label
+equals the reference's, fails otherwise; every other criterion is indeterminate.
+
+Environment, for tests that run rosetta in a subprocess (``python -m scripted_model ARGS`` runs
+the ``rosetta`` command with this provider registered): ``SCRIPTED_LOG`` (a file; one line per
+call: model and a hash of the messages), ``SCRIPTED_DELAY`` (seconds per call) and
+``SCRIPTED_KILL_AFTER`` (SIGKILL this process at that call: a crash in the middle of a study).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import threading
+import time
+from typing import Any
+
+from rosetta.providers.litellm_offline import import_litellm
+
+litellm = import_litellm()  # rosetta's way in: the offline model map, no network at import
+
+from litellm.llms.custom_llm import CustomLLM  # noqa: E402
+
+TOPICS = {
+    "apples": "alpha", "bricks": "beta", "clouds": "gamma", "drums": "delta",
+    "eagles": "beta", "forks": "gamma", "grapes": "delta", "hats": "alpha",
+}
+RULEBOOK = "SECRET-RULEBOOK"
+GOOD_INSTRUCTION = (f"You sort short notes by topic. Consult the {RULEBOOK}: every topic has exactly one label, "
+                    "and the label follows from the topic alone. Read the note, find its topic, and answer with "
+                    "that topic's label as JSON.")
+
+_lock = threading.Lock()
+calls = 0
+
+
+def _topic(text: str) -> str | None:
+    return next((word for word in re.findall(r"[a-z]+", text.lower()) if word in TOPICS), None)
+
+
+def toy_answer(messages: list[dict[str, Any]]) -> str:
+    """The toy model's answer (see the module docstring)."""
+    texts = [str(m.get("content") or "") for m in messages]
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    topic = _topic(_input_text(texts[last_user]))
+    if any(RULEBOOK in text for text in texts):
+        return json.dumps({"label": TOPICS.get(topic or "", "alpha")})
+    for i in range(last_user - 1):
+        if messages[i]["role"] == "user" and messages[i + 1]["role"] == "assistant" \
+                and topic is not None and _topic(_input_text(texts[i])) == topic:
+            return texts[i + 1]
+    return json.dumps({"label": "alpha"})
+
+
+def _input_text(message: str) -> str:
+    """The example's own text in a rendered user turn (after its input label)."""
+    return message.split("TEXT:", 1)[-1] if "TEXT:" in message else message
+
+
+def judge_answer(messages: list[dict[str, Any]]) -> str:
+    text = messages[-1]["content"]
+    labels = re.findall(r'"label": "(\w+)"', text)
+    criteria = re.findall(r"^(C\d+):", text, re.MULTILINE)
+    right = len(labels) >= 2 and labels[0] == labels[1]
+    verdicts = [{"id": c, "verdict": ("pass" if right else "fail") if c == "C1" else "indeterminate",
+                 "reasoning": "compared the labels", "confidence": 0.9} for c in criteria]
+    overall = "fail" if not right else "indeterminate" if len(criteria) > 1 else "pass"
+    return json.dumps({"verdict": overall, "criteria": verdicts, "issues": [], "suggested_fixes": []})
+
+
+def proposer_answer(messages: list[dict[str, Any]]) -> str:
+    number = int(re.search(r"candidate (\d+)", messages[-1]["content"]).group(1))
+    if number == 2:
+        return json.dumps({"instruction": GOOD_INSTRUCTION})
+    if number == 3:
+        return json.dumps({"instruction": "Sort it."})
+    return "Sure! Here are some great instructions: sort well, be accurate"
+
+
+class ScriptedLLM(CustomLLM):
+    def completion(self, *args: Any, **kwargs: Any) -> Any:
+        global calls
+        model = kwargs["model"]
+        messages = kwargs["messages"]
+        with _lock:
+            calls += 1
+            number = calls
+        log = os.environ.get("SCRIPTED_LOG")
+        if log:
+            digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:16]
+            with open(log, "a", encoding="utf-8") as stream:
+                stream.write(f"{os.getpid()} {model} {digest}\n")
+        if os.environ.get("SCRIPTED_DELAY"):
+            time.sleep(float(os.environ["SCRIPTED_DELAY"]))
+        kill_after = os.environ.get("SCRIPTED_KILL_AFTER")
+        if kill_after and number >= int(kill_after):
+            os.kill(os.getpid(), signal.SIGKILL)
+        name = model.split("/", 1)[-1]
+        if name == "proposer":
+            text = proposer_answer(messages)
+        elif name == "garbage":
+            text = "<<<>>> ??? {{{ not an answer"
+        elif name == "judge":
+            text = judge_answer(messages)
+        else:
+            text = toy_answer(messages)
+            if any("[[ ## answer ## ]]" in str(m.get("content") or "") for m in messages):
+                text = f"[[ ## answer ## ]]\n{text}\n\n[[ ## completed ## ]]"
+        response = kwargs["model_response"]
+        response.choices[0].message.content = text
+        response.choices[0].finish_reason = "stop"
+        response.model = model
+        response.usage = litellm.Usage(prompt_tokens=10, completion_tokens=5, total_tokens=15)
+        return response
+
+    async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
+        return self.completion(*args, **kwargs)
+
+
+def register() -> None:
+    """Install the provider (idempotent); rosetta's own litellm set-up keeps it."""
+    from litellm.utils import custom_llm_setup
+
+    from rosetta.providers.litellm_offline import import_litellm
+
+    module = import_litellm()
+    if not any(entry.get("provider") == "scripted" for entry in module.custom_provider_map or []):
+        module.custom_provider_map = [*(module.custom_provider_map or []),
+                                      {"provider": "scripted", "custom_handler": ScriptedLLM()}]
+        custom_llm_setup()
+    module.register_model({f"scripted/{name}": {
+        "litellm_provider": "scripted", "mode": "chat", "max_input_tokens": 32000, "max_output_tokens": 512,
+        "input_cost_per_token": 0.000001, "output_cost_per_token": 0.000002,
+    } for name in ("toy", "proposer", "garbage", "judge")})
+
+
+TOY_AGENT = """\
+---
+name: toy-sorter
+version: "1.0.0"
+description: Sorts short notes into one of four labels by topic.
+identity:
+  role: Note Sorter
+capabilities:
+  required_features: [structured_output]
+output:
+  schema:
+    type: object
+    properties:
+      label: {type: string, enum: [alpha, beta, gamma, delta]}
+    required: [label]
+    additionalProperties: false
+  required: true
+inputs:
+  text: {type: string, description: The note to sort.}
+generation_params:
+  default: {temperature: 0.0, max_output_tokens: 50}
+evaluation:
+  metric: exact
+portability:
+  enabled: true
+  model_preferences: [scripted/toy]
+  reasoning_strategy: none
+  few_shot:
+    enabled: true
+    count_range: {min: 1, max: 3}
+  body_format: markdown
+---
+## Role
+You sort short notes.
+
+## Context
+Each note is about one topic. Pick the label that fits it.
+
+## Output format
+JSON with a `label`.
+"""
+
+
+def toy_rows(split: str, count: int, offset: int = 0) -> list[dict[str, Any]]:
+    """``count`` labeled notes cycling through the topics (different wording per split)."""
+    topics = list(TOPICS)
+    rows = []
+    for n in range(count):
+        topic = topics[(n + offset) % len(topics)]
+        rows.append({"id": f"{split}-{n}", "inputs": {"text": f"Note {n} from {split}: something about {topic} "
+                                                              f"and more."},
+                     "output": {"label": TOPICS[topic]}})
+    return rows
+
+
+def write_toy_project(root: Any, *, train: int = 24, dev: int = 16, test: int = 16) -> None:
+    """A project with the toy agent and its datasets under ``root``."""
+    from pathlib import Path
+
+    root = Path(root)
+    (root / "pyproject.toml").write_text("[project]\nname = 'toy'\nversion = '0'\n", encoding="utf-8")
+    (root / "signatures").mkdir(exist_ok=True)
+    (root / "signatures" / "toy-sorter.md").write_text(TOY_AGENT, encoding="utf-8")
+    data = root / "datasets" / "toy-sorter"
+    data.mkdir(parents=True, exist_ok=True)
+    for split, count, offset in (("train", train, 0), ("dev", dev, 3), ("test", test, 5)):
+        (data / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in toy_rows(split, count, offset)),
+                                            encoding="utf-8")
+
+
+if __name__ == "__main__":
+    register()
+    from rosetta.cli import main
+
+    main()
