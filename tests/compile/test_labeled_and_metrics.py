@@ -38,7 +38,7 @@ def rows(prefix: str, count: int) -> list[dict]:
 
 
 def test_bundled_datasets_load_and_fit_their_agents() -> None:
-    for agent in ("vuln-triage", "advisory-extractor", "log-summarizer-open"):
+    for agent in ("vuln-triage", "advisory-extractor", "log-summarizer-open", "leak-detector"):
         signature = lower(load_definition(REPO / f"signatures/{agent}.md", root=REPO))
         data = load_labeled(signature, REPO / "datasets" / agent)
         assert (len(data.train), len(data.dev), len(data.test)) >= (60, 40, 100), agent

@@ -103,7 +103,7 @@ def run_dspy(name: str, context: Any, search: SearchSettings, *, cache: EvalCach
     prompt_lm = dspy_lm(context.model if not search.proposer else _model(search.proposer), signature) \
         if search.proposer else None
     train, dev = dspy_examples(signature, data.train), dspy_examples(signature, data.dev)
-    low, high = signature.demo_range
+    high = signature.demo_range[1]
     try:
         program = compile_with_dspy(name, signature, train, dev, metric, lm, prompt_lm=prompt_lm, seed=search.seed,
                                     jobs=search.jobs, demos=max(high, 1))

@@ -32,7 +32,7 @@ from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluat
 from rosetta.compile.optimize.labeled import LabeledData
 from rosetta.compile.optimize.metrics import Metric
 from rosetta.compile.optimize.proposer import Proposals, propose
-from rosetta.compile.optimize.space import SearchSpace, build_space, label_function
+from rosetta.compile.optimize.space import build_space, label_function
 from rosetta.errors import Problem, UsageError
 from rosetta.parts import Demo
 
@@ -216,8 +216,10 @@ def run_search(agent: Any, signature: Any, model: Any, adapter: Any, data: Label
     stopped: list[str] = []
 
     def objective(trial: Any) -> Any:
-        finished = [t for t in study.get_trials(deepcopy=False) if t.state.name in FINISHED]
-        if len(finished) >= settings.trials:
+        everything = study.get_trials(deepcopy=False)
+        finished = [t for t in everything if t.state.name in FINISHED]
+        earlier = [t for t in everything if t.state.name == "RUNNING" and t.number < trial.number]
+        if len(finished) + len(earlier) >= settings.trials:  # other workers' trials fill the study
             raise _Surplus()
         mine.add(trial.number)
         budget.carried_calls = sum(int(t.user_attrs.get("calls", 0)) for t in finished if t.number not in mine)

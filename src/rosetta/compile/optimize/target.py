@@ -78,6 +78,11 @@ def load_context(definition_path: Path, model_name: str, *, settings: Any, metri
     adapters = adapters if adapters is not None else load_adapters(settings.adapter_dirs)
     model = load_catalog().resolve(model_name, adapters)
     evaluation = definition.spec.evaluation
+    if metric and ":" in metric or evaluation.metric and ":" in evaluation.metric:
+        import sys
+
+        if str(settings.root) not in sys.path:  # module:function metrics live in the project
+            sys.path.insert(0, str(settings.root))
     location = dataset or default_location(settings.datasets_dir, signature.name, evaluation.dataset, settings.root)
     data = load_labeled(signature, location, cache_dir=settings.cache_dir)
     agent = load(definition_path, project=settings.root)
