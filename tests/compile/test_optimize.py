@@ -131,10 +131,11 @@ def test_dry_run_estimates_and_calls_nothing(toy: Path, cli: object) -> None:
 def test_weak_proposer_falls_back_to_demo_search(toy: Path) -> None:
     report = run(toy, proposer="scripted/garbage", trials=8)
     note = report.outcome.proposals.note
-    assert "gave no usable instruction" in note and "demos and format knobs only" in note
+    assert "gave no usable instruction" in note and "demos, format knobs and the terse built-in" in note
     artifact = parse_artifact((toy / ARTIFACT).read_text(), path="a")
     assert artifact.provenance.optimizer["proposer"]["usable"] == 0
-    assert any("demos and format knobs only" in n for n in artifact.provenance.optimizer["notes"])
+    assert any("terse built-in instruction only" in n for n in artifact.provenance.optimizer["notes"])
+    assert artifact.provenance.optimizer["space"]["instructions"] == 2  # the original and the terse one
     assert report.outcome.dev_score >= report.outcome.baseline_dev
 
 

@@ -91,7 +91,8 @@ def propose(signature: Any, train: tuple[Any, ...], *, model: str | None, count:
             max_tokens: int = 700) -> Proposals:
     """Ask ``model`` for ``count`` candidates; never raises for what the model says or fails to say."""
     if not model or count <= 0:
-        return Proposals(model, 0, note="no proposer: the search covers demos and format knobs only")
+        return Proposals(model, 0, note="no proposer: the search covers demos, format knobs and the terse built-in "
+                                        "instruction only")
     original = original_instructions(signature)
     summary = data_summary(signature, train, label_of)
     usable: list[str] = []
@@ -120,7 +121,7 @@ def propose(signature: Any, train: tuple[Any, ...], *, model: str | None, count:
     note = ""
     if not usable:
         note = (f"the proposer ({model}) gave no usable instruction ({_reasons(dropped)}): "
-                "the search covers demos and format knobs only")
+                "the search covers demos, format knobs and the terse built-in instruction only")
     elif dropped:
         note = f"{len(dropped)} of {count} proposals dropped ({_reasons(dropped)})"
     return Proposals(model, count, tuple(usable), tuple(dropped), calls, cost, note, tuple(errors))

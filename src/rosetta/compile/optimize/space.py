@@ -34,7 +34,7 @@ SECTION_ORDERS = {
 class SearchSpace:
     """The choices of one (agent, model) study; :meth:`knobs` turns a trial's params into knobs."""
 
-    instructions: tuple[str | None, ...] = (None,)  # None: the definition's own text
+    instructions: tuple[str | None, ...] = (None,)  # None: the definition's own text; then the terse one
     demo_sets: tuple[tuple[str, ...], ...] = ()
     demo_counts: tuple[int, int] = (0, 0)
     reasoning: tuple[str, ...] = (AUTO,)
@@ -159,7 +159,10 @@ def build_space(signature: Any, model: Any, adapter: Any, train: tuple[Any, ...]
         alternative = StructuredOutput.PROMPT_SCHEMA if adapter.structured_output is not StructuredOutput.PROMPT_SCHEMA \
             else StructuredOutput.RESPONSE_SCHEMA
         structured = (AUTO, alternative.value)
-    texts = (None, *dict.fromkeys(t for t in instructions if t))
+    # a terse built-in candidate needs no proposer: the one-line description in place of the role and
+    # context text (constraints and format stay); long rules often drown a small model's few-shot cues
+    terse = (signature.description,) if signature.description and high > 0 else ()
+    texts = (None, *dict.fromkeys(t for t in (*terse, *instructions) if t))
     return SearchSpace(instructions=texts, demo_sets=sets, demo_counts=(low, high), reasoning=reasoning,
                        section_orders=orders, delimiters=delimiters, structured_outputs=structured,
                        demos=signature.demos + pool, own_demo_ids=tuple(d.id for d in signature.demos),

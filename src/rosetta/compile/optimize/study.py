@@ -1,7 +1,8 @@
 """The optuna study for one (agent, model): find the variant that scores best on dev, cheaply.
 
 1. Instruction candidates from a proposer model (kept in the study, so a resume never re-asks);
-   unusable proposals are dropped, and with none the search covers demos and format knobs only.
+   unusable proposals are dropped, and with none the search covers demos, format knobs and the
+   terse built-in instruction (the definition's one-line description) only.
 2. A few train rows answered with the default prompt become "bootstrapped" demos when they score 1.
 3. Seeded TPE over the space, the unoptimized render enqueued as trial 0. Each trial is scored on
    dev in minibatches (one fixed seeded order, so trials compare on the same examples) and a pruner
