@@ -39,13 +39,15 @@ def main() -> None:
     parser.add_argument("--random-candidates", type=int, default=10)
     parser.add_argument("--skip-dspy", action="store_true", help="only the rosetta rows")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--limit", type=int, default=None,
+                        help="smoke run: use only the first N rows of each split (not a measurement)")
     args = parser.parse_args()
     import logging
 
     logging.disable(logging.WARNING)
     with tempfile.TemporaryDirectory() as state:
         rows = run(args, Path(state))
-    print_table(args.agent, rows)
+    print_table(args.agent, rows, args.limit)
 
 
 def run(args: argparse.Namespace, state: Path) -> list[dict]:
@@ -59,6 +61,12 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
 
     settings = load_settings(ROOT)
     context = load_context(ROOT / "signatures" / f"{args.agent}.md", MODEL, settings=settings)
+    if args.limit:
+        from dataclasses import replace
+
+        data = context.data
+        context.data = replace(data, train=data.train[: args.limit * 2], dev=data.dev[: args.limit],
+                               test=data.test[: args.limit])
     signature, model, adapter, data, metric = (context.signature, context.model, context.adapter, context.data,
                                                context.metric)
     adapters = {adapter.name: adapter}
@@ -159,8 +167,9 @@ def _demo(example: object) -> object:
     return Demo(id=f"train:{example.id}", inputs=example.inputs, output=example.output)
 
 
-def print_table(agent: str, rows: list[dict]) -> None:
-    print(f"\n{agent} on {MODEL} ({os.cpu_count()} CPUs); test score = the agent's metric on its test split")
+def print_table(agent: str, rows: list[dict], limit: int | None = None) -> None:
+    print(f"\n{agent} on {MODEL} ({os.cpu_count()} CPUs); test score = the agent's metric on its test split"
+          + (f" — SMOKE RUN on {limit} rows per split, not a measurement" if limit else ""))
     print(f"{'method':<52} {'test':>6} {'parsed':>7} {'calls':>6} {'wall s':>7}  note")
     for row in rows:
         test = "—" if row["test"] is None else f"{row['test']:.3f}"
