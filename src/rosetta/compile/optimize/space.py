@@ -9,8 +9,6 @@ ordered candidate lists drawn from train with a seeded generator — labeled exa
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -106,16 +104,6 @@ class SearchSpace:
         if self.demo_sets and self.demo_counts[1] > 0:
             total *= (len(self.demo_sets) * (self.demo_counts[1] - self.demo_counts[0] + 1) * 2 + 1)
         return total
-
-    def fingerprint(self) -> str:
-        """sha256 of the space: a study is only resumed into the same space."""
-        payload = {
-            "instructions": self.instructions, "demo_sets": self.demo_sets, "demo_counts": self.demo_counts,
-            "reasoning": self.reasoning, "orders": self.section_orders, "delimiters": self.delimiters,
-            "structured": self.structured_outputs,
-            "demos": [[d.id, d.inputs, d.output] for d in self.demos],
-        }
-        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
     def describe(self) -> dict[str, Any]:
         """Plain data for artifacts and ``--dry-run``."""
