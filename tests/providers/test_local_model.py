@@ -23,7 +23,7 @@ from conftest import REPO
 
 from rosetta.providers.catalog import load_catalog
 from rosetta.providers.litellm_offline import import_litellm
-from rosetta.providers.local_llm import completion_prompt
+from rosetta.providers.local_llm import LOOP_WINDOW, completion_prompt, looping
 from rosetta.runtime.invoke import classify
 
 litellm = import_litellm()
@@ -171,6 +171,21 @@ def test_max_tokens_is_honoured():
     response = ask("Once upon a time", max_tokens=3)
     assert response.usage.completion_tokens == 3
     assert response.choices[0].finish_reason == "length"
+
+
+def test_a_greedy_answer_stuck_in_a_loop_stops_early_as_cut_off():
+    response = ask("Version: 1.0.0-rc-1-1-1-1-1-1-1-1-1-1-1-1-1-1-1-1-1-1-1-1-1", max_tokens=400)
+    assert response.choices[0].finish_reason == "length"
+    assert LOOP_WINDOW <= response.usage.completion_tokens < 400
+    assert text(response).endswith("-1-1-1-1-1-1-1-1")
+
+
+def test_loop_detection_needs_a_whole_window_of_one_short_cycle():
+    assert looping([7, 8] * 48) and looping([1] * 96) and looping([5, 6] + [1, 2, 3, 4, 5, 6, 7, 8] * 12)
+    assert not looping([1] * 95)  # not a whole window yet
+    assert not looping([1] * 95 + [2])  # the cycle was broken
+    assert not looping(list(range(9)) * 11)  # period 9: longer than LOOP_PERIOD
+    assert not looping(list(range(200)))
 
 
 def test_gathered_async_calls_answer_like_sequential_ones():

@@ -23,6 +23,10 @@ Design notes:
   answer parses, and validates where the grammar can express the schema, *unless* it is cut off by ``max_tokens``
   (``finish_reason == "length"``) — give a budget that fits the largest answer the schema allows.
 - ``temperature: 0`` is greedy decoding, deterministic for the same prompt; ``seed`` seeds sampling.
+  A greedy answer caught in a loop (the same cycle of at most :data:`LOOP_PERIOD` tokens for the
+  last :data:`LOOP_WINDOW` tokens) ends there with ``finish_reason == "length"``: greedy decoding
+  of a small model practically never leaves such a loop, so running on to ``max_tokens`` would
+  give the same cut-off answer many seconds later.
   Unknown parameters (``num_retries``, ``rollout_id``, ...) are ignored; ``tools`` are refused.
 """
 
@@ -66,6 +70,10 @@ BATCH = 32
 DEFAULT_MAX_TOKENS = 512
 """Answer budget when the caller gives none and the catalog has no ``max_output``."""
 DEFAULT_TEMPERATURE = 0.8  # llama.cpp's default
+LOOP_WINDOW = 96
+"""Tokens a greedy answer must have repeated one short cycle for before it is stopped as a loop."""
+LOOP_PERIOD = 8
+"""Longest cycle (in tokens) the loop check looks for."""
 
 
 def register() -> None:
@@ -383,6 +391,8 @@ def _generate(request: _Request, cancelled: threading.Event | None = None) -> It
     llm.set_seed(request.seed)
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     raw, sent, count, finish = "", 0, 0, "length"
+    answer: list[int] = []
+    greedy = request.sampling["temp"] <= 0
     llm.n_tokens = _reuse(loaded, request.tokens)
     loaded.cached = []  # until the new prompt is evaluated
     tokens = llm.generate(request.tokens, logits_processor=None if gate is None else [gate], **request.sampling)
@@ -401,7 +411,9 @@ def _generate(request: _Request, cancelled: threading.Event | None = None) -> It
             if hits:
                 raw, finish = raw[:min(hits)], "stop"
                 break
-            if count >= request.max_tokens or (cancelled is not None and cancelled.is_set()):
+            answer.append(token)
+            if count >= request.max_tokens or (cancelled is not None and cancelled.is_set()) \
+                    or (greedy and looping(answer)):
                 break
             text = raw.lstrip() if request.strip else raw
             ready = len(text) - _held_back(text, stop)
@@ -495,6 +507,14 @@ def _reuse(loaded: _Loaded, tokens: list[int]) -> int:
         common += 1
     keep = min(common, len(tokens) - 1) // BATCH * BATCH
     return min(keep, loaded.llm.n_tokens)
+
+
+def looping(tokens: list[int], window: int = LOOP_WINDOW, longest: int = LOOP_PERIOD) -> bool:
+    """Whether the last ``window`` tokens are one cycle of at most ``longest`` tokens, repeated."""
+    if len(tokens) < window:
+        return False
+    tail = tokens[-window:]
+    return any(tail[period:] == tail[:-period] for period in range(1, longest + 1))
 
 
 def _is_end(loaded: _Loaded, token: int) -> bool:
