@@ -77,7 +77,8 @@ def _print_report(report: Any) -> None:
         estimate = report.estimate
         out.print(f"[bold]dry run[/bold] {escape(label)}: at most {estimate['total']} calls "
                   f"({estimate['proposals']} proposals, {estimate['bootstrap']} bootstrap, {estimate['search']} search, "
-                  f"{estimate['test']} test), about ${estimate['cost_usd']:.4f}; nothing was called")
+                  f"{estimate['test']} test" + (f", {estimate['judge']} judge" if estimate["judge"] else "")
+                  + f"), about ${estimate['cost_usd']:.4f}; nothing was called")
         for note in report.notes:
             out.print(f"           [dim]{escape(note)}[/dim]")
         return

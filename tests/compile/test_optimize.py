@@ -247,3 +247,15 @@ def test_judge_metric_grades_with_the_rubric_reviewer_and_caches_its_verdicts(to
     (toy / ARTIFACT).unlink()
     run(toy, proposer=None, trials=3, baseline_test=True)
     assert calls_made() == before  # the judge's verdicts came from the cache too
+
+
+def test_dry_run_counts_the_baseline_test_pass_and_judge_calls(toy: Path, cli: object) -> None:
+    definition = toy / "signatures/toy-sorter.md"
+    definition.write_text(definition.read_text().replace(
+        "evaluation:\n  metric: exact\n",
+        "evaluation:\n  metric: judge\n  judge: scripted/judge\n  rubric: [The label matches the reference]\n"))
+    result = cli("-C", toy, "compile", toy / "signatures", "--model", "scripted/toy", "--optimize", "--dry-run",
+                 "--trials", "5", "--max-calls", "50", "--proposer", "none", "--baseline")
+    assert result.exit_code == 0, result.output
+    # 8 bootstrap + 42 search; test 16 × 2 (--baseline); one verdict per scored answer: 42 + 32
+    assert "at most 156 calls (0 proposals, 8 bootstrap, 42 search, 32 test, 74 judge)" in result.output

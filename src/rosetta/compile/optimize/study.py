@@ -553,13 +553,16 @@ def _completion() -> Any:
     return import_litellm().completion
 
 
-def estimate(data: LabeledData, settings: SearchSettings, signature: Any) -> dict[str, int]:
-    """Upper bounds for --dry-run: calls if no trial were pruned, and the test pass."""
+def estimate(data: LabeledData, settings: SearchSettings, signature: Any, metric: Any = None) -> dict[str, int]:
+    """Upper bounds for --dry-run, in answers (each may take retries): the search if no trial were
+    pruned, the test pass (twice with --baseline), and one judge call per scored answer."""
     proposals = settings.proposals if settings.proposer else 0
     bootstrap = min(settings.bootstrap, len(data.train)) if signature.demo_range[1] > 0 else 0
     search = settings.trials * len(data.dev)
     if settings.max_calls is not None:
         search = min(search, max(0, settings.max_calls - proposals - bootstrap))
-    return {"proposals": proposals, "bootstrap": bootstrap, "search": search, "test": len(data.test),
-            "total": proposals + bootstrap + search + len(data.test)}
+    test = len(data.test) * (2 if settings.baseline_test else 1)
+    judge = search + test if metric is not None and metric.needs_model else 0
+    return {"proposals": proposals, "bootstrap": bootstrap, "search": search, "test": test, "judge": judge,
+            "total": proposals + bootstrap + search + test + judge}
 

@@ -119,7 +119,7 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
     report = OptimizeReport(signature.name, model.id, "", str(path))
     if request.dry_run:
         report.status = "dry run"
-        report.estimate = {**estimate(context.data, search, signature), "cost_usd": _cost_estimate(context, search)}
+        report.estimate = {**estimate(context.data, search, signature, context.metric), "cost_usd": _cost_estimate(context, search)}
         report.notes.append(context.data.summary())
         return report
     if not request.force and not search.worker and path.exists():
@@ -198,7 +198,7 @@ def _cost_estimate(context: Context, search: SearchSettings) -> float:
     from rosetta.compile.optimize.study import estimate as calls_estimate
     from rosetta.render.render import render
 
-    calls = calls_estimate(context.data, search, context.signature)["total"]
+    calls = calls_estimate(context.data, search, context.signature, context.metric)["total"]
     prompt = render(context.signature, context.model, adapters={context.adapter.name: context.adapter})
     try:
         from rosetta.providers.litellm_offline import import_litellm
