@@ -184,7 +184,9 @@ def test_loop_detection_needs_a_whole_window_of_one_short_cycle():
     assert looping([7, 8] * 48) and looping([1] * 96) and looping([5, 6] + [1, 2, 3, 4, 5, 6, 7, 8] * 12)
     assert not looping([1] * 95)  # not a whole window yet
     assert not looping([1] * 95 + [2])  # the cycle was broken
-    assert not looping(list(range(9)) * 11)  # period 9: longer than LOOP_PERIOD
+    assert looping([0] * 5 + list(range(40)) * 3)  # a 40-token JSON item, three times
+    assert not looping(list(range(40)) * 2 + list(range(39)))  # not three whole times yet
+    assert not looping(list(range(65)) * 4)  # a cycle longer than LOOP_PERIOD
     assert not looping(list(range(200)))
 
 

@@ -23,10 +23,11 @@ Design notes:
   answer parses, and validates where the grammar can express the schema, *unless* it is cut off by ``max_tokens``
   (``finish_reason == "length"``) — give a budget that fits the largest answer the schema allows.
 - ``temperature: 0`` is greedy decoding, deterministic for the same prompt; ``seed`` seeds sampling.
-  A greedy answer caught in a loop (the same cycle of at most :data:`LOOP_PERIOD` tokens for the
-  last :data:`LOOP_WINDOW` tokens) ends there with ``finish_reason == "length"``: greedy decoding
-  of a small model practically never leaves such a loop, so running on to ``max_tokens`` would
-  give the same cut-off answer many seconds later.
+  A greedy answer caught in a loop (its last tokens are one cycle repeated: a short cycle over
+  :data:`LOOP_WINDOW` tokens, or a cycle of up to :data:`LOOP_PERIOD` tokens — a whole JSON item —
+  three times) ends there with ``finish_reason == "length"``: greedy decoding of a small model
+  practically never leaves such a loop, so running on to ``max_tokens`` would give the same
+  cut-off answer many seconds later.
   Unknown parameters (``num_retries``, ``rollout_id``, ...) are ignored; ``tools`` are refused.
 """
 
@@ -71,8 +72,10 @@ DEFAULT_MAX_TOKENS = 512
 """Answer budget when the caller gives none and the catalog has no ``max_output``."""
 DEFAULT_TEMPERATURE = 0.8  # llama.cpp's default
 LOOP_WINDOW = 96
-"""Tokens a greedy answer must have repeated one short cycle for before it is stopped as a loop."""
-LOOP_PERIOD = 8
+"""Tokens a greedy answer must have repeated one cycle for before it is stopped as a loop."""
+LOOP_REPEATS = 3
+"""...and at least this many whole repeats of a longer cycle."""
+LOOP_PERIOD = 64
 """Longest cycle (in tokens) the loop check looks for."""
 
 
@@ -509,12 +512,15 @@ def _reuse(loaded: _Loaded, tokens: list[int]) -> int:
     return min(keep, loaded.llm.n_tokens)
 
 
-def looping(tokens: list[int], window: int = LOOP_WINDOW, longest: int = LOOP_PERIOD) -> bool:
-    """Whether the last ``window`` tokens are one cycle of at most ``longest`` tokens, repeated."""
-    if len(tokens) < window:
-        return False
-    tail = tokens[-window:]
-    return any(tail[period:] == tail[:-period] for period in range(1, longest + 1))
+def looping(tokens: list[int], window: int = LOOP_WINDOW, longest: int = LOOP_PERIOD,
+            repeats: int = LOOP_REPEATS) -> bool:
+    """Whether the answer ends in one cycle of at most ``longest`` tokens, repeated over the last
+    ``window`` tokens and at least ``repeats`` times."""
+    for period in range(1, min(longest, len(tokens) // repeats) + 1):
+        span = max(window, repeats * period)
+        if len(tokens) >= span and tokens[-span + period:] == tokens[-span:-period]:
+            return True
+    return False
 
 
 def _is_end(loaded: _Loaded, token: int) -> bool:
