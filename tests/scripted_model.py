@@ -6,6 +6,8 @@ prompt variant is best and what each one scores.
 ``scripted/toy`` answers the toy sorting agent (input ``text``; output ``{"label": ...}``). Every
 example text names one topic (a word of :data:`TOPICS`); the right label is ``TOPICS[topic]``.
 
+0. If the last message is a reviewer's critique (generate → review → retry) naming a failed
+   criterion "The label is X", it answers X.
 1. If any message contains :data:`RULEBOOK` (only one proposed instruction does), it knows every
    topic's label: always right.
 2. Otherwise, if a demo (a user message before the last one, followed by an assistant answer)
@@ -18,7 +20,8 @@ back in that format, as ``answer`` followed by ``completed``.
 ``scripted/proposer`` answers instruction-proposal requests: proposal 1 is not JSON, proposal 2 is
 a valid instruction containing :data:`RULEBOOK`, proposal 3 is too short, later ones repeat 1.
 ``scripted/garbage`` answers every request with text no one can parse. ``scripted/judge`` answers
-rubric reviews (the rubric-reviewer agent's schema): C1 passes when the graded answer's label
+rubric reviews (the rubric-reviewer agent's schema): a criterion "The label is X" passes when the
+graded answer's label is X and fails otherwise; else C1 passes when the graded answer's label
 equals the reference's, fails otherwise; every other criterion is indeterminate.
 
 Environment, for tests that run rosetta in a subprocess (``python -m scripted_model ARGS`` runs
@@ -64,6 +67,9 @@ def _topic(text: str) -> str | None:
 def toy_answer(messages: list[dict[str, Any]]) -> str:
     """The toy model's answer (see the module docstring)."""
     texts = [str(m.get("content") or "") for m in messages]
+    wanted = re.search(r"^- C\d+ \(The label is (\w+)\)", texts[-1], re.MULTILINE)
+    if wanted and texts[-1].startswith("A reviewer checked your previous answer"):
+        return json.dumps({"label": wanted.group(1)})
     last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
     topic = _topic(_input_text(texts[last_user]))
     if any(RULEBOOK in text for text in texts):
@@ -83,12 +89,22 @@ def _input_text(message: str) -> str:
 def judge_answer(messages: list[dict[str, Any]]) -> str:
     text = messages[-1]["content"]
     labels = re.findall(r'"label": "(\w+)"', text)
-    criteria = re.findall(r"^(C\d+):", text, re.MULTILINE)
-    right = len(labels) >= 2 and labels[0] == labels[1]
-    verdicts = [{"id": c, "verdict": ("pass" if right else "fail") if c == "C1" else "indeterminate",
-                 "reasoning": "compared the labels", "confidence": 0.9} for c in criteria]
-    overall = "fail" if not right else "indeterminate" if len(criteria) > 1 else "pass"
-    return json.dumps({"verdict": overall, "criteria": verdicts, "issues": [], "suggested_fixes": []})
+    criteria = re.findall(r"^(C\d+): (.*)$", text, re.MULTILINE)
+    verdicts = []
+    for number, criterion in criteria:
+        wanted = re.fullmatch(r"The label is (\w+)", criterion.strip())
+        if wanted:
+            verdict = "pass" if labels and labels[0] == wanted.group(1) else "fail"
+        elif number == "C1":
+            verdict = "pass" if len(labels) >= 2 and labels[0] == labels[1] else "fail"
+        else:
+            verdict = "indeterminate"
+        verdicts.append({"id": number, "verdict": verdict, "reasoning": "compared the labels", "confidence": 0.9})
+    failed = [v["id"] for v in verdicts if v["verdict"] == "fail"]
+    overall = "fail" if failed else "pass" if all(v["verdict"] == "pass" for v in verdicts) else "indeterminate"
+    return json.dumps({"verdict": overall, "criteria": verdicts,
+                       "issues": [f"{c} does not hold" for c in failed],
+                       "suggested_fixes": ["use the label the rubric asks for"] if failed else []})
 
 
 def proposer_answer(messages: list[dict[str, Any]]) -> str:

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from rosetta.compile.optimize.judge import score_review
 from rosetta.compile.optimize.labeled import DatasetError, load_labeled
 from rosetta.compile.optimize.metrics import exact_match, field_match, numeric_match, resolve_metric
 from rosetta.definition.loader import load_definition
@@ -150,14 +149,6 @@ def test_custom_metric_by_module_and_function(triage, tmp_path: Path, monkeypatc
     assert metric.score({"severity": "high"}, {"severity": "critical"}) == 0.75
     with pytest.raises(UsageError, match="returned 7"):
         resolve_metric("my_metrics:broken", Evaluation(), triage).score({}, {})
-
-
-def test_judge_review_scoring_counts_indeterminate_as_half() -> None:
-    review = {"verdict": "fail", "criteria": [{"id": "C1", "verdict": "pass"}, {"id": "c2", "verdict": "fail"},
-                                              {"id": "C3", "verdict": "indeterminate"}]}
-    assert score_review(review, 3) == pytest.approx(0.5)
-    assert score_review(review, 4) == pytest.approx((1 + 0 + 0.5 + 0.5) / 4)  # a missing verdict is indeterminate
-    assert score_review(None, 2) == 0.5  # a judge answer that never validated decides nothing
 
 
 def test_hub_datasets_load_through_hf_datasets(triage, tmp_path: Path) -> None:

@@ -107,14 +107,55 @@ class Agent:
         ``retry_temperature``, ``on_secret`` ("redact" | "fail"), ``limiter``, ``health``; any other
         keyword goes to litellm. ``model="manual"`` is :meth:`run_manual`; ``record_dir`` writes
         the prompt, the raw answer and the conversation JSON there. Returns a ``Result``.
+
+        ``review=RUBRIC`` (criteria as lines, a list, or a :class:`~rosetta.runtime.review.Rubric`)
+        has the project's rubric-reviewer grade the answer (on ``review_model``, default the model
+        that answered) into ``Result.review``; with ``retry_once=True`` a failed review regenerates
+        once on the same model, with the reviewer's issues and suggested fixes injected, and the
+        second answer is reviewed again (``Result.retried``).
         """
+        review, retry_once = options.pop("review", None), bool(options.pop("retry_once", False))
+        review_model = options.pop("review_model", None)
+        if retry_once and review is None:
+            raise UsageError(Problem("retry_once needs a rubric to review against", field="review",
+                                     hint="pass review=[...criteria...] as well"))
         if model == "manual":
             return self.run_manual(inputs, model=fallbacks[0] if fallbacks else None, **options)
         if record_dir is not None:
-            return self.chat(model, fallbacks=fallbacks, record_dir=record_dir).send(inputs, complete=complete,
-                                                                                    **options)
-        chain, spec = self._start(inputs, model, fallbacks)
-        return self._run_chain(inputs, chain, spec, complete=complete or self._litellm().completion, **options)
+            result = self.chat(model, fallbacks=fallbacks, record_dir=record_dir).send(inputs, complete=complete,
+                                                                                      **options)
+        else:
+            chain, spec = self._start(inputs, model, fallbacks)
+            complete = complete or self._litellm().completion
+            result = self._run_chain(inputs, chain, spec, complete=complete, **options)
+        if review is None:
+            return result
+        return self._reviewed(result, inputs, review, review_model, retry_once, complete, options)
+
+    def _reviewed(self, result: Any, inputs: Mapping[str, Any], rubric: Any, review_model: str | None,
+                  retry_once: bool, complete: Any, options: Mapping[str, Any]) -> Any:
+        """Generate → review → retry: grade ``result``; on a failed review, regenerate once with the
+        reviewer's critique in the conversation and grade the new answer."""
+        from rosetta.runtime.review import Reviewer, Rubric
+
+        rubric = Rubric.of(rubric)
+        reviewer = Reviewer(self.dirs.root, review_model or result.model, complete=complete)
+        task = f"{self.name}: {self.spec.description}" if self.spec is not None else self.name
+        result.review = reviewer.review(result.data if result.data is not None else result.raw, rubric,
+                                        context=task)
+        if result.review.passed or not retry_once:
+            return result
+        prompt = self._select(result.model, None).prompt
+        messages = [*prompt.messages(inputs), {"role": "assistant", "content": result.raw or ""},
+                    {"role": "user", "content": result.review.feedback()}]
+        retried = self._run_chain(inputs, [result.model], self.spec, complete=complete or self._litellm().completion,
+                                  messages=messages, **options)
+        retried.attempts = result.attempts + retried.attempts
+        retried.review = reviewer.review(retried.data if retried.data is not None else retried.raw, rubric,
+                                         context=task)
+        retried.retried = True
+        retried.first_review = result.review
+        return retried
 
     async def arun(self, inputs: Mapping[str, Any], model: str | None = None, *, fallbacks: list[str] | None = None,
                    record_dir: str | os.PathLike[str] | None = None, acomplete: Any = None, **options: Any) -> Any:

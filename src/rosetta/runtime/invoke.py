@@ -87,6 +87,9 @@ class Result:
     escalated: bool = False
     post_checks: list[str] = field(default_factory=list)  # output rules left for the caller to check
     state: dict[str, Any] = field(default_factory=dict)  # provider state a next turn passes back
+    review: Any = None  # a rosetta.runtime.review.Review when run(..., review=...) graded the answer
+    first_review: Any = None  # the review of the first answer, when a failed review made it retry
+    retried: bool = False  # regenerated once after a failed review (retry_once=True)
 
     @property
     def valid(self) -> bool:

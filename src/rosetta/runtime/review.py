@@ -1,0 +1,213 @@
+"""Rubric review: an LLM grades a piece of work against binary criteria.
+
+The grader is itself a rosetta agent, the project's ``rubric-reviewer`` (per the rubric review
+design): one verdict per criterion — pass, fail or indeterminate, with reasoning and confidence —
+schema-validated like any other answer. rosetta recomputes the overall verdict from the criteria
+instead of trusting the judge's own: ``fail`` when any criterion fails, ``pass`` when all pass,
+``indeterminate`` otherwise, so an indeterminate criterion never fails a review on its own. A
+criterion the judge left out, or a judge answer that never validated, counts as indeterminate.
+
+Used by ``Agent.run(..., review=RUBRIC, retry_once=True)`` (generate → review → retry), by the
+``judge`` metric of the optimizer and by ``rosetta verify``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rosetta.errors import Location, Problem, UsageError
+
+JUDGE_AGENT = "rubric-reviewer"
+CREDIT = {"pass": 1.0, "fail": 0.0, "indeterminate": 0.5}
+VERDICTS = ("pass", "fail", "indeterminate")
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One binary criterion; ``weight`` counts in :attr:`Review.score`."""
+
+    id: str
+    text: str
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Rubric:
+    criteria: tuple[Criterion, ...]
+
+    @classmethod
+    def of(cls, value: Rubric | str | Sequence[Any] | Mapping[str, Any]) -> Rubric:
+        """A rubric from a Rubric, lines of text, a list of texts or ``{text, weight}`` mappings, or
+        ``{id: text}``. Criteria without ids are numbered C1, C2, ..."""
+        if isinstance(value, Rubric):
+            return value
+        if isinstance(value, str):
+            value = [line.strip() for line in value.splitlines() if line.strip()]
+        items: list[Criterion] = []
+        entries = list(value.items()) if isinstance(value, Mapping) else list(enumerate(value, start=1))
+        for key, entry in entries:
+            default_id = str(key) if isinstance(value, Mapping) else f"C{key}"
+            if isinstance(entry, Criterion):
+                items.append(entry)
+            elif isinstance(entry, str) and entry.strip():
+                items.append(Criterion(default_id, entry.strip()))
+            elif isinstance(entry, Mapping) and str(entry.get("criterion") or entry.get("text") or "").strip():
+                weight = entry.get("weight", 1.0)
+                if not isinstance(weight, (int, float)) or isinstance(weight, bool) or weight <= 0:
+                    raise UsageError(Problem(f"rubric criterion {default_id}: weight must be a positive number, "
+                                             f"not {weight!r}", field="rubric", expected="a number > 0"))
+                items.append(Criterion(str(entry.get("id") or default_id),
+                                       str(entry.get("criterion") or entry.get("text")).strip(), float(weight)))
+            else:
+                raise UsageError(Problem(f"rubric criterion {default_id} is empty or not text: {entry!r}",
+                                         field="rubric", expected="a sentence, or {criterion: ..., weight: ...}"))
+        if not items:
+            raise UsageError(Problem("the rubric has no criteria", field="rubric",
+                                     hint="give one binary criterion per line or list item"))
+        return cls(tuple(items))
+
+    def text(self) -> str:
+        return "\n".join(f"{c.id}: {c.text}" for c in self.criteria)
+
+
+@dataclass(frozen=True)
+class CriterionVerdict:
+    id: str
+    text: str
+    verdict: str  # pass | fail | indeterminate
+    reasoning: str = ""
+    confidence: float | None = None
+
+
+@dataclass
+class Review:
+    """What the judge said, criterion by criterion, and the verdict rosetta derives from it."""
+
+    criteria: list[CriterionVerdict]
+    issues: list[str] = field(default_factory=list)
+    suggested_fixes: list[str] = field(default_factory=list)
+    judge_valid: bool = True  # the judge's answer validated against its schema
+    model: str = ""
+    calls: int = 0
+    weights: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        verdicts = [c.verdict for c in self.criteria]
+        if "fail" in verdicts:
+            return "fail"
+        return "pass" if verdicts and all(v == "pass" for v in verdicts) else "indeterminate"
+
+    @property
+    def passed(self) -> bool:
+        """No criterion failed (indeterminate ones do not fail a review)."""
+        return self.verdict != "fail"
+
+    @property
+    def score(self) -> float:
+        """Weighted credit: pass 1, indeterminate ½, fail 0."""
+        total = sum(self.weights.get(c.id, 1.0) for c in self.criteria)
+        gained = sum(self.weights.get(c.id, 1.0) * CREDIT[c.verdict] for c in self.criteria)
+        return gained / total if total else 0.0
+
+    def feedback(self) -> str:
+        """The user turn that asks for a revised answer (generate → review → retry)."""
+        failed = [f"- {c.id} ({c.text}): {c.reasoning or 'failed'}" for c in self.criteria if c.verdict == "fail"]
+        lines = ["A reviewer checked your previous answer against a rubric and it did not pass.", "",
+                 "Failed criteria:", *failed]
+        if self.issues:
+            lines += ["", "Issues:", *[f"- {issue}" for issue in self.issues]]
+        if self.suggested_fixes:
+            lines += ["", "Suggested fixes:", *[f"- {fix}" for fix in self.suggested_fixes]]
+        lines += ["", "Reply again with a complete, corrected answer in the same format."]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "score": round(self.score, 6), "judge_valid": self.judge_valid,
+                "model": self.model, "calls": self.calls,
+                "criteria": [{"id": c.id, "text": c.text, "verdict": c.verdict, "reasoning": c.reasoning,
+                              "confidence": c.confidence} for c in self.criteria],
+                "issues": list(self.issues), "suggested_fixes": list(self.suggested_fixes)}
+
+
+def read_review(data: Any, rubric: Rubric, *, valid: bool = True, model: str = "", calls: int = 0) -> Review:
+    """A :class:`Review` from the judge's JSON answer; criteria it left out are indeterminate."""
+    given: dict[str, dict[str, Any]] = {}
+    if isinstance(data, dict):
+        for item in data.get("criteria") or []:
+            if isinstance(item, dict) and item.get("verdict") in VERDICTS:
+                given.setdefault(str(item.get("id", "")).strip().upper(), item)
+    verdicts = []
+    for criterion in rubric.criteria:
+        item = given.get(criterion.id.upper())
+        if item is None:
+            reason = "the judge gave no verdict for this criterion" if valid else "the judge's answer never validated"
+            verdicts.append(CriterionVerdict(criterion.id, criterion.text, "indeterminate", reason, None))
+        else:
+            confidence = item.get("confidence")
+            verdicts.append(CriterionVerdict(criterion.id, criterion.text, item["verdict"],
+                                             str(item.get("reasoning") or ""),
+                                             float(confidence) if isinstance(confidence, (int, float)) else None))
+    issues = [str(i) for i in (data.get("issues") or [])] if isinstance(data, dict) else []
+    fixes = [str(i) for i in (data.get("suggested_fixes") or [])] if isinstance(data, dict) else []
+    return Review(verdicts, issues, fixes, judge_valid=valid, model=model, calls=calls,
+                  weights={c.id: c.weight for c in rubric.criteria})
+
+
+class Reviewer:
+    """Grades work with the project's rubric-reviewer agent on ``model`` (thread-safe; counts calls)."""
+
+    def __init__(self, root: Path, model: str, *, complete: Any = None) -> None:
+        import threading
+
+        self.root = Path(root)
+        self.model = model
+        self.complete = complete
+        self.calls = 0
+        self._agent: Any = None
+        self._lock = threading.Lock()
+
+    def agent(self) -> Any:
+        if self._agent is None:
+            from rosetta.runtime.agent import load
+
+            try:
+                self._agent = load(JUDGE_AGENT, project=self.root)
+            except UsageError:
+                raise UsageError(Problem(f"reviewing needs the {JUDGE_AGENT} agent", Location(str(self.root)),
+                                         hint=f"add signatures/{JUDGE_AGENT}.md (rosetta's bundled one is a good "
+                                              "start)")) from None
+        return self._agent
+
+    def review(self, work: Any, rubric: Rubric | str | Sequence[Any], *, reference: Any = None,
+               context: str = "") -> Review:
+        """Grade ``work`` (text or JSON data) against ``rubric``; ``reference`` is a known-good
+        answer to compare with, ``context`` what the work was asked to do."""
+        rubric = Rubric.of(rubric)
+        parts = [f"Task the answer responds to:\n{context}"] if context else []
+        parts.append(f"Answer to grade:\n{as_text(work)}")
+        if reference is not None:
+            parts.append(f"Reference answer (what a correct answer says):\n{as_text(reference)}")
+        from rosetta.runtime.invoke import ModelCallError
+
+        try:
+            result = self.agent().run({"artifact": "\n\n".join(parts), "rubric": rubric.text()}, model=self.model,
+                                      fallbacks=[], complete=self.complete)
+        except ModelCallError as error:
+            if error.kind != "invalid":  # the judge could not be reached: not a verdict
+                raise
+            attempts, data, valid, model = error.attempts, None, False, self.model
+        else:
+            attempts, data, valid, model = result.attempts, result.data, result.valid, result.model
+        calls = sum(1 for a in attempts if a.outcome in ("ok", "invalid"))
+        with self._lock:
+            self.calls += calls
+        return read_review(data if valid else None, rubric, valid=valid, model=model, calls=calls)
+
+
+def as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)

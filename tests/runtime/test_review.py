@@ -1,0 +1,95 @@
+"""Rubric review and generate → review → retry, against the deterministic scripted model
+(tests/scripted_model.py): ``scripted/judge`` passes "The label is X" only when the answer's label
+is X, and ``scripted/toy`` answers X when a reviewer's critique names that failed criterion."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import scripted_model
+from conftest import REPO
+from scripted_model import write_toy_project
+
+from rosetta.errors import UsageError
+from rosetta.runtime.agent import load
+from rosetta.runtime.review import Criterion, Rubric, read_review
+
+
+@pytest.fixture(autouse=True)
+def scripted() -> None:
+    scripted_model.register()
+
+
+@pytest.fixture
+def toy(tmp_path: Path) -> object:
+    write_toy_project(tmp_path)
+    shutil.copy(REPO / "signatures/rubric-reviewer.md", tmp_path / "signatures/rubric-reviewer.md")
+    return load("toy-sorter", project=tmp_path)
+
+
+def test_rubrics_come_from_lines_lists_weights_and_ids() -> None:
+    assert Rubric.of("Cites a CVE\n\n  Names the fix  ").criteria == (
+        Criterion("C1", "Cites a CVE"), Criterion("C2", "Names the fix"))
+    weighted = Rubric.of(["Cites a CVE", {"criterion": "Names the fix", "weight": 3}])
+    assert weighted.criteria[1] == Criterion("C2", "Names the fix", 3.0)
+    assert Rubric.of({"ID-1": "Cites a CVE"}).text() == "ID-1: Cites a CVE"
+    for bad, message in (([], "no criteria"), (["ok", ""], "C2 is empty"),
+                         ([{"criterion": "x", "weight": 0}], "weight must be a positive number")):
+        with pytest.raises(UsageError, match=message):
+            Rubric.of(bad)
+
+
+def test_the_verdict_is_derived_from_the_criteria_and_indeterminate_never_fails() -> None:
+    rubric = Rubric.of(["a", "b", "c", {"criterion": "d", "weight": 2}])
+    answer = {"verdict": "pass",  # the judge's own overall verdict is not trusted
+              "criteria": [{"id": "C1", "verdict": "pass"}, {"id": "c2", "verdict": "fail", "reasoning": "no"},
+                           {"id": "C3", "verdict": "indeterminate"}],
+              "issues": ["b is missing"], "suggested_fixes": ["add b"]}
+    review = read_review(answer, rubric)
+    assert review.verdict == "fail" and not review.passed
+    assert [c.verdict for c in review.criteria] == ["pass", "fail", "indeterminate", "indeterminate"]  # C4 missing
+    assert review.score == pytest.approx((1 + 0 + 0.5 + 2 * 0.5) / 5)
+    assert "- C2 (b): no" in review.feedback() and "- add b" in review.feedback()
+    unsure = read_review({"criteria": [{"id": "C1", "verdict": "pass"}]}, Rubric.of(["a", "b"]))
+    assert unsure.verdict == "indeterminate" and unsure.passed
+    never = read_review(None, Rubric.of(["a", "b"]), valid=False)
+    assert never.verdict == "indeterminate" and never.score == 0.5 and not never.judge_valid
+    assert "never validated" in never.criteria[0].reasoning
+
+
+def test_a_passing_review_is_attached_and_nothing_is_regenerated(toy) -> None:
+    before = scripted_model.calls
+    result = toy.run({"text": "a note about apples"}, model="scripted/toy", review=["The label is alpha"],
+                     review_model="scripted/judge", retry_once=True)
+    assert result.data == {"label": "alpha"} and result.review.verdict == "pass" and not result.retried
+    assert scripted_model.calls - before == 2  # one answer, one review
+
+
+def test_a_failed_review_regenerates_once_with_the_critique(toy) -> None:
+    before = scripted_model.calls
+    result = toy.run({"text": "a note about apples"}, model="scripted/toy", review=["The label is gamma"],
+                     review_model="scripted/judge", retry_once=True)
+    assert result.retried and result.first_review.verdict == "fail"
+    assert result.data == {"label": "gamma"} and result.review.verdict == "pass"
+    assert len(result.attempts) == 2 and scripted_model.calls - before == 4  # answer, review, answer, review
+    assert result.review.to_dict()["criteria"][0]["verdict"] == "pass"
+
+
+def test_without_retry_once_a_failed_review_is_only_reported(toy) -> None:
+    result = toy.run({"text": "a note about apples"}, model="scripted/toy", review="The label is gamma",
+                     review_model="scripted/judge")
+    assert result.review.verdict == "fail" and not result.retried and result.data == {"label": "alpha"}
+    assert result.review.issues == ["C1 does not hold"]
+
+
+def test_a_judge_that_never_answers_validly_decides_nothing(toy) -> None:
+    result = toy.run({"text": "a note about apples"}, model="scripted/toy", review=["The label is gamma"],
+                     review_model="scripted/garbage", retry_once=True)
+    assert not result.review.judge_valid and result.review.verdict == "indeterminate" and not result.retried
+
+
+def test_retry_once_needs_a_rubric(toy) -> None:
+    with pytest.raises(UsageError, match="retry_once needs a rubric"):
+        toy.run({"text": "a note about apples"}, model="scripted/toy", retry_once=True)
