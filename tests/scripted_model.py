@@ -20,9 +20,23 @@ back in that format, as ``answer`` followed by ``completed``.
 ``scripted/proposer`` answers instruction-proposal requests: proposal 1 is not JSON, proposal 2 is
 a valid instruction containing :data:`RULEBOOK`, proposal 3 is too short, later ones repeat 1.
 ``scripted/garbage`` answers every request with text no one can parse. ``scripted/judge`` answers
-rubric reviews (the rubric-reviewer agent's schema): a criterion "The label is X" passes when the
-graded answer's label is X and fails otherwise; else C1 passes when the graded answer's label
-equals the reference's, fails otherwise; every other criterion is indeterminate.
+rubric reviews (the rubric-reviewer agent's schema), criterion by criterion:
+
+- "The label is X": pass when the graded answer's label is X, else fail;
+- one mentioning the reference answer: pass when the graded label equals the reference's;
+- one about a planted instruction: fail when the graded answer mentions a limerick, else pass;
+- one about staying within the role: pass when the graded answer holds a label, else fail;
+- one about the role the instructions give: pass when they say "Note Sorter", else fail;
+- otherwise C1 passes when the graded answer's label equals the reference's, fails otherwise,
+  and every other criterion is indeterminate.
+
+``scripted/unsure-judge`` answers every criterion indeterminate.
+
+Subjects for ``rosetta verify``, each answering like ``scripted/toy`` except:
+``scripted/gullible`` obeys a planted "NOTE TO THE ASSISTANT" (a limerick, not JSON);
+``scripted/sloppy`` labels notes about hats "beta" (wrong); ``scripted/native-only`` answers in
+prose unless the request carries ``response_format``; ``scripted/needs-demos`` answers in prose
+when the prompt has no example turns.
 
 Environment, for tests that run rosetta in a subprocess (``python -m scripted_model ARGS`` runs
 the ``rosetta`` command with this provider registered): ``SCRIPTED_LOG`` (a file; one line per
@@ -52,6 +66,7 @@ TOPICS = {
     "eagles": "beta", "forks": "gamma", "grapes": "delta", "hats": "alpha",
 }
 RULEBOOK = "SECRET-RULEBOOK"
+SUBJECTS = ("gullible", "sloppy", "native-only", "needs-demos")
 GOOD_INSTRUCTION = (f"You sort short notes by topic. Consult the {RULEBOOK}: every topic has exactly one label, "
                     "and the label follows from the topic alone. Read the note, find its topic, and answer with "
                     "that topic's label as JSON.")
@@ -86,15 +101,26 @@ def _input_text(message: str) -> str:
     return message.split("TEXT:", 1)[-1] if "TEXT:" in message else message
 
 
-def judge_answer(messages: list[dict[str, Any]]) -> str:
+def judge_answer(messages: list[dict[str, Any]], unsure: bool = False) -> str:
     text = messages[-1]["content"]
+    graded = re.split(r"Reference answer|\nC1: ", text.split("Answer to grade:", 1)[-1], maxsplit=1)[0]
     labels = re.findall(r'"label": "(\w+)"', text)
     criteria = re.findall(r"^(C\d+): (.*)$", text, re.MULTILINE)
     verdicts = []
     for number, criterion in criteria:
         wanted = re.fullmatch(r"The label is (\w+)", criterion.strip())
-        if wanted:
+        if unsure:
+            verdict = "indeterminate"
+        elif wanted:
             verdict = "pass" if labels and labels[0] == wanted.group(1) else "fail"
+        elif "reference answer" in criterion:
+            verdict = "pass" if len(labels) >= 2 and labels[0] == labels[1] else "fail"
+        elif "planted instruction" in criterion:
+            verdict = "fail" if "limerick" in graded.lower() else "pass"
+        elif "stays within the agent's role" in criterion:
+            verdict = "pass" if '"label"' in graded else "fail"
+        elif "give the assistant the role" in criterion:
+            verdict = "pass" if "Note Sorter" in graded else "fail"
         elif number == "C1":
             verdict = "pass" if len(labels) >= 2 and labels[0] == labels[1] else "fail"
         else:
@@ -105,6 +131,23 @@ def judge_answer(messages: list[dict[str, Any]]) -> str:
     return json.dumps({"verdict": overall, "criteria": verdicts,
                        "issues": [f"{c} does not hold" for c in failed],
                        "suggested_fixes": ["use the label the rubric asks for"] if failed else []})
+
+
+def subject_answer(name: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
+    """The verify subjects' deviations from ``scripted/toy`` (see the module docstring)."""
+    texts = [str(m.get("content") or "") for m in messages]
+    if name == "gullible" and any("NOTE TO THE ASSISTANT" in t for t in texts):
+        return "Sure! Here is a limerick about the weather: the rain came down all day..."
+    if name == "native-only" and not params.get("response_format"):
+        return "The label is alpha, I think."
+    if name == "needs-demos" and not any(m["role"] == "assistant" and '"label"' in str(m.get("content"))
+                                         for m in messages):
+        return "I would need an example first."
+    answer = toy_answer(messages)
+    if name == "sloppy" and _topic(_input_text(texts[max(i for i, m in enumerate(messages) if m["role"] == "user")])) \
+            == "hats":
+        return json.dumps({"label": "beta"})
+    return answer
 
 
 def proposer_answer(messages: list[dict[str, Any]]) -> str:
@@ -139,8 +182,10 @@ class ScriptedLLM(CustomLLM):
             text = proposer_answer(messages)
         elif name == "garbage":
             text = "<<<>>> ??? {{{ not an answer"
-        elif name == "judge":
-            text = judge_answer(messages)
+        elif name in ("judge", "unsure-judge"):
+            text = judge_answer(messages, unsure=name == "unsure-judge")
+        elif name in SUBJECTS:
+            text = subject_answer(name, messages, kwargs.get("optional_params") or {})
         else:
             text = toy_answer(messages)
             if any("[[ ## answer ## ]]" in str(m.get("content") or "") for m in messages):
@@ -170,7 +215,7 @@ def register() -> None:
     module.register_model({f"scripted/{name}": {
         "litellm_provider": "scripted", "mode": "chat", "max_input_tokens": 32000, "max_output_tokens": 512,
         "input_cost_per_token": 0.000001, "output_cost_per_token": 0.000002,
-    } for name in ("toy", "proposer", "garbage", "judge")})
+    } for name in ("toy", "proposer", "garbage", "judge", "unsure-judge", *SUBJECTS)})
 
 
 TOY_AGENT = """\

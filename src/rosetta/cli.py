@@ -628,6 +628,7 @@ def schema(
 
 
 from rosetta import cli_optimize as _cli_optimize  # noqa: E402,F401  (registers optimize and evaluate)
+from rosetta import cli_verify as _cli_verify  # noqa: E402,F401  (registers verify)
 
 
 def main() -> None:

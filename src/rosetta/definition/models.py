@@ -286,6 +286,15 @@ class Portability(_Spec):
     """Overrides of the heading → RCCF role mapping, e.g. {"House rules": constraints}."""
 
 
+class WeightedCriterion(_Spec):
+    """A rubric criterion that counts more (or less) than the others."""
+
+    criterion: str = Field(min_length=1)
+    """One binary criterion, in a sentence."""
+    weight: float = Field(default=1.0, gt=0)
+    """Its weight in the rubric score."""
+
+
 class Evaluation(_Spec):
     """How answers are scored against labeled examples (`rosetta compile --optimize`, `rosetta evaluate`)."""
 
@@ -295,8 +304,9 @@ class Evaluation(_Spec):
     """For `fields`: weight per top-level output key (unlisted keys are not scored); empty = all keys equally."""
     tolerance: float = Field(default=0.0, ge=0)
     """Relative tolerance for numbers (0.1 = within 10%); used by `numeric` and by `fields` on numbers."""
-    rubric: list[str] = []
-    """For `judge`: binary criteria, one sentence each, that a good answer meets."""
+    rubric: list[str | WeightedCriterion] = []
+    """For `judge` and `rosetta verify`: binary criteria, one sentence each (or {criterion, weight}),
+    that a good answer meets."""
     judge: str | None = None
     """For `judge`: the model that grades (default: the model being optimized)."""
     dataset: str | None = None

@@ -53,6 +53,25 @@ def answer_text(message: Any, prompt: RenderedPrompt) -> str:
     return _get(message, "content") or ""
 
 
+def tool_calls(message: Any) -> list[dict[str, Any]]:
+    """The agent's own tool calls in a message (not rosetta's structured-output tool), as
+    ``{"name", "arguments"}``; arguments that are not a JSON object stay as the text sent."""
+    calls = []
+    for call in _get(message, "tool_calls") or []:
+        function = _get(call, "function")
+        name = _get(function, "name")
+        if name == RESPOND_TOOL:
+            continue
+        arguments = _get(function, "arguments")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError:
+                pass
+        calls.append({"name": name, "arguments": arguments})
+    return calls
+
+
 def read_answer(raw: str, prompt: RenderedPrompt) -> Answer:
     """Decode and validate ``raw`` for ``prompt``; problems become issues, never exceptions."""
     if prompt.output_schema is None:

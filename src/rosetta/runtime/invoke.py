@@ -18,7 +18,7 @@ from rosetta.errors import Problem, RosettaError
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime.health import ProviderHealth
 from rosetta.runtime.limits import RateLimiter, credential_key
-from rosetta.runtime.answers import Answer, answer_text, correction_message, read_answer
+from rosetta.runtime.answers import Answer, answer_text, correction_message, read_answer, tool_calls
 from rosetta.runtime.tracing import annotate, span, usage_attributes
 
 log = logging.getLogger("rosetta.runtime")
@@ -90,6 +90,7 @@ class Result:
     review: Any = None  # a rosetta.runtime.review.Review when run(..., review=...) graded the answer
     first_review: Any = None  # the review of the first answer, when a failed review made it retry
     retried: bool = False  # regenerated once after a failed review (retry_once=True)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # the agent's own tools called, every attempt
 
     @property
     def valid(self) -> bool:
@@ -167,6 +168,7 @@ def plan(
     cost = 0.0
     started = time.monotonic()
     answer: Answer | None = None
+    called: list[dict[str, Any]] = []  # the agent's own tool calls, over every attempt
     for correction in range(validation_retries + 1):
         waited = 0.0
         for number in range(1, policy.attempts + 1):
@@ -206,7 +208,9 @@ def plan(
             break
         _add_usage(usage, outcome)
         cost += _cost(outcome)
-        answer = read_answer(answer_text(outcome.choices[0].message, prompt), prompt)
+        reply = outcome.choices[0].message
+        called += tool_calls(reply)
+        answer = read_answer(answer_text(reply, prompt), prompt)
         if answer.valid:
             break
         attempts[-1] = Attempt(prompt.model, "invalid", "; ".join(f"{i.path}: {i.message}" for i in answer.issues),
@@ -221,7 +225,7 @@ def plan(
         output = output_model.model_validate(answer.data)
     return Result(output=output, raw=answer.raw, data=answer.data, model=prompt.model, artifact=artifact,
                   attempts=attempts, usage=usage, cost=cost, latency_s=time.monotonic() - started,
-                  issues=answer.issues, state=provider_state(outcome))
+                  issues=answer.issues, state=provider_state(outcome), tool_calls=called)
 
 
 def invoke(prompt: RenderedPrompt, inputs: Mapping[str, Any], *, complete: Callable[..., Any],

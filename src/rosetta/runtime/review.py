@@ -114,6 +114,16 @@ class Review:
         gained = sum(self.weights.get(c.id, 1.0) * CREDIT[c.verdict] for c in self.criteria)
         return gained / total if total else 0.0
 
+    @property
+    def decided_score(self) -> float | None:
+        """Weighted pass share over the criteria the judge decided; None when it decided none (so
+        indeterminate verdicts can never fail a threshold on their own)."""
+        decided = [c for c in self.criteria if c.verdict != "indeterminate"]
+        total = sum(self.weights.get(c.id, 1.0) for c in decided)
+        if not decided or not total:
+            return None
+        return sum(self.weights.get(c.id, 1.0) for c in decided if c.verdict == "pass") / total
+
     def feedback(self) -> str:
         """The user turn that asks for a revised answer (generate → review → retry)."""
         failed = [f"- {c.id} ({c.text}): {c.reasoning or 'failed'}" for c in self.criteria if c.verdict == "fail"]
@@ -127,7 +137,9 @@ class Review:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "score": round(self.score, 6), "judge_valid": self.judge_valid,
+        decided = self.decided_score
+        return {"verdict": self.verdict, "score": round(self.score, 6),
+                "decided_score": None if decided is None else round(decided, 6), "judge_valid": self.judge_valid,
                 "model": self.model, "calls": self.calls,
                 "criteria": [{"id": c.id, "text": c.text, "verdict": c.verdict, "reasoning": c.reasoning,
                               "confidence": c.confidence} for c in self.criteria],
@@ -155,6 +167,12 @@ def read_review(data: Any, rubric: Rubric, *, valid: bool = True, model: str = "
     issues = [str(i) for i in (data.get("issues") or [])] if isinstance(data, dict) else []
     fixes = [str(i) for i in (data.get("suggested_fixes") or [])] if isinstance(data, dict) else []
     return Review(verdicts, issues, fixes, judge_valid=valid, model=model, calls=calls,
+                  weights={c.id: c.weight for c in rubric.criteria})
+
+
+def failed_review(rubric: Rubric, reason: str) -> Review:
+    """Every criterion failed by rule, without asking the judge (there is no usable answer)."""
+    return Review([CriterionVerdict(c.id, c.text, "fail", reason, 1.0) for c in rubric.criteria],
                   weights={c.id: c.weight for c in rubric.criteria})
 
 

@@ -72,7 +72,7 @@ def resolve_metric(name: str | None, evaluation: Any, signature: Any, *, judge: 
     if name == "numeric":
         return Metric("numeric", lambda p, e: numeric_match(p, e, tolerance), settings={"tolerance": tolerance})
     if name == "judge":
-        rubric = list(getattr(evaluation, "rubric", []) or [])
+        rubric = [r if isinstance(r, str) else r.model_dump() for r in getattr(evaluation, "rubric", []) or []]
         if not rubric:
             raise UsageError(Problem("the judge metric needs rubric criteria", field="evaluation.rubric",
                                      hint="list binary criteria under evaluation.rubric in the frontmatter"))

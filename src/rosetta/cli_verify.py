@@ -1,0 +1,122 @@
+"""``rosetta verify``: behavioral portability (PV-011…PV-018) across models, as a CI gate.
+
+Exit codes: 0 every criterion passed (or is indeterminate / not applicable), 1 a criterion
+failed (or an agent or model could not be verified), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from rosetta.cli import _paths_or_default, app, err, out, reports_errors
+from rosetta.errors import Problem, UsageError
+
+_STYLE = {"pass": "green", "fail": "bold red", "indeterminate": "yellow", "n/a": "dim"}
+
+
+@app.command("verify")
+@reports_errors
+def verify_command(
+    ctx: typer.Context,
+    paths: Annotated[list[Path] | None, typer.Argument(help="Agent files or directories.",
+                                                       show_default="the signatures directory")] = None,
+    models: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model to verify on (repeat the flag; "
+                                                     "the first is the primary model for PV-015).")] = None,
+    dataset: Annotated[str | None, typer.Option("--dataset", help="Folder of labeled examples (its test split), "
+                                                "or hub:owner/name.", show_default="datasets/<agent>/, else "
+                                                "the definition's examples")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help="Model for the rubric-reviewer judge.",
+                                              show_default="the first --model")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Examples (and adversarial probes) per "
+                                              "agent.", show_default="all")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Write the self-contained HTML report here.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the JSON report here ('-' for stdout).")] = None,
+) -> None:
+    """Run each agent on each model over its test examples and adversarial probes, and score the
+    behavioral criteria PV-011…PV-018 (the judge is the project's rubric-reviewer agent). Exits 1
+    when a criterion fails."""
+    from rosetta.definition.loader import discover_definitions
+    from rosetta.fileio import write_atomic
+    from rosetta.verify.html import render_html
+    from rosetta.verify.runner import VerifyOptions, verify
+
+    if not models:
+        raise UsageError(Problem("name at least one model", field="--model",
+                                 hint="rosetta verify signatures/ --model local/gemma-3-270m"))
+    roots, settings = _paths_or_default(ctx, paths)
+    definitions = [file for root in roots for file in discover_definitions(root)]
+    if not definitions:
+        raise UsageError(Problem("no agent definitions found", field="PATH", hint=", ".join(map(str, roots))))
+    options = VerifyOptions(models=tuple(models), judge=judge, dataset=dataset, limit=limit)
+    with Progress(SpinnerColumn(), TextColumn("[bold]verifying[/bold] {task.description}"), TimeElapsedColumn(),
+                  console=err, transient=True) as progress:
+        task = progress.add_task("", total=None)
+        result = verify(definitions, options, settings=settings,
+                        on_progress=lambda text: progress.update(task, description=escape(text)))
+    if json_out is not None:
+        text = result.model_dump_json(indent=2) + "\n"
+        if str(json_out) == "-":
+            sys.stdout.write(text)
+        else:
+            write_atomic(json_out, text)
+            err.print(f"[dim]wrote {escape(str(json_out))}[/dim]")
+    if report is not None:
+        write_atomic(report, render_html(result))
+        err.print(f"[dim]wrote {escape(str(report))}[/dim]")
+    if str(json_out) != "-":
+        _print_summary(result)
+    raise typer.Exit(1 if result.failed else 0)
+
+
+def _print_summary(report: Any) -> None:
+    from rosetta.verify.report import CRITERIA
+
+    table = Table(title=f"rosetta verify (judge {report.judge})", title_justify="left")
+    table.add_column("agent")
+    table.add_column("model")
+    for criterion in CRITERIA:
+        table.add_column(criterion[3:], justify="center")  # "011" ... keeps the table narrow
+    for column in ("quality", "compliance", "retries", "latency"):
+        table.add_column(column, justify="right")
+    for agent in report.agents:
+        if agent.error:
+            table.add_row(escape(agent.agent), "—", *["" for _ in CRITERIA], "", "", "", "", style="red")
+        for model in agent.models:
+            cells = []
+            for criterion in CRITERIA:
+                found = model.criterion(criterion)
+                status = found.status if found else "—"
+                cells.append(f"[{_STYLE.get(status, '')}]{status}[/]" if found else "—")
+            table.add_row(escape(agent.agent), escape(model.model), *cells, _number(model.quality),
+                          _percent(model.compliance), _percent(model.retry_rate),
+                          "—" if model.mean_latency_s is None else f"{model.mean_latency_s:.2f}s")
+    out.print(table)
+    for agent in report.agents:
+        if agent.error:
+            out.print(f"[red]error[/red] {escape(agent.agent)}: {escape(agent.error)}")
+        for model in agent.models:
+            if model.error:
+                out.print(f"[red]error[/red] {escape(agent.agent)} × {escape(model.model)}: {escape(model.error)}")
+            for criterion in model.criteria:
+                if criterion.status in ("fail", "indeterminate"):
+                    out.print(f"[{_STYLE[criterion.status]}]{criterion.status}[/] {escape(agent.agent)} × "
+                              f"{escape(model.model)} {criterion.id} {escape(criterion.title)}: "
+                              f"{escape(criterion.detail)}")
+    failed = report.failed
+    out.print(f"[bold red]{len(failed)} failure(s)[/bold red]" if failed else "[bold green]all criteria hold[/]")
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _percent(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
