@@ -69,8 +69,13 @@ def statuses(report: object, model: int = 0) -> dict[str, str]:
     return {c.id: c.status for c in report.agents[0].models[model].criteria}
 
 
-def test_a_well_behaved_model_passes_every_applicable_criterion(tmp_path: Path) -> None:
-    report = run_verify(make_project(tmp_path), "scripted/toy")
+def test_a_well_behaved_model_passes_every_applicable_criterion(tmp_path: Path, cli) -> None:
+    root = make_project(tmp_path)
+    result = cli("-C", root, "verify", root / "signatures/toy-sorter.md", "--model", "scripted/toy", "--judge",
+                 "scripted/judge")
+    assert result.exit_code == 0, result.output
+    assert "all criteria hold" in result.output and "fail" not in result.output
+    report = run_verify(root, "scripted/toy")
     assert statuses(report) == {"PV-011": "pass", "PV-012": "n/a", "PV-013": "pass", "PV-014": "pass",
                                 "PV-015": "pass", "PV-016": "n/a", "PV-017": "n/a", "PV-018": "pass"}
     model = report.agents[0].models[0]

@@ -143,15 +143,13 @@ class _AgentContext:
         result.runs += self.without_portability_runs(model)
         _metrics(result)
         examples = [r for r in result.runs if r.kind == "example"]
-        has_schema = self.spec.output.schema_ is not None
         result.criteria = [
-            rules.aggregate("PV-011", examples, none="no examples ran") if has_schema
-            else rules.not_applicable("PV-011", "the agent declares no output schema"),
+            rules.aggregate("PV-011", examples, none="the agent declares no output schema, and every run answered"),
             rules.aggregate("PV-012", result.runs, none="the agent declares no tools" if not self.spec.tools
                             else "no tool was called in any run: nothing to check"),
             rules.aggregate("PV-013", result.runs, none="no adversarial probes (no text input to plant them in)"),
             identity,
-            rules.aggregate("PV-016", result.runs, none=self.degradation_na(prompt)),
+            rules.aggregate("PV-016", result.runs, none=self.degradation_na()),
             rules.aggregate("PV-017", examples, none="the agent has a portability section (see PV-018)")
             if self.legacy else rules.not_applicable("PV-017", "the agent has a portability section (see PV-018)"),
             rules.aggregate("PV-018", result.runs, none="no example to run")
@@ -268,7 +266,7 @@ class _AgentContext:
         return CriterionResult(id="PV-014", title=rules.CRITERIA["PV-014"], status=check.verdict,
                                detail=f"judge: {check.reasoning}")
 
-    def degradation_na(self, prompt: Any) -> str:
+    def degradation_na(self) -> str:
         from rosetta.definition.models import Feature
 
         if self.spec.output.schema_ is None:
