@@ -23,6 +23,7 @@ _LAZY = {
     "discover_definitions": "rosetta.definition.loader",
     "Settings": "rosetta.config",
     "load_settings": "rosetta.config",
+    "record_outcome": "rosetta.rollout.outcomes",
 }
 
 __all__ = [
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from rosetta.config import Settings, load_settings
     from rosetta.definition.loader import discover_definitions, load_definition, load_directory
     from rosetta.definition.models import AgentDefinition, AgentSpec
+    from rosetta.rollout.outcomes import record_outcome
 
 
 __getattr__ = lazy_exports(__name__, _LAZY)

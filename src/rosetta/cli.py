@@ -403,7 +403,7 @@ def render(
     """Show the exact prompt a model receives for an agent."""
     from rosetta.definition.loader import load_definition
     from rosetta.providers.adapter import load_adapters
-    from rosetta.render import render as render_prompt
+    from rosetta.render.render import render as render_prompt  # not the package: its `render` may be the module
     from rosetta.signature import lower
 
     settings = _settings(ctx)
@@ -629,6 +629,7 @@ def schema(
 
 from rosetta import cli_optimize as _cli_optimize  # noqa: E402,F401  (registers optimize and evaluate)
 from rosetta import cli_verify as _cli_verify  # noqa: E402,F401  (registers verify)
+from rosetta import cli_rollout as _cli_rollout  # noqa: E402,F401  (registers versions and experiment)
 
 
 def main() -> None:

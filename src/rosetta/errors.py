@@ -100,3 +100,7 @@ class UsageError(RosettaError):
 
 class RenderError(RosettaError):
     """An agent cannot be rendered for a model (inexpressible schema, missing capability, too big)."""
+
+
+class RolloutError(RosettaError):
+    """A rollout file, version id or experiment setting cannot be used as given."""

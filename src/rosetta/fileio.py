@@ -7,8 +7,8 @@ import tempfile
 from pathlib import Path
 
 
-def write_temporary(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` (UTF-8, LF endings) to a synced temp file beside ``path``.
+def write_temporary(path: str | os.PathLike[str], text: str | bytes) -> Path:
+    """Write ``text`` (UTF-8, LF endings; bytes as they are) to a synced temp file beside ``path``.
 
     Renaming it over ``path`` (``os.replace``) publishes it atomically; callers that decide later
     whether to publish (e.g. under a lock) unlink it otherwise.
@@ -17,8 +17,9 @@ def write_temporary(path: str | os.PathLike[str], text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-            stream.write(text)
+        data = text if isinstance(text, bytes) else text.encode("utf-8")
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
         os.chmod(temporary, path.stat().st_mode & 0o777 if path.exists() else 0o644)
@@ -28,7 +29,7 @@ def write_temporary(path: str | os.PathLike[str], text: str) -> Path:
     return Path(temporary)
 
 
-def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
+def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> Path:
     """Write ``text`` to ``path`` via a temp file + rename in the same directory."""
     path = Path(path)
     temporary = write_temporary(path, text)

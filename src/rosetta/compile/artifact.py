@@ -24,6 +24,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rosetta.errors import Location, Problem, RosettaError
@@ -71,6 +72,16 @@ class Artifact:
     provenance: Provenance
     prompt: RenderedPrompt
     content_sha256: str = ""
+
+
+def artifact_path(out: Path, agent: str, model_id: str) -> Path:
+    """``compiled/<agent>/<provider>/<model>.yaml``; characters unsafe in file names become ``_``.
+
+    Here rather than in the compiler so that the runtime can find an artifact's rollout file
+    without importing the compiler (and its process pool)."""
+    provider, _, name = model_id.partition("/")
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name)
+    return out / agent / provider / f"{safe}.yaml"
 
 
 def inputs_digest(**parts: Any) -> str:

@@ -10,7 +10,6 @@ same tree leave only complete files.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -20,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.__about__ import __version__
-from rosetta.compile.artifact import FORMAT, Artifact, Provenance, dump_artifact, inputs_digest, read_header
+from rosetta.compile.artifact import (FORMAT, Artifact, Provenance, artifact_path, dump_artifact, inputs_digest,
+                                      read_header)
 from rosetta.compile.index import INDEX_NAME, IndexEntry, dump_index, files_digest, read_index
 from rosetta.errors import DefinitionError, RosettaError
 
@@ -64,13 +64,6 @@ class CompileReport:
         """0 all good, 1 targets failed or (with --check) are missing/stale/invalid."""
         bad = (Status.FAILED, Status.MISSING, Status.STALE, Status.INVALID)
         return 1 if any(r.status in bad for r in self.results) else 0
-
-
-def artifact_path(out: Path, agent: str, model_id: str) -> Path:
-    """``compiled/<agent>/<provider>/<model>.yaml``; characters unsafe in file names become ``_``."""
-    provider, _, name = model_id.partition("/")
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name)
-    return out / agent / provider / f"{safe}.yaml"
 
 
 def relative_to(path: str | Path, root: Path) -> str:
@@ -253,15 +246,20 @@ def _current_status(path: Path, inputs_sha: str) -> Status:
 
 def publish(path: Path, text: str, out: Path, *, replace: Any = lambda: True) -> None:
     """Write an artifact atomically under the output tree's lock; ``replace()`` (asked under the
-    lock) may decline when another process wrote an identical artifact meanwhile."""
+    lock) may decline when another process wrote an identical artifact meanwhile.
+
+    The artifact it replaces, when its content differs, is kept as a version beside it
+    (:func:`rosetta.rollout.versions.retain`): rollouts pin versions, and A/B tests need both."""
     from filelock import FileLock
 
     from rosetta.fileio import write_temporary
+    from rosetta.rollout.versions import retain
 
     staged = write_temporary(path, text)  # the slow part (fsync) happens unlocked
     try:
         with FileLock(str(out / LOCK_NAME)):
             if replace():
+                retain(path, text)
                 os.replace(staged, path)
     finally:
         staged.unlink(missing_ok=True)

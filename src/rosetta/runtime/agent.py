@@ -6,6 +6,11 @@ family, one for the same provider, or the uncompiled RCCF render of the definiti
 used only when its seal matches and its source files are unchanged; every fallback is logged once
 per (agent, model) with its reason, and ``strict`` turns fallbacks into errors.
 
+A ``<model>.rollout.yaml`` beside the exact model's artifact pins which version serves, and may run
+an experiment: ``prompt_for(model, user_id=...)`` then gives each user the control or treatment
+version, always the same one (see :mod:`rosetta.rollout.routing`). A rollout file that cannot be
+used is logged and ignored, never fatal (except in strict mode).
+
 Nothing here imports pydantic, litellm, dspy, optuna or datasets unless the uncompiled fallback is
 needed; selected prompts are cached, so repeated calls do no file I/O.
 """
@@ -21,8 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rosetta.compile.artifact import Artifact, ArtifactError, parse_artifact
-from rosetta.errors import Location, Problem, UsageError
+from rosetta.compile.artifact import Artifact, ArtifactError, artifact_path, parse_artifact
+from rosetta.errors import Location, Problem, RolloutError, UsageError
 from rosetta.providers.catalog import CatalogModel, load_catalog
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime.project import ProjectDirs, project_dirs
@@ -43,6 +48,9 @@ class Selection:
     reason: str
     prompt: RenderedPrompt
     artifact_id: str = ""  # the artifact's content_sha256, or "fallback: <reason>"
+    version: str | None = None  # the content_sha256 of the artifact used; None for the uncompiled render
+    arm: str | None = None  # "control" | "treatment" when an experiment routed the caller
+    experiment: str | None = None  # that experiment's id
 
 
 class Agent:
@@ -54,7 +62,7 @@ class Agent:
         self.dirs = dirs
         self.strict = strict
         self._artifacts = _index_artifacts(dirs.compiled_dir / name)  # model id → path (no parsing yet)
-        self._selections: dict[tuple[str, bool], Selection] = {}
+        self._routes: dict[tuple[str, bool], Any] = {}  # (model, strict) → rosetta.rollout.routing.Route
         self._verified: dict[Path, Artifact | str] = {}  # path → artifact, or why it cannot be used
         self._spec: Any = None
         self._models: dict[str, Any] = {}
@@ -67,16 +75,17 @@ class Agent:
         """Compiled artifacts found for this agent, by model id."""
         return dict(self._artifacts)
 
-    def prompt_for(self, model: str, *, strict: bool | None = None) -> RenderedPrompt:
-        """The prompt to send to ``model`` (see the module docstring for the order)."""
-        return self._select(model, strict).prompt
+    def prompt_for(self, model: str, *, strict: bool | None = None, user_id: object | None = None) -> RenderedPrompt:
+        """The prompt to send to ``model`` (see the module docstring for the order); during an
+        experiment, the version of ``user_id``'s arm."""
+        return self._select(model, strict, user_id).prompt
 
-    def _select(self, model: str, strict: bool | None) -> Selection:
+    def _select(self, model: str, strict: bool | None, user_id: object | None = None) -> Selection:
         key = (model, self.strict if strict is None else strict)
-        selection = self._selections.get(key)
-        if selection is None:
-            selection = self._selections[key] = self.explain(model, strict=key[1])
-        return selection
+        route = self._routes.get(key)
+        if route is None:
+            route = self._routes[key] = self._route(model, key[1])
+        return route.pick(user_id)
 
     @property
     def spec(self) -> Any:
@@ -97,7 +106,8 @@ class Agent:
         return sorted(self._artifacts)
 
     def run(self, inputs: Mapping[str, Any], model: str | None = None, *, fallbacks: list[str] | None = None,
-            record_dir: str | os.PathLike[str] | None = None, complete: Any = None, **options: Any) -> Any:
+            record_dir: str | os.PathLike[str] | None = None, complete: Any = None, user_id: object | None = None,
+            **options: Any) -> Any:
         """Answer ``inputs``: the first model of the chain that succeeds, each with its own prompt.
 
         Transient errors retry with backoff, then move to the next model (``fallbacks`` or the
@@ -113,6 +123,9 @@ class Agent:
         that answered) into ``Result.review``; with ``retry_once=True`` a failed review regenerates
         once on the same model, with the reviewer's issues and suggested fixes injected, and the
         second answer is reviewed again (``Result.retried``).
+
+        ``user_id`` puts the caller in an experiment's arm (see :meth:`prompt_for`); the Result says
+        which (``arm``, ``experiment``) and which version answered (``version``).
         """
         review, retry_once = options.pop("review", None), bool(options.pop("retry_once", False))
         review_model = options.pop("review_model", None)
@@ -120,20 +133,20 @@ class Agent:
             raise UsageError(Problem("retry_once needs a rubric to review against", field="review",
                                      hint="pass review=[...criteria...] as well"))
         if model == "manual":
-            return self.run_manual(inputs, model=fallbacks[0] if fallbacks else None, **options)
+            return self.run_manual(inputs, model=fallbacks[0] if fallbacks else None, user_id=user_id, **options)
         if record_dir is not None:
-            result = self.chat(model, fallbacks=fallbacks, record_dir=record_dir).send(inputs, complete=complete,
-                                                                                      **options)
+            result = self.chat(model, fallbacks=fallbacks, record_dir=record_dir, user_id=user_id).send(
+                inputs, complete=complete, **options)
         else:
             chain, spec = self._start(inputs, model, fallbacks)
             complete = complete or self._litellm().completion
-            result = self._run_chain(inputs, chain, spec, complete=complete, **options)
+            result = self._run_chain(inputs, chain, spec, complete=complete, user_id=user_id, **options)
         if review is None:
             return result
-        return self._reviewed(result, inputs, review, review_model, retry_once, complete, options)
+        return self._reviewed(result, inputs, review, review_model, retry_once, complete, options, user_id)
 
     def _reviewed(self, result: Any, inputs: Mapping[str, Any], rubric: Any, review_model: str | None,
-                  retry_once: bool, complete: Any, options: Mapping[str, Any]) -> Any:
+                  retry_once: bool, complete: Any, options: Mapping[str, Any], user_id: object | None = None) -> Any:
         """Generate → review → retry: grade ``result``; on a failed review, regenerate once with the
         reviewer's critique in the conversation and grade the new answer."""
         from rosetta.runtime.review import Reviewer, Rubric
@@ -145,11 +158,11 @@ class Agent:
                                         context=task)
         if result.review.passed or not retry_once:
             return result
-        prompt = self._select(result.model, None).prompt
+        prompt = self._select(result.model, None, user_id).prompt
         messages = [*prompt.messages(inputs), {"role": "assistant", "content": result.raw or ""},
                     {"role": "user", "content": result.review.feedback()}]
         retried = self._run_chain(inputs, [result.model], self.spec, complete=complete or self._litellm().completion,
-                                  messages=messages, **options)
+                                  messages=messages, user_id=user_id, **options)
         retried.attempts = result.attempts + retried.attempts
         retried.review = reviewer.review(retried.data if retried.data is not None else retried.raw, rubric,
                                          context=task)
@@ -158,17 +171,18 @@ class Agent:
         return retried
 
     async def arun(self, inputs: Mapping[str, Any], model: str | None = None, *, fallbacks: list[str] | None = None,
-                   record_dir: str | os.PathLike[str] | None = None, acomplete: Any = None, **options: Any) -> Any:
+                   record_dir: str | os.PathLike[str] | None = None, acomplete: Any = None,
+                   user_id: object | None = None, **options: Any) -> Any:
         """:meth:`run` for asyncio (litellm's ``acompletion``; same retries, fallbacks and Result)."""
         if model == "manual":
             raise UsageError(Problem("manual mode waits for a person: use run(..., model='manual'), not arun",
                                      field="model"))
         if record_dir is not None:
-            return await self.chat(model, fallbacks=fallbacks, record_dir=record_dir).asend(
+            return await self.chat(model, fallbacks=fallbacks, record_dir=record_dir, user_id=user_id).asend(
                 inputs, acomplete=acomplete, **options)
         chain, spec = self._start(inputs, model, fallbacks)
         return await self._arun_chain(inputs, chain, spec, acomplete=acomplete or self._litellm().acompletion,
-                                      **options)
+                                      user_id=user_id, **options)
 
     def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], *, complete: Any = None,
                    label: str = "candidate", **options: Any) -> Any:
@@ -193,27 +207,28 @@ class Agent:
 
     def chat(self, model: str | None = None, *, fallbacks: list[str] | None = None,
              record_dir: str | os.PathLike[str] | None = None,
-             resume: str | os.PathLike[str] | Mapping[str, Any] | None = None) -> Any:
+             resume: str | os.PathLike[str] | Mapping[str, Any] | None = None, user_id: object | None = None) -> Any:
         """A multi-turn :class:`~rosetta.runtime.conversation.Conversation` with this agent.
 
         Its first turn may fall back along the chain; every later turn stays on the model that
-        answered it. ``resume`` continues a conversation saved as JSON (a path or the loaded dict).
+        answered it. ``resume`` continues a conversation saved as JSON (a path or the loaded dict);
+        ``user_id`` keeps every turn on that user's experiment arm.
         """
         from rosetta.runtime.conversation import Conversation
 
         if resume is not None:
             return Conversation.resume(self, resume, record_dir=record_dir)
-        return Conversation(self, model=model, fallbacks=fallbacks, record_dir=record_dir)
+        return Conversation(self, model=model, fallbacks=fallbacks, record_dir=record_dir, user_id=user_id)
 
     def _run_chain(self, inputs: Mapping[str, Any], chain: list[str], spec: Any, *, complete: Any,
-                   messages: list[dict[str, Any]] | None = None, **options: Any) -> Any:
+                   messages: list[dict[str, Any]] | None = None, user_id: object | None = None, **options: Any) -> Any:
         from rosetta.runtime.invoke import ModelCallError, invoke
         from rosetta.runtime.tracing import span
 
         state = _RunState()
         with span("rosetta.run", **{"rosetta.agent": self.name, "gen_ai.request.model": chain[0]}) as current:
             for name in chain:
-                selection = self._select(name, None)
+                selection = self._select(name, None, user_id)
                 if state.too_small(selection):
                     continue
                 try:
@@ -226,14 +241,15 @@ class Agent:
             raise self._exhausted(state)
 
     async def _arun_chain(self, inputs: Mapping[str, Any], chain: list[str], spec: Any, *, acomplete: Any,
-                          messages: list[dict[str, Any]] | None = None, **options: Any) -> Any:
+                          messages: list[dict[str, Any]] | None = None, user_id: object | None = None,
+                          **options: Any) -> Any:
         from rosetta.runtime.invoke import ModelCallError, ainvoke
         from rosetta.runtime.tracing import span
 
         state = _RunState()
         with span("rosetta.run", **{"rosetta.agent": self.name, "gen_ai.request.model": chain[0]}) as current:
             for name in chain:
-                selection = self._select(name, None)
+                selection = self._select(name, None, user_id)
                 if state.too_small(selection):
                     continue
                 try:
@@ -247,7 +263,7 @@ class Agent:
 
     def run_manual(self, inputs: Mapping[str, Any], *, prompt_file: str | os.PathLike[str] | None = None,
                    answer: str | None = None, answer_file: str | os.PathLike[str] | None = None,
-                   model: str | None = None) -> Any:
+                   model: str | None = None, user_id: object | None = None) -> Any:
         """Manual (copy/paste) mode: write the readable prompt to ``prompt_file`` (default
         ``<agent>-prompt.md`` here), then read the answer from ``answer``, ``answer_file`` or standard
         input, and validate it like any other. ``model`` picks whose prompt is written."""
@@ -258,7 +274,7 @@ class Agent:
         from rosetta.runtime.invoke import Attempt, Result
 
         chain, spec = self._start(inputs, model, None)
-        selection = self._select(chain[0], None)
+        selection = self._select(chain[0], None, user_id)
         prompt_file = Path(prompt_file or f"{self.name}-prompt.md")
         write_atomic(prompt_file, selection.prompt.render_for_display(inputs))
         log.info("%s: manual mode, prompt written to %s", self.name, prompt_file)
@@ -273,7 +289,7 @@ class Agent:
         return self._finish(result, selection, spec, [], {})
 
     def stream(self, inputs: Mapping[str, Any], model: str | None = None, *, complete: Any = None,
-               **options: Any) -> Iterator[Any]:
+               user_id: object | None = None, **options: Any) -> Iterator[Any]:
         """Yield the answer's text as it arrives, then the final ``Result``.
 
         The first attempt on the first model streams. If it fails or its answer does not validate,
@@ -290,13 +306,13 @@ class Agent:
 
         chain, spec = self._start(inputs, model, options.get("fallbacks"))
         complete = complete or self._litellm().completion
-        selection = self._select(chain[0], None)
+        selection = self._select(chain[0], None, user_id)
         plan_options = self._options(selection, options, None)
         kwargs = {**selection.prompt.to_litellm(inputs), **plan_options["params"], "stream": True, "num_retries": 0,
                   "max_retries": 0}
         limiter, health, endpoint = plan_options["limiter"], plan_options["health"], credential_key(kwargs)
         if health.cooling(endpoint):  # run() records the skip and goes down the chain
-            yield self.run(inputs, model, complete=complete, **options)
+            yield self.run(inputs, model, complete=complete, user_id=user_id, **options)
             return
         reservation = limiter.reserve(kwargs, selection.prompt.tokens.get("total", 0))
         if reservation is not None and reservation.wait:
@@ -337,7 +353,7 @@ class Agent:
                 return
             first = Attempt(first.model, "invalid", "; ".join(f"{i.path}: {i.message}" for i in answer.issues),
                             first.latency_s)
-        result = self.run(inputs, model, complete=complete, **options)
+        result = self.run(inputs, model, complete=complete, user_id=user_id, **options)
         result.attempts = [first, *result.attempts]
         yield result
 
@@ -402,6 +418,8 @@ class Agent:
         from rosetta.runtime.guardrails import apply_output_rules
 
         result.attempts = attempts + result.attempts
+        result.agent, result.version = self.name, selection.version
+        result.arm, result.experiment = selection.arm, selection.experiment
         rules = tuple(spec.guardrails.output_filtering) if spec is not None else ()
         raw, result.post_checks = apply_output_rules(rules, result.raw, on_secret=options.get("on_secret", "redact"))
         if raw != result.raw:
@@ -437,10 +455,50 @@ class Agent:
         result.escalated = behaviour == "escalate_to_user"
         log.warning("%s on %s: returning an answer that does not validate (%s)", self.name, result.model, issues)
 
-    def explain(self, model: str, *, strict: bool | None = None) -> Selection:
+    def explain(self, model: str, *, strict: bool | None = None, user_id: object | None = None) -> Selection:
         """Choose (without caching) and say why; raises in strict mode when it would fall back."""
-        strict = self.strict if strict is None else strict
+        return self._route(model, self.strict if strict is None else strict).pick(user_id)
+
+    def _route(self, model: str, strict: bool) -> Any:
+        """What ``model`` serves: the versions its rollout file pins, else what :meth:`_choose` picks."""
+        from rosetta.rollout.routing import Route, read_pins
+        from rosetta.rollout.versions import short_id
+
         target = load_catalog().resolve(model)
+        pins = read_pins(artifact_path(self.dirs.compiled_dir, self.name, target.id), agent=self.name,
+                         model=target.id)
+        if pins is not None and pins.problems:
+            if strict:
+                raise RolloutError([*pins.problems, Problem(f"{self.name} on {target.id}: the rollout file cannot be "
+                                                            "used", Location(str(pins.file)),
+                                                            hint="fix it, or load without strict=True to ignore it")])
+            log.warning("%s on %s: %s", self.name, target.id, pins.explain_problems())
+        if pins is None or pins.active is None:
+            return Route(self._choose(target, strict))
+        served, path = pins.active
+        reason = f"version {short_id(served.content_sha256)} is active in {pins.file.name}"
+        if pins.current not in (None, served.content_sha256) and (
+                pins.treatment is None or pins.current != pins.treatment[0].content_sha256):
+            reason += (f" (the compiled artifact, {short_id(pins.current)}, is not served: start an experiment "
+                       "with it or promote it)")
+        active = Selection(target.id, "artifact", str(path), reason, served.prompt, served.content_sha256,
+                           served.content_sha256)
+        if pins.experiment is None or pins.treatment is None:
+            return Route(active)
+        experiment, (treated, treated_path) = pins.experiment, pins.treatment
+        control = replace(active, arm="control", experiment=experiment.id,
+                          reason=f"{reason}; the control arm of experiment {experiment.id}")
+        active = replace(active, reason=f"{reason}; experiment {experiment.id} gives version "
+                                        f"{short_id(treated.content_sha256)} to {experiment.share:.0%} of users "
+                                        "(by user_id; calls without one get the active version)")
+        treatment = Selection(target.id, "artifact", str(treated_path),
+                              f"version {short_id(treated.content_sha256)} is the treatment arm of experiment "
+                              f"{experiment.id} in {pins.file.name}", treated.prompt, treated.content_sha256,
+                              treated.content_sha256, "treatment", experiment.id)
+        return Route(active, experiment, control, treatment)
+
+    def _choose(self, target: CatalogModel, strict: bool) -> Selection:
+        """The artifact for the exact model, its family or provider, else the uncompiled render."""
         reasons: list[str] = []
         for kind, model_id, path in self._candidates(target):
             artifact = self._verify(path)
@@ -449,12 +507,12 @@ class Agent:
                 continue
             if kind == "artifact":
                 return Selection(target.id, kind, str(path), "compiled artifact for this model", artifact.prompt,
-                                 artifact.content_sha256)
+                                 artifact.content_sha256, artifact.content_sha256)
             reason = (f"no usable artifact for {target.id}"
                       + (f" ({'; '.join(reasons)})" if reasons else "") + f"; using the {kind} artifact for {model_id}")
             self._fallback(target.id, reason, strict)
             return Selection(target.id, kind, str(path), reason, _retarget(artifact.prompt, target),
-                             artifact.content_sha256)
+                             artifact.content_sha256, artifact.content_sha256)
         reason = (f"no usable compiled artifact for {target.id}" + (f" ({'; '.join(reasons)})" if reasons else "")
                   + "; rendering the definition uncompiled")
         self._fallback(target.id, reason, strict)
@@ -573,10 +631,14 @@ def _apply_traffic_settings(dirs: ProjectDirs) -> None:
 
 def _index_artifacts(directory: Path) -> dict[str, Path]:
     """model id → artifact path, read from each file's ``model:`` line (no full parse)."""
+    from rosetta.rollout.versions import is_rollout_file
+
     found: dict[str, Path] = {}
     if not directory.is_dir():
         return found
     for path in sorted(directory.glob("*/*.yaml")):
+        if is_rollout_file(path):  # beside the artifacts, but not one (retained versions sit a level deeper)
+            continue
         try:
             with path.open(encoding="utf-8") as handle:
                 head = handle.read(1024)

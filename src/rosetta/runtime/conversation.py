@@ -29,8 +29,9 @@ class Conversation:
     """Turns with one agent, pinned to the model that answered the first one."""
 
     def __init__(self, agent: Any, *, model: str | None = None, fallbacks: list[str] | None = None,
-                 record_dir: str | os.PathLike[str] | None = None) -> None:
+                 record_dir: str | os.PathLike[str] | None = None, user_id: object | None = None) -> None:
         self.agent = agent
+        self.user_id = user_id  # keeps every turn on this user's experiment arm
         self.model = model  # requested; after the first turn, the model that answered
         self.fallbacks = list(fallbacks) if fallbacks is not None else None
         self.record_dir = Path(record_dir) if record_dir is not None else None
@@ -54,7 +55,8 @@ class Conversation:
         inputs, chain, spec, messages = self._prepare(message)
         self._record_prompt(chain[0], inputs, messages)
         complete = complete or self.agent._litellm().completion
-        result = self.agent._run_chain(inputs, chain, spec, complete=complete, messages=messages, **options)
+        result = self.agent._run_chain(inputs, chain, spec, complete=complete, messages=messages,
+                                       user_id=self.user_id, **options)
         return self._commit(message, inputs, messages, result)
 
     async def asend(self, message: Mapping[str, Any] | str, *, acomplete: Any = None, **options: Any) -> Any:
@@ -63,7 +65,7 @@ class Conversation:
         self._record_prompt(chain[0], inputs, messages)
         acomplete = acomplete or self.agent._litellm().acompletion
         result = await self.agent._arun_chain(inputs, chain, spec, acomplete=acomplete, messages=messages,
-                                              **options)
+                                              user_id=self.user_id, **options)
         return self._commit(message, inputs, messages, result)
 
     def _prepare(self, message: Mapping[str, Any] | str) -> tuple[dict, list[str], Any, list | None]:
@@ -73,7 +75,7 @@ class Conversation:
             chain, spec = agent._start(inputs, self.model, self.fallbacks)
             return inputs, chain, spec, None
         spec = agent.spec
-        prompt = agent.prompt_for(self.model)
+        prompt = agent.prompt_for(self.model, user_id=self.user_id)
         if isinstance(message, str):
             from rosetta.runtime.guardrails import check_message
 
@@ -101,7 +103,7 @@ class Conversation:
         if messages is None:  # first turn: what the answering model was sent
             self.model = result.model
             self.artifact = result.artifact
-            messages = self.agent.prompt_for(result.model).messages(inputs)
+            messages = self.agent.prompt_for(result.model, user_id=self.user_id).messages(inputs)
             self._record_prompt(result.model, inputs, None)  # a fallback model was sent its own prompt
         reply: dict[str, Any] = {"role": "assistant", "content": result.raw}
         for name in ("thinking_blocks", "provider_specific_fields"):  # litellm passes these back
@@ -124,8 +126,8 @@ class Conversation:
 
     def to_dict(self) -> dict[str, Any]:
         return {"rosetta_conversation": FORMAT, "agent": self.agent.name, "model": self.model,
-                "fallbacks": self.fallbacks, "artifact": self.artifact, "messages": self.messages,
-                "state": self.state, "turns": self.turns}
+                "fallbacks": self.fallbacks, "artifact": self.artifact, "user_id": self.user_id,
+                "messages": self.messages, "state": self.state, "turns": self.turns}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
@@ -150,7 +152,8 @@ class Conversation:
             raise UsageError(Problem(f"this conversation is with {data.get('agent')!r}, not {agent.name!r}",
                                      Location(where), field="agent", hint=f"rosetta.load({data.get('agent')!r})"))
         try:
-            conversation = cls(agent, model=data["model"], fallbacks=data.get("fallbacks"), record_dir=record_dir)
+            conversation = cls(agent, model=data["model"], fallbacks=data.get("fallbacks"), record_dir=record_dir,
+                               user_id=data.get("user_id"))
             conversation.artifact = str(data.get("artifact") or "")
             conversation.messages = [dict(m) for m in data["messages"]]
             conversation.state = dict(data.get("state") or {})
@@ -167,7 +170,7 @@ class Conversation:
             return
         from rosetta.fileio import write_atomic
 
-        prompt = self.agent.prompt_for(model)
+        prompt = self.agent.prompt_for(model, user_id=self.user_id)
         text = prompt.render_for_display(inputs) if messages is None else _readable(messages, prompt)
         write_atomic(self._record_path("prompt.md"), text)
 

@@ -1,0 +1,184 @@
+"""Versions of an artifact: its content_sha256 is its id, and earlier ones are kept beside it.
+
+``compiled/<agent>/<provider>/<model>.yaml`` is the current artifact (what ``rosetta compile`` wrote
+last); ``<model>.versions/<content_sha256>.yaml`` holds each earlier one, byte-identical so that its
+seal still verifies. Ids are written in full and accepted anywhere as a unique prefix of at least
+7 hex digits (listings show 12). Nothing here parses YAML unless a version is loaded or listed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rosetta.compile.artifact import Artifact, ArtifactError, parse_artifact, read_header
+from rosetta.errors import Location, Problem, RolloutError
+
+SHORT = 12
+"""Hex digits of a version id shown in listings."""
+VERSIONS_SUFFIX = ".versions"
+ROLLOUT_SUFFIX = ".rollout.yaml"
+_ID = re.compile(r"^[0-9a-f]{7,64}$")
+_FULL_ID = re.compile(r"^[0-9a-f]{64}$")
+
+
+def short_id(version_id: str) -> str:
+    """The form shown to people: the first 12 hex digits."""
+    return version_id[:SHORT]
+
+
+def _stem(artifact: Path) -> str:
+    return artifact.name[:-len(".yaml")] if artifact.name.endswith(".yaml") else artifact.name
+
+
+def versions_dir(artifact: Path) -> Path:
+    """``<model>.versions/`` beside the artifact."""
+    return artifact.with_name(_stem(artifact) + VERSIONS_SUFFIX)
+
+
+def rollout_path(artifact: Path) -> Path:
+    """``<model>.rollout.yaml`` beside the artifact."""
+    return artifact.with_name(_stem(artifact) + ROLLOUT_SUFFIX)
+
+
+def is_rollout_file(path: Path) -> bool:
+    """True for rollout files, which share the artifacts' folder but are not artifacts."""
+    return path.name.endswith(ROLLOUT_SUFFIX)
+
+
+def retain(artifact: Path, replacement: str) -> Path | None:
+    """Keep ``artifact`` as a version before ``replacement`` (text) overwrites it.
+
+    Only an intact artifact whose content differs is kept (a tampered file is no version anyone can
+    serve). The copy keeps the original's bytes and modification time, so a listing dates each
+    version by when it was compiled. Call it under the output tree's lock, as the compiler does.
+    """
+    try:
+        data = artifact.read_bytes()
+        written = artifact.stat()
+    except FileNotFoundError:
+        return None
+    try:
+        header = read_header(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
+    if not header.intact or header.content_sha256 == read_header(replacement).content_sha256:
+        return None
+    target = versions_dir(artifact) / f"{header.content_sha256}.yaml"
+    if target.is_file():
+        return target
+    from rosetta.fileio import write_temporary
+
+    staged = write_temporary(target, data)
+    try:
+        os.utime(staged, ns=(written.st_atime_ns, written.st_mtime_ns))
+        os.replace(staged, target)
+    finally:
+        staged.unlink(missing_ok=True)
+    return target
+
+
+def known_ids(artifact: Path) -> dict[str, Path]:
+    """Every version id of ``artifact`` → the file holding it: the current one first, then the kept ones."""
+    found: dict[str, Path] = {}
+    try:
+        with artifact.open(encoding="utf-8") as handle:
+            header = read_header(handle.read(400) + "\n")
+        if header.content_sha256:
+            found[header.content_sha256] = artifact
+    except (OSError, UnicodeDecodeError):
+        pass
+    try:
+        names = sorted(os.listdir(versions_dir(artifact)))
+    except OSError:
+        names = []
+    for name in names:
+        stem = name[:-len(".yaml")] if name.endswith(".yaml") else ""
+        if _FULL_ID.match(stem):
+            found.setdefault(stem, versions_dir(artifact) / name)
+    return found
+
+
+def resolve_id(artifact: Path, version_id: str, *, where: Location | None = None,
+               field_name: str | None = None) -> tuple[str, Path]:
+    """The full id and file of ``version_id`` (a full id or a unique prefix); raises
+    :class:`RolloutError` naming the known versions otherwise."""
+    text = str(version_id).strip().lower()
+    where = where or Location(str(artifact))
+    listing = f"`rosetta versions {artifact.parent.parent.name} --model {artifact.parent.name}/{_stem(artifact)}`"
+    if not _ID.match(text):
+        raise RolloutError(Problem(f"{version_id!r} is not a version id", where, field_name,
+                                   expected="7 to 64 hex digits of a content_sha256", hint=f"{listing} lists them"))
+    matches = {full: path for full, path in known_ids(artifact).items() if full.startswith(text)}
+    if len(matches) == 1:
+        return next(iter(matches.items()))
+    if not matches:
+        raise RolloutError(Problem(f"no version {text} of {artifact.parent.parent.name} on this model", where,
+                                   field_name, hint=f"{listing} lists them"))
+    raise RolloutError(Problem(f"version id {text} is ambiguous ({', '.join(short_id(m) for m in sorted(matches))})",
+                               where, field_name, hint="give more hex digits"))
+
+
+def load_version(artifact: Path, version_id: str, *, agent: str, model: str, where: Location | None = None,
+                 field_name: str | None = None) -> tuple[Artifact, Path]:
+    """Version ``version_id`` of ``artifact``, verified: sealed, of this agent and model, and the file
+    holding the content its name claims. Raises :class:`RolloutError` saying what is wrong.
+
+    The definition may have changed since it was compiled: serving an earlier version is the point
+    of pinning one, so (unlike the current artifact) it is not checked for staleness.
+    """
+    full, path = resolve_id(artifact, version_id, where=where, field_name=field_name)
+    where = where or Location(str(path))
+    try:
+        loaded = parse_artifact(path.read_text(encoding="utf-8"), path=str(path))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RolloutError(Problem(f"version {short_id(full)} is unreadable ({exc})", where, field_name)) from None
+    except ArtifactError as error:
+        raise RolloutError(Problem(f"version {short_id(full)} cannot be used: {error.problems[0].message}", where,
+                                   field_name, hint=f"its file is {path}")) from None
+    if loaded.content_sha256 != full or loaded.agent != agent or loaded.model != model:
+        raise RolloutError(Problem(f"version {short_id(full)} is not {agent} on {model} (its file {path.name} holds "
+                                   f"{loaded.agent} on {loaded.model}, {short_id(loaded.content_sha256)})", where,
+                                   field_name, hint="remove the stray file from the versions folder"))
+    return loaded, path
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version of an artifact, as ``rosetta versions`` lists it."""
+
+    id: str  # the full content_sha256
+    path: Path
+    current: bool  # the artifact file itself, i.e. what `rosetta compile` wrote last
+    written: datetime  # when it was compiled (the file's modification time, kept when retained)
+    problem: str | None = None  # why it cannot be served, or None
+    agent_version: str | None = None  # the definition's `version:` when it was compiled
+    scores: dict[str, Any] = field(default_factory=dict)  # provenance.scores of an optimized artifact
+    optimizer: str | None = None  # provenance.optimizer.name, None for a plain render
+
+    @property
+    def short(self) -> str:
+        return short_id(self.id)
+
+
+def list_versions(artifact: Path) -> list[Version]:
+    """Every version of ``artifact``, newest first (the current one first among equals)."""
+    versions = []
+    for full, path in known_ids(artifact).items():
+        try:
+            written = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        except OSError:
+            continue
+        try:
+            loaded = parse_artifact(path.read_text(encoding="utf-8"), path=str(path))
+        except (OSError, UnicodeDecodeError, ArtifactError) as exc:
+            problem = exc.problems[0].message if isinstance(exc, ArtifactError) else str(exc)
+            versions.append(Version(full, path, path == artifact, written, problem))
+            continue
+        versions.append(Version(full, path, path == artifact, written, None, loaded.version,
+                                dict(loaded.provenance.scores), loaded.provenance.optimizer.get("name")))
+    return sorted(versions, key=lambda v: (v.written, v.current), reverse=True)
