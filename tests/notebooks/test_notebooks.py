@@ -1,0 +1,123 @@
+"""Every notebook in notebooks/ runs top to bottom, offline, on the embedded local model (nbclient,
+a kernel on this interpreter), within its time budget; a cell that raises fails the test. The
+stored copies must be stripped (no outputs, no execution counts, no widget state)."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOKS = REPO / "notebooks"
+KERNEL = "rosetta-notebooks"
+BUDGET_S = {"01-tour": 240, "02-optimize-local": 420, "03-providers-and-fallbacks": 180}
+"""Wall-clock limit per notebook on two cores; each cell may use what the earlier ones left."""
+
+
+def notebook_paths() -> list[Path]:
+    return sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+def test_the_notebooks_exist_and_each_has_a_budget() -> None:
+    assert {p.stem for p in notebook_paths()} == set(BUDGET_S)
+
+
+@pytest.fixture(scope="module")
+def kernel_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A kernelspec for this interpreter in a temporary Jupyter path, so the notebooks run on the
+    test environment whatever kernels the machine has installed."""
+    from ipykernel.kernelspec import write_kernel_spec
+
+    root = tmp_path_factory.mktemp("jupyter")
+    write_kernel_spec(root / "kernels" / KERNEL,
+                      overrides={"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                                 "display_name": "rosetta tests"})
+    return root
+
+
+def _tree_digest(*folders: Path) -> str:
+    digest = hashlib.sha256()
+    for folder in folders:
+        for path in sorted(folder.rglob("*")) if folder.exists() else []:
+            if path.is_file():
+                digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_notebook_runs_top_to_bottom(path: Path, kernel_dir: Path, local_model: str,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("JUPYTER_PATH", str(kernel_dir))
+    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    notebook = nbformat.read(path, as_version=4)
+    deadline = time.monotonic() + BUDGET_S[path.stem]
+    protected = (REPO / "compiled", REPO / "datasets", REPO / ".rosetta")
+    before = _tree_digest(*protected)
+    client = NotebookClient(notebook, kernel_name=KERNEL, startup_timeout=120,
+                            timeout_func=lambda cell: max(1, int(deadline - time.monotonic())),
+                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+    started = time.monotonic()
+    client.execute()  # raises CellExecutionError on the first failing cell, naming it
+    elapsed = time.monotonic() - started
+    print(f"{path.name}: {elapsed:.0f}s")
+    assert elapsed < BUDGET_S[path.stem]
+    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert _tree_digest(*protected) == before, "the notebook wrote into the repository's compiled/, datasets/ " \
+                                               "or .rosetta/"
+    rich = [o for o in outputs if o.output_type in ("display_data", "execute_result")]
+    if path.stem == "02-optimize-local":  # history, importances, Pareto front, score bars; the diff
+        assert sum("image/png" in o.data for o in rich) >= 4
+        assert any("diff_" in o.data.get("text/html", "") for o in rich)
+        assert any("done ·" in o.data.get("text/plain", "") for o in rich)  # the live display's last state
+
+
+def _unstripped(notebook: nbformat.NotebookNode) -> list[str]:
+    """Why ``notebook`` is not fit for git: outputs, execution counts, widget state, run metadata."""
+    problems = []
+    if "widgets" in notebook.metadata:
+        problems.append("widget state in the notebook metadata")
+    for number, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        if cell.get("outputs"):
+            problems.append(f"cell {number} has outputs")
+        if cell.get("execution_count") is not None:
+            problems.append(f"cell {number} has an execution count")
+        if {"execution", "ExecuteTime"} & set(cell.metadata):
+            problems.append(f"cell {number} has run metadata")
+    return problems
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_notebook_is_stored_stripped(path: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    nbformat.validate(notebook)
+    assert not _unstripped(notebook), f"run `python notebooks/strip.py` ({path.name}: {_unstripped(notebook)})"
+    assert any(cell.cell_type == "markdown" for cell in notebook.cells)
+
+
+def test_strip_script_fixes_what_the_check_finds(tmp_path: Path) -> None:
+    import subprocess
+
+    notebook = nbformat.read(notebook_paths()[0], as_version=4)
+    notebook.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    code = next(cell for cell in notebook.cells if cell.cell_type == "code")
+    code.execution_count = 3
+    code.outputs = [nbformat.v4.new_output("stream", name="stdout", text="hello\n")]
+    code.metadata["execution"] = {"iopub.status.busy": "2026-01-01T00:00:00Z"}
+    dirty = tmp_path / "dirty.ipynb"
+    nbformat.write(notebook, dirty)
+    assert len(_unstripped(notebook)) == 4
+    script = [sys.executable, str(NOTEBOOKS / "strip.py")]
+    assert subprocess.run([*script, "--check", str(dirty)], capture_output=True).returncode == 1
+    assert subprocess.run([*script, str(dirty)], capture_output=True).returncode == 0
+    assert not _unstripped(nbformat.read(dirty, as_version=4))
+    assert subprocess.run([*script, "--check", str(dirty)], capture_output=True).returncode == 0
