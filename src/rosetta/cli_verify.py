@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -97,7 +98,8 @@ def _print_summary(report: Any) -> None:
             table.add_row(escape(agent.agent), escape(model.model), *cells, _number(model.quality),
                           _percent(model.compliance), _percent(model.retry_rate),
                           "—" if model.mean_latency_s is None else f"{model.mean_latency_s:.2f}s")
-    out.print(table)
+    # a CI log is not a terminal: Rich would fold the matrix into 80 columns
+    (out if out.is_terminal else Console(width=max(out.width, 180))).print(table)
     for agent in report.agents:
         if agent.error:
             out.print(f"[red]error[/red] {escape(agent.agent)}: {escape(agent.error)}")

@@ -114,6 +114,9 @@ def test_indeterminate_verdicts_never_fail_a_criterion(tmp_path: Path) -> None:
     report = run_verify(make_project(tmp_path), "scripted/toy", judge="scripted/unsure-judge")
     assert statuses(report)["PV-015"] == "indeterminate" and statuses(report)["PV-013"] == "indeterminate"
     assert report.agents[0].models[0].quality is None and not report.failed
+    garbage = run_verify(make_project(tmp_path / "garbage"), "scripted/toy", judge="scripted/garbage")
+    detail = garbage.agents[0].models[0].criterion("PV-015").detail
+    assert statuses(garbage)["PV-015"] == "indeterminate" and "5 of 5 of its answers never validated" in detail
 
 
 def test_identity_is_judged_when_the_prompt_does_not_state_it_word_for_word(tmp_path: Path) -> None:

@@ -39,14 +39,16 @@ def aggregate(criterion: str, runs: Iterable[CaseRun], *, none: str) -> Criterio
 
 
 def quality(score: float | None, primary: float | None, *, is_primary: bool, judged: int,
-            unsure: int) -> CriterionResult:
+            unsure: int, judge_invalid: int = 0) -> CriterionResult:
     """PV-015: at least :data:`QUALITY_PASS`, and within :data:`QUALITY_MARGIN` of the primary model."""
     title = CRITERIA["PV-015"]
     if judged == 0:
         return CriterionResult(id="PV-015", title=title, status="n/a", detail="no answer to judge")
     if unsure == judged:
+        why = f"; {judge_invalid} of {judged} of its answers never validated against its schema" \
+            if judge_invalid else ""
         return CriterionResult(id="PV-015", title=title, status="indeterminate", score=None,
-                               detail="the judge decided no rubric criterion (all indeterminate)")
+                               detail=f"the judge decided no rubric criterion (all indeterminate){why}")
     problems = []
     assert score is not None  # some review decided a criterion
     if score < QUALITY_PASS:

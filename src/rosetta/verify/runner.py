@@ -97,8 +97,9 @@ def _verify_agent(path: Path, options: VerifyOptions, settings: Any, reviewer: A
     for number, model_result in enumerate(result.models):
         judged = [r for r in model_result.runs if r.review is not None]
         unsure = sum(1 for r in judged if r.review["decided_score"] is None)
+        invalid = sum(1 for r in judged if not r.review["judge_valid"])
         model_result.criteria.append(rules.quality(model_result.quality, primary, is_primary=number == 0,
-                                                   judged=len(judged), unsure=unsure))
+                                                   judged=len(judged), unsure=unsure, judge_invalid=invalid))
         model_result.criteria.sort(key=lambda c: c.id)
     return result
 
