@@ -12,19 +12,29 @@ choosing its prompt, the test pass excluded; wall time includes the test pass):
 - rosetta — ``compile --optimize`` with ``--max-calls 150``.
 
 Everything rosetta scores goes through the runtime (``Agent.run_prompt``) with a cold evaluation
-cache, so no row is helped by another's answers.
+cache, so no row is helped by another's answers (rosetta's row scores the test answers its own search
+got for the winner, through that same path, rather than paying for them twice).
 
-    python bench/optimizers.py [--agent vuln-triage] [--max-calls 150] [--skip-dspy]
+A full run takes hours on a small CPU, so each finished row is kept in ``--results`` (JSONL, keyed by
+the agent, data hash and settings). Run the same command again after an interruption and the finished
+rows are reused — the table marks them with the time they were measured — while the rest run now.
+``--fresh`` measures everything again.
+
+    python bench/optimizers.py [--agent vuln-triage] [--max-calls 150] [--skip-dspy] [--fresh]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +51,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", type=int, default=None,
                         help="smoke run: use only the first N rows of each split (not a measurement)")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="JSONL file keeping finished rows (default .rosetta/bench/optimizers-AGENT.jsonl)")
+    parser.add_argument("--fresh", action="store_true", help="measure every row again, ignoring kept rows")
     args = parser.parse_args()
+    args.results = args.results or ROOT / ".rosetta" / "bench" / f"optimizers-{args.agent}.jsonl"
     import logging
 
     logging.disable(logging.WARNING)
@@ -72,9 +86,22 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
     adapters = {adapter.name: adapter}
     low, high = signature.demo_range
     rows: list[dict] = []
+    kept = Checkpoint(args.results, fingerprint(args, data), fresh=args.fresh)
 
-    def score(name: str, prompt: object, calls: int, started: float, note: str = "") -> None:
-        evaluator = Evaluator(context.agent, metric, EvalCache(None), Budget())
+    def measured(key: str, measure: Callable[[], None]) -> None:
+        """Reuse the row measured earlier under the same settings, else measure it now and keep it."""
+        earlier = kept.row(key)
+        if earlier is not None:
+            rows.append(earlier)
+            print(f"  {earlier['method']}: kept from {earlier['measured_at']}", file=sys.stderr)
+            return
+        measure()
+        rows[-1]["key"] = key
+        kept.add(rows[-1])
+
+    def score(name: str, prompt: object, calls: int, started: float, note: str = "",
+              cache: EvalCache | None = None) -> None:
+        evaluator = Evaluator(context.agent, metric, cache or EvalCache(None), Budget())
         answers = evaluator.answers(prompt, data.test)
         scores = [metric.score(a.data, e.output, valid=a.valid) for a, e in zip(answers, data.test, strict=True)]
         rows.append({"method": name, "test": sum(scores) / len(scores), "parsed": sum(a.valid for a in answers) /
@@ -82,45 +109,97 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
         print(f"  {name}: test {rows[-1]['test']:.3f}, {calls} calls, {rows[-1]['wall_s']:.0f}s", file=sys.stderr)
 
     print(f"{args.agent} on {MODEL}: {data.summary()}", file=sys.stderr)
-    started = time.monotonic()
-    score("unoptimized render", render(signature, model, adapters=adapters), 0, started)
-
-    started = time.monotonic()
     train_demos = tuple(_demo(e) for e in data.train)
     with_train = signature.model_copy(update={"demos": train_demos})
     k = max(high, 1)
-    fixed = render(with_train, model, Knobs(demo_ids=tuple(d.id for d in train_demos[:k]), demo_count=k),
-                   adapters=adapters)
-    score(f"fixed {k}-shot", fixed, 0, started)
 
-    started = time.monotonic()
-    rng = random.Random(args.seed)
-    budget = Budget()
-    evaluator = Evaluator(context.agent, metric, EvalCache(None), budget)
-    best = None
-    for _ in range(args.random_candidates):
-        chosen = rng.sample(train_demos, k)
-        prompt = render(with_train, model, Knobs(demo_ids=tuple(d.id for d in chosen), demo_count=k),
-                        adapters=adapters)
-        value = sum(evaluator.scores(prompt, data.dev)) / len(data.dev)
-        if best is None or value > best[0]:
-            best = (value, prompt)
-    score(f"random search ({args.random_candidates} demo sets × {len(data.dev)} dev)", best[1], budget.calls,
-          started)
+    def unoptimized() -> None:
+        started = time.monotonic()
+        score("unoptimized render", render(signature, model, adapters=adapters), 0, started)
 
+    def fixed_shot() -> None:
+        started = time.monotonic()
+        fixed = render(with_train, model, Knobs(demo_ids=tuple(d.id for d in train_demos[:k]), demo_count=k),
+                       adapters=adapters)
+        score(f"fixed {k}-shot", fixed, 0, started)
+
+    def random_search() -> None:
+        started = time.monotonic()
+        rng = random.Random(args.seed)
+        budget = Budget()
+        evaluator = Evaluator(context.agent, metric, EvalCache(None), budget)
+        best = None
+        for _ in range(args.random_candidates):
+            chosen = rng.sample(train_demos, k)
+            prompt = render(with_train, model, Knobs(demo_ids=tuple(d.id for d in chosen), demo_count=k),
+                            adapters=adapters)
+            value = sum(evaluator.scores(prompt, data.dev)) / len(data.dev)
+            if best is None or value > best[0]:
+                best = (value, prompt)
+        score(f"random search ({args.random_candidates} demo sets × {len(data.dev)} dev)", best[1], budget.calls,
+              started)
+
+    def rosetta_search() -> None:
+        started = time.monotonic()
+        search = SearchSettings(trials=args.trials, max_calls=args.max_calls, seed=args.seed, proposer=MODEL)
+        cache = EvalCache(state / "cache.sqlite")
+        outcome = run_search(context.agent, signature, model, adapter, data, metric, search, cache=cache,
+                             default_storage=state / "study.journal")
+        # the search already ran the winner on test through the same runtime path: its cached answers
+        # are what a cold test pass would produce (parity), so they are scored rather than paid twice
+        score(f"rosetta (--max-calls {args.max_calls})", outcome.prompt, outcome.calls, started, cache=cache,
+              note=f"{outcome.trials} trials, {outcome.pruned} pruned; dev {outcome.dev_score:.3f}"
+                   + (f"; {outcome.stopped}" if outcome.stopped else ""))
+
+    # rosetta runs before DSPy's optimizers (the longest rows), so an interrupted run keeps it
+    measured("unoptimized", unoptimized)
+    measured("fixed-k", fixed_shot)
+    measured("random", random_search)
+    measured("rosetta", rosetta_search)
     if not args.skip_dspy:
         for name in ("dspy-labeled", "dspy-bootstrap", "dspy-mipro"):
-            rows.append(dspy_row(name, context, args.seed))
-
-    started = time.monotonic()
-    search = SearchSettings(trials=args.trials, max_calls=args.max_calls, seed=args.seed, proposer=MODEL)
-    outcome = run_search(context.agent, signature, model, adapter, data, metric, search,
-                         cache=EvalCache(state / "cache.sqlite"), default_storage=state / "study.journal")
-    score(f"rosetta (--max-calls {args.max_calls})", outcome.prompt, outcome.calls, started,
-          note=f"{outcome.trials} trials, {outcome.pruned} pruned; dev {outcome.dev_score:.3f}"
-               + (f"; {outcome.stopped}" if outcome.stopped else ""))
-    rows[-1]["wall_s"] = time.monotonic() - started
+            measured(name, lambda name=name: rows.append(dspy_row(name, context, args.seed)))
+    rows.append(rows.pop(3))  # shown last, below every row it is compared with
     return rows
+
+
+def fingerprint(args: argparse.Namespace, data: object) -> str:
+    """What a kept row must have been measured under to be reused: same code, data, model and settings."""
+    code = hashlib.sha256()
+    for source in sorted((ROOT / "src" / "rosetta").rglob("*.py")) + [Path(__file__).resolve()]:
+        code.update(source.read_bytes())
+    settings = {"code": code.hexdigest(), "agent": args.agent, "model": MODEL, "data": data.sha256,
+                "max_calls": args.max_calls,
+                "trials": args.trials, "random_candidates": args.random_candidates, "seed": args.seed,
+                "limit": args.limit}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class Checkpoint:
+    """Finished rows on disk, one JSON line each, so an interrupted multi-hour run loses one row at most."""
+
+    def __init__(self, path: Path, fingerprint: str, *, fresh: bool) -> None:
+        self.path, self.fingerprint = path, fingerprint
+        self.rows: dict[str, dict] = {}
+        if fresh or not path.exists():
+            return
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:  # a line torn by a kill mid-write: that row is measured again
+                continue
+            if isinstance(row, dict) and row.get("fingerprint") == fingerprint:
+                self.rows[row["key"]] = {**row, "fresh": False}
+
+    def row(self, key: str) -> dict | None:
+        return self.rows.get(key)
+
+    def add(self, row: dict) -> None:
+        row.update(fingerprint=self.fingerprint, measured_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                   fresh=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps({k: v for k, v in row.items() if k != "fresh"}) + "\n")
 
 
 def dspy_row(name: str, context: object, seed: int) -> dict:
@@ -174,7 +253,8 @@ def print_table(agent: str, rows: list[dict], limit: int | None = None) -> None:
     for row in rows:
         test = "—" if row["test"] is None else f"{row['test']:.3f}"
         parsed = "—" if row["parsed"] is None else f"{row['parsed']:.0%}"
-        print(f"{row['method']:<52} {test:>6} {parsed:>7} {row['calls']:>6} {row['wall_s']:>7.0f}  {row['note']}")
+        note = row["note"] if row.get("fresh", True) else f"{row['note']} [kept: measured {row['measured_at']}]".strip()
+        print(f"{row['method']:<52} {test:>6} {parsed:>7} {row['calls']:>6} {row['wall_s']:>7.0f}  {note}")
     ours = rows[-1]
     others = [r for r in rows[:-1] if r["test"] is not None]
     if ours["test"] is not None and others:
