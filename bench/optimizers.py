@@ -20,7 +20,7 @@ the agent, data hash and settings). Run the same command again after an interrup
 rows are reused — the table marks them with the time they were measured — while the rest run now.
 ``--fresh`` measures everything again.
 
-    python bench/optimizers.py [--agent vuln-triage] [--max-calls 150] [--skip-dspy] [--fresh]
+    python bench/optimizers.py [--agent vuln-triage] [--max-calls 150] [--skip-dspy] [--rows KEYS] [--fresh]
 """
 
 from __future__ import annotations
@@ -54,6 +54,9 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=None,
                         help="JSONL file keeping finished rows (default .rosetta/bench/optimizers-AGENT.jsonl)")
     parser.add_argument("--fresh", action="store_true", help="measure every row again, ignoring kept rows")
+    parser.add_argument("--rows", default=None,
+                        help="measure only these rows now (comma-separated: unoptimized, fixed-k, random, rosetta, "
+                             "dspy-labeled, dspy-bootstrap, dspy-mipro); kept rows are still shown")
     args = parser.parse_args()
     args.results = args.results or ROOT / ".rosetta" / "bench" / f"optimizers-{args.agent}.jsonl"
     import logging
@@ -86,11 +89,19 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
     adapters = {adapter.name: adapter}
     low, high = signature.demo_range
     rows: list[dict] = []
-    kept = Checkpoint(args.results, fingerprint(args, data), fresh=args.fresh)
+    keys = ("unoptimized", "fixed-k", "random", "rosetta", *DSPY_ROWS)
+    others, ours = fingerprint(args, data, search=False), fingerprint(args, data, search=True)
+    kept = Checkpoint(args.results, {key: ours if key == "rosetta" else others for key in keys}, fresh=args.fresh)
+    wanted = set(args.rows.split(",")) if args.rows else set(keys) - (set(DSPY_ROWS) if args.skip_dspy else set())
+    if wanted - set(keys):
+        raise SystemExit(f"--rows: unknown row(s) {', '.join(sorted(wanted - set(keys)))}; "
+                         f"choose from {', '.join(keys)}")
 
     def measured(key: str, measure: Callable[[], None]) -> None:
         """Reuse the row measured earlier under the same settings, else measure it now and keep it."""
         earlier = kept.row(key)
+        if earlier is None and key not in wanted:
+            return
         if earlier is not None:
             rows.append(earlier)
             print(f"  {earlier['method']}: kept from {earlier['measured_at']}", file=sys.stderr)
@@ -156,30 +167,36 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
     measured("fixed-k", fixed_shot)
     measured("random", random_search)
     measured("rosetta", rosetta_search)
-    if not args.skip_dspy:
-        for name in ("dspy-labeled", "dspy-bootstrap", "dspy-mipro"):
-            measured(name, lambda name=name: rows.append(dspy_row(name, context, args.seed)))
-    rows.append(rows.pop(3))  # shown last, below every row it is compared with
-    return rows
+    for name in DSPY_ROWS:
+        measured(name, lambda name=name: rows.append(dspy_row(name, context, args.seed)))
+    ours = [row for row in rows if row["key"] == "rosetta"]
+    return [row for row in rows if row["key"] != "rosetta"] + ours  # shown last, below the rows it is compared with
 
 
-def fingerprint(args: argparse.Namespace, data: object) -> str:
-    """What a kept row must have been measured under to be reused: same code, data, model and settings."""
+SEARCH_CODE = ("study.py", "space.py", "pruning.py", "proposer.py")
+"""rosetta's search (src/rosetta/compile/optimize/): only the rosetta row depends on these files."""
+
+
+def fingerprint(args: argparse.Namespace, data: object, *, search: bool) -> str:
+    """What a kept row must have been measured under to be reused: the same code (the search's own
+    modules count only for rosetta's row, so improving the search re-measures that row alone),
+    data, model and settings."""
     code = hashlib.sha256()
     for source in sorted((ROOT / "src" / "rosetta").rglob("*.py")) + [Path(__file__).resolve()]:
-        code.update(source.read_bytes())
+        if search or not (source.parent.name == "optimize" and source.name in SEARCH_CODE):
+            code.update(source.read_bytes())
     settings = {"code": code.hexdigest(), "agent": args.agent, "model": MODEL, "data": data.sha256,
-                "max_calls": args.max_calls,
-                "trials": args.trials, "random_candidates": args.random_candidates, "seed": args.seed,
-                "limit": args.limit}
+                "random_candidates": args.random_candidates, "seed": args.seed, "limit": args.limit}
+    if search:
+        settings.update(max_calls=args.max_calls, trials=args.trials)
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
 class Checkpoint:
     """Finished rows on disk, one JSON line each, so an interrupted multi-hour run loses one row at most."""
 
-    def __init__(self, path: Path, fingerprint: str, *, fresh: bool) -> None:
-        self.path, self.fingerprint = path, fingerprint
+    def __init__(self, path: Path, fingerprints: dict[str, str], *, fresh: bool) -> None:
+        self.path, self.fingerprints = path, fingerprints  # row key → the fingerprint it must match
         self.rows: dict[str, dict] = {}
         if fresh or not path.exists():
             return
@@ -188,18 +205,21 @@ class Checkpoint:
                 row = json.loads(line)
             except json.JSONDecodeError:  # a line torn by a kill mid-write: that row is measured again
                 continue
-            if isinstance(row, dict) and row.get("fingerprint") == fingerprint:
+            if isinstance(row, dict) and row.get("fingerprint") == fingerprints.get(row.get("key")):
                 self.rows[row["key"]] = {**row, "fresh": False}
 
     def row(self, key: str) -> dict | None:
         return self.rows.get(key)
 
     def add(self, row: dict) -> None:
-        row.update(fingerprint=self.fingerprint, measured_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                   fresh=True)
+        row.update(fingerprint=self.fingerprints[row["key"]], fresh=True,
+                   measured_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as out:
             out.write(json.dumps({k: v for k, v in row.items() if k != "fresh"}) + "\n")
+
+
+DSPY_ROWS = ("dspy-labeled", "dspy-bootstrap", "dspy-mipro")
 
 
 def dspy_row(name: str, context: object, seed: int) -> dict:
@@ -255,6 +275,9 @@ def print_table(agent: str, rows: list[dict], limit: int | None = None) -> None:
         parsed = "—" if row["parsed"] is None else f"{row['parsed']:.0%}"
         note = row["note"] if row.get("fresh", True) else f"{row['note']} [kept: measured {row['measured_at']}]".strip()
         print(f"{row['method']:<52} {test:>6} {parsed:>7} {row['calls']:>6} {row['wall_s']:>7.0f}  {note}")
+    if not rows or rows[-1].get("key") != "rosetta":
+        print("\ntarget: not judged — rosetta's row has not been measured yet")
+        return
     ours = rows[-1]
     others = [r for r in rows[:-1] if r["test"] is not None]
     if ours["test"] is not None and others:
