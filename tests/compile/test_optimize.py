@@ -98,24 +98,6 @@ def test_pruning_cuts_calls(toy: Path, tmp_path: Path) -> None:
     assert pruned.dev_score > pruned.baseline_dev and pruned.dev_score >= unpruned.dev_score - 2 / 30
 
 
-def test_k_shot_prompts_of_the_first_demo_sets_are_tried_right_after_the_default(toy: Path) -> None:
-    import optuna
-
-    from rosetta.compile.optimize.study import open_storage
-
-    outcome = run(toy, proposer=None, trials=6, pruner="none").outcome
-    storage, _ = open_storage(None, toy / ".rosetta/studies/toy-sorter/scripted__toy.journal")
-    trials = optuna.load_study(study_name=outcome.study, storage=storage).get_trials()
-    assert trials[0].user_attrs["default"] and trials[0].params["demo_set"] == -1
-    for number in (1, 2):  # the labeled and the bootstrapped set, each at the definition's most demos (3)
-        assert trials[number].user_attrs["seeded"]
-        assert {k: trials[number].params[k] for k in ("demo_set", "demo_count", "demo_order")} == \
-            {"demo_set": number - 1, "demo_count": 3, "demo_order": "forward"}
-        assert {k: v for k, v in trials[number].params.items() if not k.startswith("demo_")} == \
-            {k: v for k, v in trials[0].params.items() if not k.startswith("demo_")}
-    assert not any(t.user_attrs.get("seeded") for t in trials[3:])
-
-
 def test_a_perfect_dev_score_ends_the_search(toy: Path) -> None:
     outcome = run(toy, trials=30).outcome
     assert outcome.dev_score == 1.0 and outcome.trials < 30

@@ -1,8 +1,7 @@
 """The search space: the renderer's knobs, restricted to what the target model's adapter allows.
 
 Every dimension is an optuna categorical or integer whose first choice is the unoptimized
-render, so the default prompt is one point of the space (enqueued as trial 0, then the k-shot
-prompts of the first demo sets). Demo sets are
+render, so the default prompt is one point of the space (enqueued as trial 0). Demo sets are
 ordered candidate lists drawn from train with a seeded generator — labeled examples, plus
 "bootstrapped" ones whose output is the model's own correct answer — and a trial uses the first
 ``demo_count`` of one set, forwards or reversed; set -1 means the definition's own demos.
@@ -72,15 +71,6 @@ class SearchSpace:
             if len(choices) > 1:
                 params[name] = choices[0]
         return params
-
-    def seed_params(self, count: int) -> list[dict[str, Any]]:
-        """The unoptimized render with each of the first ``count`` demo sets at the most demos the
-        definition allows: the labeled (stratified) and bootstrapped k-shot prompts, the guesses
-        that matter most for a small model, tried right after trial 0 rather than left to chance."""
-        if not self.demo_sets or self.demo_counts[1] <= 0:
-            return []
-        return [{**self.default_params(), "demo_set": index, "demo_count": self.demo_counts[1],
-                 "demo_order": "forward"} for index in range(min(count, len(self.demo_sets)))]
 
     def knobs(self, params: dict[str, Any]) -> Knobs:
         """Renderer knobs for a trial's params (absent params keep the adapter's choice)."""

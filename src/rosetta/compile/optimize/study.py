@@ -4,11 +4,9 @@
    unusable proposals are dropped, and with none the search covers demos, format knobs and the
    terse built-in instruction (the definition's one-line description) only.
 2. A few train rows answered with the default prompt become "bootstrapped" demos when they score 1.
-3. Seeded TPE over the space, the unoptimized render enqueued as trial 0 and the k-shot prompts of
-   the first demo sets (labeled, bootstrapped) after it, as MIPRO seeds its candidates. Each trial
-   is scored on dev in minibatches (one fixed seeded order, so trials compare on the same examples)
-   and a pruner (successive halving or median) stops weak variants early; survivors get the full
-   dev set.
+3. Seeded TPE over the space, the unoptimized render enqueued as trial 0. Each trial is scored on
+   dev in minibatches (one fixed seeded order, so trials compare on the same examples) and a pruner
+   (successive halving or median) stops weak variants early; survivors get the full dev set.
 4. The best full-dev trial wins (ties: the shorter prompt, then the earlier trial) — or, in Pareto
    mode (score vs prompt tokens), the shortest prompt within a tolerance of the best score — and is
    scored once on test.
@@ -60,7 +58,6 @@ class SearchSettings:
     proposals: int = 3
     bootstrap: int = 8  # train rows answered with the default prompt to find bootstrapped demos
     demo_sets: int = 8
-    seed_trials: int = 2  # k-shot prompts of the first demo sets, enqueued after the unoptimized render
     pareto: bool = False
     pareto_tolerance: float = 0.02
     jobs: int = 1
@@ -72,7 +69,7 @@ class SearchSettings:
         """The settings that change which trials run and what they score (not budgets or jobs)."""
         return {"seed": self.seed, "minibatch": self.minibatch, "pruner": self.pruner, "proposer": self.proposer,
                 "proposals": self.proposals if self.proposer else 0, "bootstrap": self.bootstrap,
-                "demo_sets": self.demo_sets, "seed_trials": self.seed_trials, "pareto": self.pareto}
+                "demo_sets": self.demo_sets, "pareto": self.pareto}
 
 
 @dataclass
@@ -215,8 +212,6 @@ def run_search(agent: Any, signature: Any, model: Any, adapter: Any, data: Label
     random.Random(settings.seed).shuffle(dev_order)
     if not settings.worker and not study.user_attrs.get("default_enqueued"):
         study.enqueue_trial(space.default_params(), user_attrs={"default": True})
-        for params in space.seed_params(settings.seed_trials):
-            study.enqueue_trial(params, user_attrs={"seeded": True})
         study.set_user_attr("default_enqueued", True)
     mine: set[int] = set()
     stopped: list[str] = []
