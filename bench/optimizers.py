@@ -18,6 +18,9 @@ got for the winner, through that same path, rather than paying for them twice).
 A full run takes hours on a small CPU, so each finished row is kept in ``--results`` (JSONL, keyed by
 the agent, data hash and settings). Run the same command again after an interruption and the finished
 rows are reused — the table marks them with the time they were measured — while the rest run now.
+A DSPy row (hours each) also survives interruption inside itself: DSPy's own response cache and the
+row's wall time so far are kept under ``.rosetta/bench/``, so a rerun replays the answers it already
+paid for (still counted as calls) and the row's wall time is the sum over its attempts.
 ``--fresh`` measures everything again.
 
     python bench/optimizers.py [--agent vuln-triage] [--max-calls 150] [--skip-dspy] [--rows KEYS] [--fresh]
@@ -30,8 +33,10 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -97,8 +102,9 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
         raise SystemExit(f"--rows: unknown row(s) {', '.join(sorted(wanted - set(keys)))}; "
                          f"choose from {', '.join(keys)}")
 
-    def measured(key: str, measure: Callable[[], None]) -> None:
-        """Reuse the row measured earlier under the same settings, else measure it now and keep it."""
+    def measured(key: str, measure: Callable[[], None], progress: Path | None = None) -> None:
+        """Reuse the row measured earlier under the same settings, else measure it now and keep it
+        (then a long row's ``progress`` directory is no longer needed)."""
         earlier = kept.row(key)
         if earlier is None and key not in wanted:
             return
@@ -109,6 +115,8 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
         measure()
         rows[-1]["key"] = key
         kept.add(rows[-1])
+        if progress is not None:
+            shutil.rmtree(progress, ignore_errors=True)
 
     def score(name: str, prompt: object, calls: int, started: float, note: str = "",
               cache: EvalCache | None = None) -> None:
@@ -168,7 +176,9 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
     measured("random", random_search)
     measured("rosetta", rosetta_search)
     for name in DSPY_ROWS:
-        measured(name, lambda name=name: rows.append(dspy_row(name, context, args.seed)))
+        progress = args.results.parent / f"{args.agent}-{name}-{others}"
+        measured(name, lambda name=name, progress=progress: rows.append(dspy_row(name, context, args.seed, progress)),
+                 progress)
     ours = [row for row in rows if row["key"] == "rosetta"]
     return [row for row in rows if row["key"] != "rosetta"] + ours  # shown last, below the rows it is compared with
 
@@ -222,8 +232,39 @@ class Checkpoint:
 DSPY_ROWS = ("dspy-labeled", "dspy-bootstrap", "dspy-mipro")
 
 
-def dspy_row(name: str, context: object, seed: int) -> dict:
-    """One DSPy optimizer, compiled on train/dev and scored by DSPy on test in its own format."""
+class RowProgress:
+    """A long row's state across interruptions (kept in ``directory``): the wall time spent by
+    earlier attempts, saved every few seconds so a SIGKILL loses at most that much of it."""
+
+    def __init__(self, directory: Path, every_s: float = 10.0) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory, self.file = directory, directory / "elapsed.json"
+        saved = json.loads(self.file.read_text(encoding="utf-8")) if self.file.exists() else {}
+        self.before, self.attempts = float(saved.get("wall_s", 0.0)), int(saved.get("attempts", 0)) + 1
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._save()
+        threading.Thread(target=self._tick, args=(every_s,), daemon=True).start()
+
+    def elapsed(self) -> float:
+        return self.before + time.monotonic() - self.started
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _save(self) -> None:
+        temporary = self.file.with_suffix(".tmp")
+        temporary.write_text(json.dumps({"wall_s": self.elapsed(), "attempts": self.attempts}), encoding="utf-8")
+        temporary.replace(self.file)
+
+    def _tick(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            self._save()
+
+
+def dspy_row(name: str, context: object, seed: int, directory: Path) -> dict:
+    """One DSPy optimizer, compiled on train/dev and scored by DSPy on test in its own format; its
+    answers go through DSPy's own response cache, kept in ``directory`` until the row is done."""
     import dspy
 
     from rosetta.compile.optimize.dspy_backend import answer_data, compile_with_dspy, dspy_examples, dspy_lm
@@ -231,8 +272,11 @@ def dspy_row(name: str, context: object, seed: int) -> dict:
     labels = {"dspy-labeled": "DSPy LabeledFewShot", "dspy-bootstrap": "DSPy BootstrapFewShotWithRandomSearch",
               "dspy-mipro": "DSPy MIPROv2 (auto=light)"}
     signature, data, metric = context.signature, context.data, context.metric
-    started = time.monotonic()
+    progress = RowProgress(directory)
+    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(directory / "cache"))
     lm = dspy_lm(context.model, signature)
+    lm.cache = True  # DSPy's default; a cached answer still counts in lm.history, so calls are unchanged
+    resumed = f"; resumed {progress.attempts - 1}×, wall time summed over attempts" if progress.attempts > 1 else ""
     train, dev, test = (dspy_examples(signature, split) for split in (data.train, data.dev, data.test))
     try:
         program = compile_with_dspy(name, signature, train, dev, metric, lm, seed=seed,
@@ -240,8 +284,10 @@ def dspy_row(name: str, context: object, seed: int) -> dict:
     except Exception as error:  # MIPROv2's proposer chokes on a weak model: report it
         message = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"[:120]
         print(f"  {labels[name]}: crashed ({message})", file=sys.stderr)
+        wall = progress.elapsed()
+        progress.stop()
         return {"method": labels[name], "test": None, "parsed": None, "calls": len(lm.history),
-                "wall_s": time.monotonic() - started, "note": f"crashed: {message}"}
+                "wall_s": wall, "note": f"crashed: {message}{resumed}"}
     calls = len(lm.history)
     total, parsed = 0.0, 0
     with dspy.context(lm=lm):
@@ -255,7 +301,8 @@ def dspy_row(name: str, context: object, seed: int) -> dict:
                 parsed += 1
                 total += metric.score(data_, example.answer)
     row = {"method": labels[name], "test": total / len(test), "parsed": parsed / len(test), "calls": calls,
-           "wall_s": time.monotonic() - started, "note": f"{len(program.predictors()[0].demos)} demos"}
+           "wall_s": progress.elapsed(), "note": f"{len(program.predictors()[0].demos)} demos{resumed}"}
+    progress.stop()
     print(f"  {row['method']}: test {row['test']:.3f}, parsed {row['parsed']:.0%}, {calls} calls", file=sys.stderr)
     return row
 

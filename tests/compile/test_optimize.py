@@ -111,6 +111,18 @@ def test_max_calls_holds_and_says_why_it_stopped(toy: Path) -> None:
     assert calls_made() - before == outcome.calls + outcome.test_calls
 
 
+def test_max_calls_is_a_hard_cap_when_answers_take_retries(toy: Path) -> None:
+    # every scripted/garbage answer fails validation, so each takes the runtime's corrections too:
+    # an answer starts only when its worst case still fits (101 is no multiple of 2 or 3 calls)
+    before = calls_made()
+    request = OptimizeRequest(definition=toy / "signatures" / "toy-sorter.md", model="scripted/garbage",
+                              settings=SearchSettings(trials=50, max_calls=101, proposer=None))
+    outcome = optimize(request, settings=load_settings(toy)).outcome
+    assert outcome.stopped == "--max-calls 101 reached"
+    assert 101 - 3 < outcome.calls <= 101
+    assert calls_made() - before == outcome.calls + outcome.test_calls
+
+
 def test_a_budget_below_one_dev_pass_is_a_clear_error(toy: Path) -> None:
     from rosetta.errors import UsageError
 

@@ -386,7 +386,7 @@ class Agent:
 
         retries = options.get("validation_retries")
         if retries is None:
-            retries = 2 if selection.prompt.model_class == "open" else 1
+            retries = default_validation_retries(selection.prompt)
         params = {k: v for k, v in options.items() if k not in _RUN_OPTIONS}
         return {"artifact": selection.artifact_id, "policy": options.get("policy") or RetryPolicy(),
                 "validation_retries": retries, "retry_temperature": options.get("retry_temperature", 0.2),
@@ -574,6 +574,12 @@ class Agent:
         from rosetta.signature import lower
 
         return render(lower(load_definition(self.definition_path, root=self.dirs.root)), target)
+
+
+def default_validation_retries(prompt: Any) -> int:
+    """Corrections after an answer that does not validate, when the caller sets none: open models
+    slip more often, so they get two; hosted ones get one."""
+    return 2 if prompt.model_class == "open" else 1
 
 
 _RUN_OPTIONS = {"fallbacks", "policy", "validation_retries", "retry_temperature", "on_secret", "limiter", "health"}

@@ -21,6 +21,7 @@ from rosetta.compile.optimize.cache import Answer, EvalCache, example_key, promp
 from rosetta.compile.optimize.labeled import Example
 from rosetta.compile.optimize.metrics import Metric
 from rosetta.errors import RosettaError
+from rosetta.runtime.agent import default_validation_retries
 
 
 class BudgetExhausted(Exception):
@@ -48,9 +49,11 @@ class Budget:
         self._lock = threading.Lock()
         self._started = time.monotonic()
 
-    def check(self) -> None:
+    def check(self, reserve: int = 1) -> None:
+        """Raise unless ``reserve`` more calls fit: one answer may take several (validation retries),
+        and --max-calls is a hard cap, so an answer starts only when its worst case fits."""
         with self._lock:
-            if self.max_calls is not None and self.calls + self.carried_calls >= self.max_calls:
+            if self.max_calls is not None and self.calls + self.carried_calls + reserve > self.max_calls:
                 raise BudgetExhausted(f"--max-calls {self.max_calls} reached")
             if self.max_cost is not None and self.cost >= self.max_cost:
                 raise BudgetExhausted(f"--max-cost ${self.max_cost:g} reached")
@@ -89,7 +92,7 @@ class Evaluator:
         if cached is not None:
             self.budget.charge(cached, paid=False)
             return cached
-        self.budget.check()
+        self.budget.check(reserve=1 + default_validation_retries(prompt))
         answer = self._call(prompt, example)
         self.cache.put(key, answer)
         self.budget.charge(answer, paid=True)

@@ -2,9 +2,11 @@
 
 Every dimension is an optuna categorical or integer whose first choice is the unoptimized
 render, so the default prompt is one point of the space (enqueued as trial 0). Demo sets are
-ordered candidate lists drawn from train with a seeded generator — labeled examples, plus
-"bootstrapped" ones whose output is the model's own correct answer — and a trial uses the first
-``demo_count`` of one set, forwards or reversed; set -1 means the definition's own demos.
+ordered candidate lists from train: set 0 is train's first rows as the dataset lists them (the
+plain k-shot prompt, as DSPy's candidate sets start with the unshuffled train set; enqueued as
+trial 1), the rest seeded draws — labeled examples, plus "bootstrapped" ones whose output is the
+model's own correct answer. A trial uses the first ``demo_count`` of one set, forwards or
+reversed; set -1 means the definition's own demos.
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ from typing import Any
 from rosetta.parts import Demo
 from rosetta.providers.kinds import Delimiter, StructuredOutput
 from rosetta.render.prompt import Knobs
+
+SPACE_VERSION = 2
+"""Part of the study's name: bumped when a trial's params come to mean another prompt (as when demo
+set 0 became train's first rows), so a journal from an older rosetta is not resumed and misread."""
 
 AUTO = "auto"
 """A categorical choice meaning "what the adapter would pick"."""
@@ -71,6 +77,13 @@ class SearchSpace:
             if len(choices) > 1:
                 params[name] = choices[0]
         return params
+
+    def few_shot_params(self) -> dict[str, Any] | None:
+        """The unoptimized render with demo set 0 at the largest count: the plain k-shot prompt,
+        the first variant worth trying on a small model (trial 1); None when demos are not searched."""
+        if not (self.demo_sets and self.demo_counts[1] > 0):
+            return None
+        return {**self.default_params(), "demo_set": 0, "demo_count": self.demo_counts[1], "demo_order": "forward"}
 
     def knobs(self, params: dict[str, Any]) -> Knobs:
         """Renderer knobs for a trial's params (absent params keep the adapter's choice)."""
@@ -159,10 +172,11 @@ def build_space(signature: Any, model: Any, adapter: Any, train: tuple[Any, ...]
 
 def _demo_sets(labeled: tuple[Demo, ...], bootstrapped: tuple[Demo, ...], size: int, count: int,
                seed: int, label_of: Any) -> tuple[tuple[str, ...], ...]:
-    """Seeded draws from train: plain samples, samples stratified over labels, and (every third
-    set, when there are any) bootstrapped demos topped up with labeled ones."""
+    """Train's first ``size`` rows as listed (curated datasets often open with their clearest
+    cases), then seeded draws: plain samples, samples stratified over labels, and (every third set,
+    when there are any) bootstrapped demos topped up with labeled ones."""
     rng = random.Random(seed)
-    sets: list[tuple[str, ...]] = []
+    sets: list[tuple[str, ...]] = [tuple(d.id for d in labeled[:size])] if labeled else []
     groups: dict[str, list[Demo]] = defaultdict(list)
     for demo in labeled:
         groups[label_of(demo.output) if label_of else ""].append(demo)

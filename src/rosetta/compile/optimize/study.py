@@ -4,7 +4,8 @@
    unusable proposals are dropped, and with none the search covers demos, format knobs and the
    terse built-in instruction (the definition's one-line description) only.
 2. A few train rows answered with the default prompt become "bootstrapped" demos when they score 1.
-3. Seeded TPE over the space, the unoptimized render enqueued as trial 0. Each trial is scored on
+3. Seeded TPE over the space, the unoptimized render enqueued as trial 0 and the plain k-shot
+   prompt (train's first rows as demos) as trial 1. Each trial is scored on
    dev in minibatches (one fixed seeded order, so trials compare on the same examples) and a pruner
    (successive halving or median) stops weak variants early; survivors get the full dev set.
 4. The best full-dev trial wins (ties: the shorter prompt, then the earlier trial) — or, in Pareto
@@ -33,7 +34,7 @@ from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluat
 from rosetta.compile.optimize.labeled import LabeledData
 from rosetta.compile.optimize.metrics import Metric
 from rosetta.compile.optimize.proposer import Proposals, propose
-from rosetta.compile.optimize.space import build_space, label_function
+from rosetta.compile.optimize.space import SPACE_VERSION, build_space, label_function
 from rosetta.errors import Problem, UsageError
 from rosetta.parts import Demo
 
@@ -183,7 +184,7 @@ def run_search(agent: Any, signature: Any, model: Any, adapter: Any, data: Label
             on_status(status)
 
     evaluator.on_answer = report
-    name = study_name(signature.name, model.id, {**(identity or {}), **settings.identity()})
+    name = study_name(signature.name, model.id, {**(identity or {}), **settings.identity(), "space": SPACE_VERSION})
     storage, storage_label = open_storage(settings.storage, default_storage)
     if settings.worker:
         # its own seed: two workers with one seed would propose the same variants
@@ -212,6 +213,9 @@ def run_search(agent: Any, signature: Any, model: Any, adapter: Any, data: Label
     random.Random(settings.seed).shuffle(dev_order)
     if not settings.worker and not study.user_attrs.get("default_enqueued"):
         study.enqueue_trial(space.default_params(), user_attrs={"default": True})
+        few_shot = space.few_shot_params()
+        if few_shot is not None:
+            study.enqueue_trial(few_shot, user_attrs={"few_shot": True})
         study.set_user_attr("default_enqueued", True)
     mine: set[int] = set()
     stopped: list[str] = []
