@@ -250,6 +250,15 @@ def test_dspy_bootstrap_backend_writes_a_rosetta_artifact(toy: Path) -> None:
     assert again.score == again.recorded  # parity holds for DSPy-chosen prompts too
 
 
+def test_dspy_scores_unparsable_answers_0_instead_of_giving_up(toy: Path) -> None:
+    # DSPy's own default cancels an optimizer after 10 answers it cannot parse; a small model misses
+    # that many easily, so rosetta's backend lets DSPy score them 0 and finish
+    request = OptimizeRequest(definition=toy / "signatures" / "toy-sorter.md", model="scripted/garbage",
+                              settings=SearchSettings(proposer=None), optimizer="dspy-bootstrap")
+    report = optimize(request, settings=load_settings(toy))
+    assert report.status == "written" and report.outcome.dev_score == 0.0
+
+
 def test_dspy_mipro_failing_on_a_weak_proposer_is_a_clear_error(toy: Path, cli: object) -> None:
     result = cli("-C", toy, "optimize", "toy-sorter", "--model", "scripted/toy", "--optimizer", "dspy-mipro",
                  "--proposer", "scripted/garbage")

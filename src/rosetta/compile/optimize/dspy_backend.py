@@ -66,6 +66,12 @@ def dspy_lm(model: Any, signature: Any, **extra: Any) -> Any:
     return dspy.LM(model.id, temperature=0.0, max_tokens=max_tokens, cache=False, num_retries=0, **extra)
 
 
+TOLERATED_ERRORS = 1_000_000
+"""DSPy cancels an optimizer after ``dspy.settings.max_errors`` (10) answers it cannot parse. A small
+model misses DSPy's formats far more often than that, so an unparsable answer scores 0 instead,
+as in rosetta's own search; only a failure of the optimizer itself (a proposer) still stops it."""
+
+
 def compile_with_dspy(name: str, signature: Any, train: list[Any], dev: list[Any], metric: Any, lm: Any, *,
                       prompt_lm: Any = None, seed: int = 0, jobs: int = 1, demos: int = 4) -> Any:
     """Run one DSPy optimizer; returns the compiled ``dspy.Predict`` program."""
@@ -79,12 +85,12 @@ def compile_with_dspy(name: str, signature: Any, train: list[Any], dev: list[Any
         if name == "dspy-bootstrap":
             optimizer = dspy.BootstrapFewShotWithRandomSearch(
                 metric=scorer, max_bootstrapped_demos=demos, max_labeled_demos=demos, num_candidate_programs=8,
-                num_threads=jobs)
+                num_threads=jobs, max_errors=TOLERATED_ERRORS)
             return optimizer.compile(program, trainset=train, valset=dev)
         if name == "dspy-mipro":
             optimizer = dspy.MIPROv2(metric=scorer, prompt_model=prompt_lm or lm, task_model=lm, auto="light",
                                      num_threads=jobs, seed=seed, max_bootstrapped_demos=demos,
-                                     max_labeled_demos=demos, verbose=False)
+                                     max_labeled_demos=demos, verbose=False, max_errors=TOLERATED_ERRORS)
             return optimizer.compile(program, trainset=train, valset=dev)
     raise UsageError(Problem(f"unknown DSPy optimizer {name!r}", field="--optimizer"))
 
