@@ -72,7 +72,9 @@ def test_search_finds_the_known_best_variant_within_budget(toy: Path) -> None:
 def test_trial_1_is_the_plain_k_shot_prompt_of_train_s_first_rows(toy: Path) -> None:
     import optuna
 
+    from rosetta.compile.optimize.space import build_space
     from rosetta.compile.optimize.study import open_storage
+    from rosetta.compile.optimize.target import load_context
 
     outcome = run(toy, proposer=None, trials=3).outcome
     storage, _ = open_storage(None, toy / ".rosetta/studies/toy-sorter/scripted__toy.journal")
@@ -81,9 +83,6 @@ def test_trial_1_is_the_plain_k_shot_prompt_of_train_s_first_rows(toy: Path) -> 
     assert second.params["demo_set"] == 0 and second.params["demo_order"] == "forward"
     assert {k: v for k, v in second.params.items() if not k.startswith("demo_")} == \
         {k: v for k, v in first.params.items() if not k.startswith("demo_")}  # only the demos differ
-    from rosetta.compile.optimize.space import build_space
-    from rosetta.compile.optimize.target import load_context
-
     context = load_context(toy / "signatures/toy-sorter.md", "scripted/toy", settings=load_settings(toy))
     space = build_space(context.signature, context.model, context.adapter, context.data.train)
     first_rows = tuple(f"train:{e.id}" for e in context.data.train[:3])  # count_range max is 3
