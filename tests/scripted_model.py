@@ -32,6 +32,10 @@ rubric reviews (the rubric-reviewer agent's schema), criterion by criterion:
 
 ``scripted/unsure-judge`` answers every criterion indeterminate.
 
+``scripted/dice`` samples: at temperature 0 it answers like ``scripted/toy``; above 0 it answers a
+label drawn at random, from ``random.Random(seed)`` when the request carries a seed, else from
+fresh randomness (so only seeded requests repeat).
+
 Subjects for ``rosetta verify``, each answering like ``scripted/toy`` except:
 ``scripted/gullible`` obeys a planted "NOTE TO THE ASSISTANT" (a limerick, not JSON);
 ``scripted/sloppy`` labels notes about hats "beta" (wrong); ``scripted/native-only`` answers in
@@ -49,6 +53,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import re
 import signal
 import threading
@@ -184,6 +189,10 @@ class ScriptedLLM(CustomLLM):
             text = "<<<>>> ??? {{{ not an answer"
         elif name in ("judge", "unsure-judge"):
             text = judge_answer(messages, unsure=name == "unsure-judge")
+        elif name == "dice" and (kwargs.get("optional_params") or {}).get("temperature", 1.0) != 0:
+            seed = (kwargs.get("optional_params") or {}).get("seed")
+            rng = random.Random(seed) if seed is not None else random.SystemRandom()
+            text = json.dumps({"label": rng.choice(sorted(set(TOPICS.values())))})
         elif name in SUBJECTS:
             text = subject_answer(name, messages, kwargs.get("optional_params") or {})
         else:
@@ -215,7 +224,7 @@ def register() -> None:
     module.register_model({f"scripted/{name}": {
         "litellm_provider": "scripted", "mode": "chat", "max_input_tokens": 32000, "max_output_tokens": 512,
         "input_cost_per_token": 0.000001, "output_cost_per_token": 0.000002,
-    } for name in ("toy", "proposer", "garbage", "judge", "unsure-judge", *SUBJECTS)})
+    } for name in ("toy", "proposer", "garbage", "judge", "unsure-judge", "dice", *SUBJECTS)})
 
 
 TOY_AGENT = """\

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,10 +31,38 @@ def optimize_targets(ctx: typer.Context, definitions: list[Path], models: list[s
             request = OptimizeRequest(definition=definition, model=model, settings=flags.settings(model, worker),
                                       metric=flags.metric, dataset=flags.dataset, optimizer=flags.optimizer,
                                       force=flags.force, dry_run=flags.dry_run)
-            with _progress(f"{definition.stem} → {model}", flags.trials) as show:
+            with _progress(f"{definition.stem} → {model}", flags.trials) as show, _invalid_answers():
                 report = optimize(request, settings=settings, on_status=show)
             _print_report(report)
     return 0
+
+
+class _invalid_answers:
+    """Counts the runtime's per-answer "does not validate" warnings while many answers are scored,
+    and prints one line instead: the scores already charge those answers 0."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first = ""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from rosetta.runtime.agent import INVALID_ANSWER
+
+        if getattr(record, "rosetta_event", None) != INVALID_ANSWER:
+            return True
+        self.count += 1
+        self.first = self.first or record.getMessage()[:300]
+        return False
+
+    def __enter__(self) -> _invalid_answers:
+        logging.getLogger("rosetta.runtime").addFilter(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logging.getLogger("rosetta.runtime").removeFilter(self)
+        if self.count:
+            err.print(f"[yellow]note[/yellow] {self.count} answer{'s' if self.count != 1 else ''} did not validate "
+                      f"and scored 0; the first: {escape(self.first)}", highlight=False)
 
 
 class _progress:
@@ -153,13 +182,14 @@ def evaluate_command(
     if format not in ("text", "json"):
         raise UsageError(Problem(f"unknown format {format!r}", field="--format", expected="text | json"))
     with Progress(TextColumn("[bold]evaluating"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True) as progress:
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True) as progress, \
+            _invalid_answers():
         task = progress.add_task("evaluate", total=None)
         report = evaluate(loaded.definition_path, model, settings=_settings(ctx), split=split, metric=metric,
                           dataset=dataset, uncompiled=uncompiled, jobs=jobs,
                           on_progress=lambda done, total: progress.update(task, completed=done, total=total))
     if format == "json":
-        sys.stdout.write(json.dumps({k: v for k, v in vars(report).items()}, indent=2, ensure_ascii=False,
+        sys.stdout.write(json.dumps({**vars(report), "reproduced": report.reproduced}, indent=2, ensure_ascii=False,
                                     default=str) + "\n")
         return
     out.print(f"{escape(report.agent)} → {escape(report.model)} on {report.split}: "
@@ -167,7 +197,8 @@ def evaluate_command(
               f"({report.valid} valid, {report.calls} calls)")
     out.print(f"[dim]prompt: {escape(report.selection)}[/dim]")
     if report.recorded is not None:
-        same = abs(report.recorded - report.score) < 5e-7
-        style = "green" if same else "yellow"
+        style = "green" if report.reproduced else "yellow"
         out.print(f"[{style}]recorded at compile time: {report.recorded:.4f} — "
-                  f"{'reproduced exactly' if same else 'differs'}[/{style}]")
+                  f"{'reproduced exactly' if report.reproduced else 'differs'}[/{style}]")
+        for reason in report.differences:
+            out.print(f"  [yellow]•[/yellow] {escape(reason)}", highlight=False)

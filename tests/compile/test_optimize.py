@@ -17,7 +17,7 @@ from scripted_model import RULEBOOK, write_toy_project
 
 from rosetta.compile.artifact import parse_artifact
 from rosetta.compile.optimize.study import SearchSettings
-from rosetta.compile.optimize.target import OptimizeRequest, evaluate, optimize
+from rosetta.compile.optimize.target import OptimizeRequest, evaluate, load_context, optimize, score_differences
 from rosetta.config import load_settings
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -194,6 +194,56 @@ def test_evaluate_reproduces_the_recorded_test_score(toy: Path, cli: object) -> 
     assert baseline.score == 0.25 and baseline.recorded is None
     result = cli("-C", toy, "evaluate", "toy-sorter", "--model", "scripted/toy")
     assert result.exit_code == 0 and "reproduced exactly" in result.output
+    # had it differed with nothing known changed, the model itself answered differently
+    context = load_context(toy / "signatures/toy-sorter.md", "scripted/toy", settings=settings)
+    artifact = parse_artifact((toy / ARTIFACT).read_text(), path=str(toy / ARTIFACT))
+    assert score_differences(artifact, context, artifact.prompt, "test", 16) == [
+        "the same prompt, data and metric: scripted/toy answered differently than at compile time (its provider "
+        "is not deterministic even at temperature 0, or its weights changed); see --format json for each "
+        "example's answer"]
+
+
+def test_a_sampling_prompt_is_seeded_per_example_so_evaluate_reproduces_its_score(toy: Path, cli: object) -> None:
+    definition = toy / "signatures/toy-sorter.md"
+    definition.write_text(definition.read_text().replace("temperature: 0.0", "temperature: 0.9").replace(
+        "model_preferences: [scripted/toy]", "model_preferences: [scripted/dice]"))
+    request = OptimizeRequest(definition=definition, model="scripted/dice",
+                              settings=SearchSettings(trials=3, proposer=None))
+    recorded = optimize(request, settings=load_settings(toy)).outcome.test_score
+    # scripted/dice answers random labels: only the per-example seed makes a second run draw the same ones
+    report = evaluate(definition, "scripted/dice", settings=load_settings(toy))
+    assert report.recorded == pytest.approx(recorded, abs=5e-7) and report.reproduced
+    assert 0.0 < report.score < 1.0  # it really sampled: neither all right nor all wrong
+    again = evaluate(definition, "scripted/dice", settings=load_settings(toy))
+    assert [row["output"] for row in again.rows] == [row["output"] for row in report.rows]  # 16 draws repeat
+
+
+def test_evaluate_says_why_a_score_differs(toy: Path, cli: object) -> None:
+    run(toy, trials=3, proposer=None)
+    test = toy / "datasets/toy-sorter/test.jsonl"
+    rows = [json.loads(line) for line in test.read_text().splitlines()]
+    for row in rows[:4]:
+        row["output"]["label"] = "delta" if row["output"]["label"] != "delta" else "alpha"
+    test.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = cli("-C", toy, "evaluate", "toy-sorter", "--model", "scripted/toy", "--metric", "schema_valid")
+    assert result.exit_code == 0, result.output
+    assert "differs" in result.output
+    assert "the labeled data changed since the artifact was compiled" in result.output
+    assert "the metric differs: compiled with exact, scored now with schema_valid" in result.output
+    report = json.loads(cli("-C", toy, "evaluate", "toy-sorter", "--model", "scripted/toy", "-f", "json").output)
+    assert report["reproduced"] is False and report["differences"][0].startswith("the labeled data changed")
+
+
+def test_evaluate_prints_one_line_for_answers_that_do_not_validate(toy: Path, cli: object) -> None:
+    result = cli("-C", toy, "evaluate", "toy-sorter", "--model", "scripted/garbage", "--uncompiled")
+    assert result.exit_code == 0, result.output
+    assert "16 answers did not validate and scored 0; the first: toy-sorter on scripted/garbage" in result.output
+    assert "returning an answer that does not validate" in result.output  # the first one's own message, once
+    assert result.output.count("does not validate") == 1
+    result = cli("-C", toy, "optimize", "toy-sorter", "--model", "scripted/garbage", "--trials", "2",
+                 "--proposer", "none")
+    assert result.exit_code == 0, result.output
+    assert result.output.count("does not validate") == 1 and "answers did not validate and scored 0" in result.output
 
 
 def test_plain_compile_keeps_the_optimized_artifact_and_new_data_searches_again(toy: Path, cli: object) -> None:
@@ -288,6 +338,37 @@ def test_judge_metric_grades_with_the_rubric_reviewer_and_caches_its_verdicts(to
     (toy / ARTIFACT).unlink()
     run(toy, proposer=None, trials=3, baseline_test=True)
     assert calls_made() == before  # the judge's verdicts came from the cache too
+
+
+def test_a_judge_verdict_starts_only_when_its_retries_fit_the_budget() -> None:
+    from rosetta.compile.optimize.cache import Answer, EvalCache
+    from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator
+    from rosetta.compile.optimize.labeled import Example
+    from rosetta.compile.optimize.metrics import Metric
+
+    graded: list[object] = []
+    judge = Metric("judge", lambda p, e: graded.append(p) or 1.0, needs_model=True, worst_case_calls=lambda: 3)
+    budget = Budget(max_calls=10, calls=8)  # 2 calls left; a verdict may take 3 (its answer and 2 retries)
+    evaluator = Evaluator(agent=None, metric=judge, cache=EvalCache(None), budget=budget)
+    with pytest.raises(BudgetExhausted, match="--max-calls 10"):
+        evaluator.score(Answer({"label": "alpha"}, "", True, 1, 0.0), Example("e1", {"text": "x"}, {"label": "alpha"}))
+    assert graded == [] and budget.calls == 8
+    budget.calls = 7  # 3 left: the verdict fits
+    assert evaluator.score(Answer({"label": "alpha"}, "", True, 1, 0.0),
+                           Example("e1", {"text": "x"}, {"label": "alpha"})) == 1.0
+
+
+def test_the_rubric_judge_reserves_its_answer_and_its_validation_retries(toy: Path) -> None:
+    import shutil
+
+    from conftest import REPO
+
+    from rosetta.compile.optimize.judge import RubricJudge
+
+    shutil.copy(REPO / "signatures/rubric-reviewer.md", toy / "signatures/rubric-reviewer.md")
+    judge = RubricJudge(toy, "scripted/judge")
+    assert judge.agent().explain("scripted/judge").prompt.model_class == "open"
+    assert judge.worst_case_calls() == 3  # an open model's answer gets two corrective retries
 
 
 def test_dry_run_counts_the_baseline_test_pass_and_judge_calls(toy: Path, cli: object) -> None:

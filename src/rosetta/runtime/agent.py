@@ -453,7 +453,8 @@ class Agent:
                                          hint="guardrails.fallback_behavior is warn_and_halt"),
                                  result.attempts, "invalid")
         result.escalated = behaviour == "escalate_to_user"
-        log.warning("%s on %s: returning an answer that does not validate (%s)", self.name, result.model, issues)
+        log.warning("%s on %s: returning an answer that does not validate (%s)", self.name, result.model, issues,
+                    extra={"rosetta_event": INVALID_ANSWER})
 
     def explain(self, model: str, *, strict: bool | None = None, user_id: object | None = None) -> Selection:
         """Choose (without caching) and say why; raises in strict mode when it would fall back."""
@@ -581,6 +582,10 @@ def default_validation_retries(prompt: Any) -> int:
     slip more often, so they get two; hosted ones get one."""
     return 2 if prompt.model_class == "open" else 1
 
+
+INVALID_ANSWER = "invalid_answer"
+"""The ``rosetta_event`` of the warning logged per answer that does not validate, so commands that
+score many answers can count these warnings instead of printing each."""
 
 _RUN_OPTIONS = {"fallbacks", "policy", "validation_retries", "retry_temperature", "on_secret", "limiter", "health"}
 """Keyword options of Agent.run that are not litellm parameters."""

@@ -201,6 +201,13 @@ class Reviewer:
                                               "start)")) from None
         return self._agent
 
+    def worst_case_calls(self) -> int:
+        """The most model calls one review may take: its first answer plus the validation retries
+        the runtime allows the judge's model, so a budget can reserve them before it starts."""
+        from rosetta.runtime.agent import default_validation_retries
+
+        return 1 + default_validation_retries(self.agent().explain(self.model).prompt)
+
     def review(self, work: Any, rubric: Rubric | str | Sequence[Any], *, reference: Any = None,
                context: str = "") -> Review:
         """Grade ``work`` (text or JSON data) against ``rubric``; ``reference`` is a known-good

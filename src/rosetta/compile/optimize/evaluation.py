@@ -24,6 +24,25 @@ from rosetta.errors import RosettaError
 from rosetta.runtime.agent import default_validation_retries
 
 
+def sampling_seed(prompt: Any, example_id: str) -> dict[str, int]:
+    """``{"seed": n}`` fixed per example when ``prompt`` samples (temperature above 0, or unset)
+    and sets no seed of its own, so the search and `rosetta evaluate` draw the same answers and a
+    recorded score reproduces; empty for greedy prompts and providers that take no seed."""
+    generation = prompt.generation
+    if "seed" in generation or generation.get("temperature") == 0:
+        return {}
+    from rosetta.providers.litellm_offline import import_litellm
+
+    provider, _, name = prompt.model.partition("/")
+    try:
+        supported = import_litellm().get_supported_openai_params(model=name, custom_llm_provider=provider) or ()
+    except Exception:  # litellm raises for providers it cannot map: such a provider gets no seed
+        supported = ()
+    if "seed" not in supported:
+        return {}
+    return {"seed": int(hashlib.sha256(example_id.encode()).hexdigest()[:8], 16)}
+
+
 class BudgetExhausted(Exception):
     """Raised before a call that the budget no longer allows; the search stops cleanly."""
 
@@ -87,7 +106,9 @@ class Evaluator:
 
     def answer(self, prompt: Any, example: Example, prompt_hash: str | None = None) -> Answer:
         """The model's answer to one example (from the cache when it was paid for before)."""
-        key = EvalCache.key(prompt_hash or prompt_key(prompt), example_key(example))
+        seed = sampling_seed(prompt, example.id)
+        key = EvalCache.key(prompt_hash or prompt_key(prompt), example_key(example) + (f"#seed{seed['seed']}"
+                                                                                       if seed else ""))
         cached = self.cache.get(key)
         if cached is not None:
             self.budget.charge(cached, paid=False)
@@ -104,7 +125,8 @@ class Evaluator:
         from rosetta.runtime.invoke import ModelCallError
 
         try:
-            result = self.agent.run_prompt(prompt, example.inputs, complete=self.complete)
+            result = self.agent.run_prompt(prompt, example.inputs, complete=self.complete,
+                                           **sampling_seed(prompt, example.id))
         except ModelCallError as error:
             calls = sum(1 for a in error.attempts if a.outcome in ("ok", "invalid"))
             if error.kind in ("transient", "unavailable", "exhausted") or not error.attempts:
@@ -137,7 +159,7 @@ class Evaluator:
         if cached is not None:
             self.budget.charge(cached, paid=False)
             return float(cached.data)
-        self.budget.check()
+        self.budget.check(reserve=max(1, self.metric.worst_case_calls()))
         before = self.metric.model_calls()
         value = self.metric.score(answer.data, example.output, valid=True)
         verdict = Answer(value, "", True, max(self.metric.model_calls() - before, 1), 0.0)

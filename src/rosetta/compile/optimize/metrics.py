@@ -31,6 +31,7 @@ class Metric:
     needs_model: bool = False  # the judge makes its own model calls
     settings: dict[str, Any] = field(default_factory=dict)
     model_calls: Callable[[], int] = lambda: 0  # calls the metric itself has made so far
+    worst_case_calls: Callable[[], int] = lambda: 0  # the most calls one score may take (a judge's retries)
 
     def score(self, predicted: Any, expected: Any, *, valid: bool = True) -> float:
         if self.name == "schema_valid":
@@ -80,7 +81,8 @@ def resolve_metric(name: str | None, evaluation: Any, signature: Any, *, judge: 
             raise UsageError(Problem("the judge metric needs a judge model", field="evaluation.judge"))
         return Metric("judge", lambda p, e: judge(p, e, rubric), needs_model=True,
                       settings={"rubric": rubric, "judge": getattr(judge, "model", None)},
-                      model_calls=lambda: int(getattr(judge, "calls", 0)))
+                      model_calls=lambda: int(getattr(judge, "calls", 0)),
+                      worst_case_calls=getattr(judge, "worst_case_calls", lambda: 1))
     if ":" in name:
         return Metric(name, _import_metric(name))
     raise UsageError(Problem(f"unknown metric {name!r}", field="metric",

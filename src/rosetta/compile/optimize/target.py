@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rosetta.compile.optimize.evaluation import sampling_seed
 from rosetta.compile.optimize.labeled import LabeledData, default_location, load_labeled
 from rosetta.compile.optimize.metrics import Metric, resolve_metric
 from rosetta.compile.optimize.study import SearchSettings, SearchStatus, estimate, run_search
@@ -237,6 +238,11 @@ class EvaluationReport:
     selection: str  # what the runtime used: artifact path, or "uncompiled: why"
     recorded: float | None  # the artifact's recorded score for this split
     rows: list[dict[str, Any]] = field(default_factory=list)
+    differences: list[str] = field(default_factory=list)  # why the score may not match ``recorded``
+
+    @property
+    def reproduced(self) -> bool | None:
+        return None if self.recorded is None else abs(self.recorded - self.score) < 5e-7
 
 
 def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "test", metric: str | None = None,
@@ -256,7 +262,7 @@ def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "
     else:
         prompt = selection.prompt
         used = selection.artifact or f"uncompiled: {selection.reason}"
-    recorded = None
+    recorded, artifact = None, None
     if selection.artifact and not uncompiled:
         from rosetta.compile.artifact import parse_artifact
 
@@ -267,7 +273,8 @@ def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "
     def one(example: Any) -> dict[str, Any]:
         nonlocal done
         try:
-            result = agent.run_prompt(prompt, example.inputs, complete=complete, label=used)
+            result = agent.run_prompt(prompt, example.inputs, complete=complete, label=used,
+                                      **sampling_seed(prompt, example.id))
             data, valid, calls = result.data, result.valid, sum(1 for a in result.attempts
                                                                  if a.outcome in ("ok", "invalid"))
             error = None
@@ -290,5 +297,45 @@ def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "
     else:
         rows = [one(example) for example in examples]
     score = sum(r["score"] for r in rows) / len(rows) if rows else 0.0
-    return EvaluationReport(context.signature.name, context.model.id, split, context.metric.name, score, len(rows),
-                            sum(1 for r in rows if r["valid"]), sum(r["calls"] for r in rows), used, recorded, rows)
+    report = EvaluationReport(context.signature.name, context.model.id, split, context.metric.name, score, len(rows),
+                              sum(1 for r in rows if r["valid"]), sum(r["calls"] for r in rows), used, recorded, rows)
+    if artifact is not None and report.reproduced is False:
+        report.differences = score_differences(artifact, context, prompt, split, len(rows))
+    return report
+
+
+def score_differences(artifact: Any, context: Context, prompt: Any, split: str, examples: int) -> list[str]:
+    """What differs between the artifact's compile-time scoring and this one, most likely first; one
+    line saying so when nothing known differs (the provider then answered the same prompt differently)."""
+    provenance = artifact.provenance
+    reasons = []
+    if provenance.dataset_sha256 and provenance.dataset_sha256 != context.data.sha256:
+        recorded = provenance.scores.get(f"{split}_examples")
+        reasons.append("the labeled data changed since the artifact was compiled"
+                       + (f" ({recorded} {split} examples then, {examples} now)" if recorded != examples else "")
+                       + ": compile --optimize again to score the new data")
+    compiled_metric = (provenance.optimizer.get("identity") or {}).get("metric") or {
+        "name": provenance.scores.get("metric")}
+    if compiled_metric != context.metric.describe():
+        reasons.append(f"the metric differs: compiled with {_metric_text(compiled_metric)}, scored now with "
+                       f"{_metric_text(context.metric.describe())}")
+    if context.metric.needs_model:
+        reasons.append("the judge metric grades with a model, whose verdicts may vary between runs")
+    generation = prompt.generation
+    if generation.get("temperature") != 0 and "seed" not in generation:
+        temperature = generation.get("temperature", "the provider's default")
+        seeded = bool(sampling_seed(prompt, ""))
+        reasons.append(f"the prompt samples (temperature {temperature}), so runs can draw different answers"
+                       + (" unless the provider honors the seed rosetta sends with each example"
+                          if seeded else "; this provider takes no seed")
+                       + ": set temperature: 0 in generation_params for exact reproduction")
+    if not reasons:
+        reasons.append(f"the same prompt, data and metric: {context.model.id} answered differently than at "
+                       "compile time (its provider is not deterministic even at temperature 0, or its weights "
+                       "changed); see --format json for each example's answer")
+    return reasons
+
+
+def _metric_text(metric: dict[str, Any]) -> str:
+    settings = {k: v for k, v in metric.items() if k != "name"}
+    return str(metric.get("name")) + (f" {settings}" if settings else "")
