@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -44,14 +45,16 @@ class _invalid_answers:
     def __init__(self) -> None:
         self.count = 0
         self.first = ""
+        self._lock = threading.Lock()  # --jobs answers from several threads
 
     def filter(self, record: logging.LogRecord) -> bool:
         from rosetta.runtime.agent import INVALID_ANSWER
 
         if getattr(record, "rosetta_event", None) != INVALID_ANSWER:
             return True
-        self.count += 1
-        self.first = self.first or record.getMessage()[:300]
+        with self._lock:
+            self.count += 1
+            self.first = self.first or record.getMessage()[:300]
         return False
 
     def __enter__(self) -> _invalid_answers:

@@ -187,6 +187,7 @@ class Reviewer:
         self.complete = complete
         self.calls = 0
         self._agent: Any = None
+        self._worst_case: int | None = None
         self._lock = threading.Lock()
 
     def agent(self) -> Any:
@@ -204,9 +205,11 @@ class Reviewer:
     def worst_case_calls(self) -> int:
         """The most model calls one review may take: its first answer plus the validation retries
         the runtime allows the judge's model, so a budget can reserve them before it starts."""
-        from rosetta.runtime.agent import default_validation_retries
+        if self._worst_case is None:
+            from rosetta.runtime.agent import default_validation_retries
 
-        return 1 + default_validation_retries(self.agent().explain(self.model).prompt)
+            self._worst_case = 1 + default_validation_retries(self.agent().explain(self.model).prompt)
+        return self._worst_case
 
     def review(self, work: Any, rubric: Rubric | str | Sequence[Any], *, reference: Any = None,
                context: str = "") -> Review:

@@ -31,7 +31,7 @@ class Metric:
     needs_model: bool = False  # the judge makes its own model calls
     settings: dict[str, Any] = field(default_factory=dict)
     model_calls: Callable[[], int] = lambda: 0  # calls the metric itself has made so far
-    worst_case_calls: Callable[[], int] = lambda: 0  # the most calls one score may take (a judge's retries)
+    worst_case_calls: Callable[[], int] = lambda: 1  # the most calls one score may take (a judge's retries)
 
     def score(self, predicted: Any, expected: Any, *, valid: bool = True) -> float:
         if self.name == "schema_valid":
