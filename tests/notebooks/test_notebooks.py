@@ -1,6 +1,7 @@
 """Every notebook in notebooks/ runs top to bottom, offline, on the embedded local model (nbclient,
-a kernel on this interpreter), within its time budget; a cell that raises fails the test. The
-stored copies must be stripped (no outputs, no execution counts, no widget state)."""
+a kernel on this interpreter); a cell that raises fails the test, and a notebook that outlives its hang guard
+fails rather than stalling CI. The stored copies must be stripped (no outputs, no execution counts, no widget
+state)."""
 
 from __future__ import annotations
 
@@ -15,16 +16,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 KERNEL = "rosetta-notebooks"
-BUDGET_S = {"01-tour": 240, "02-optimize-local": 420, "03-providers-and-fallbacks": 180}
-"""Wall-clock limit per notebook on two cores; each cell may use what the earlier ones left."""
+HANG_GUARD_S = {"01-tour": 900, "02-optimize-local": 1500, "03-providers-and-fallbacks": 600}
+"""Wall-clock limit per notebook: about five times what each takes alone on two cores, so a busy or slow
+machine still passes and only a hang fails. Each cell may use what the earlier ones left. The time a notebook
+took is printed (``pytest -s``), never asserted: speed is a benchmark's business."""
 
 
 def notebook_paths() -> list[Path]:
     return sorted(NOTEBOOKS.glob("*.ipynb"))
 
 
-def test_the_notebooks_exist_and_each_has_a_budget() -> None:
-    assert {p.stem for p in notebook_paths()} == set(BUDGET_S)
+def test_the_notebooks_exist_and_each_has_a_hang_guard() -> None:
+    assert {p.stem for p in notebook_paths()} == set(HANG_GUARD_S)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +60,7 @@ def test_notebook_runs_top_to_bottom(path: Path, kernel_dir: Path, local_model: 
     monkeypatch.setenv("JUPYTER_PATH", str(kernel_dir))
     monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     notebook = nbformat.read(path, as_version=4)
-    deadline = time.monotonic() + BUDGET_S[path.stem]
+    deadline = time.monotonic() + HANG_GUARD_S[path.stem]
     protected = (REPO / "compiled", REPO / "datasets", REPO / ".rosetta")
     before = _tree_digest(*protected)
     client = NotebookClient(notebook, kernel_name=KERNEL, startup_timeout=120,
@@ -66,8 +69,7 @@ def test_notebook_runs_top_to_bottom(path: Path, kernel_dir: Path, local_model: 
     started = time.monotonic()
     client.execute()  # raises CellExecutionError on the first failing cell, naming it
     elapsed = time.monotonic() - started
-    print(f"{path.name}: {elapsed:.0f}s")
-    assert elapsed < BUDGET_S[path.stem]
+    print(f"{path.name}: {elapsed:.0f}s (hang guard {HANG_GUARD_S[path.stem]}s)")
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert _tree_digest(*protected) == before, "the notebook wrote into the repository's compiled/, datasets/ " \
