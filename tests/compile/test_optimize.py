@@ -363,6 +363,7 @@ def test_cached_local_answers_belong_to_the_decoder_build_that_gave_them(tmp_pat
     """A change to the embedded decoder (its loop check, its grammar) must not be answered from a
     cache the old one filled: the recorded score would then not reproduce. Hosted keys stay put."""
     from rosetta.compile.optimize import cache
+    from rosetta.providers import local_revision
 
     class Prompt:
         def __init__(self, model: str) -> None:
@@ -373,18 +374,18 @@ def test_cached_local_answers_belong_to_the_decoder_build_that_gave_them(tmp_pat
 
     decoder = tmp_path / "local_llm.py"
     decoder.write_text("LOOP_WINDOW = 96\n")
-    monkeypatch.setattr(cache, "LOCAL_DECODER", (str(decoder),))  # absolute: replaces the package path
+    monkeypatch.setattr(local_revision, "DECODER_MODULES", (str(decoder),))  # absolute: replaces the package path
     local, hosted = Prompt("local/gemma-3-270m"), Prompt("openai/gpt-4o")
-    cache.local_decoder_revision.cache_clear()
+    local_revision.decoder_revision.cache_clear()
     try:
         before = cache.prompt_key(local), cache.prompt_key(hosted)
         assert cache.prompt_key(local) == before[0]  # stable while nothing changes
         decoder.write_text("LOOP_WINDOW = 64\n")
-        cache.local_decoder_revision.cache_clear()
+        local_revision.decoder_revision.cache_clear()
         assert cache.prompt_key(local) != before[0]
         assert cache.prompt_key(hosted) == before[1]
     finally:
-        cache.local_decoder_revision.cache_clear()  # later tests hash the real modules again
+        local_revision.decoder_revision.cache_clear()  # later tests hash the real modules again
 
 
 def test_the_rubric_judge_reserves_its_answer_and_its_validation_retries(toy: Path) -> None:

@@ -8,15 +8,15 @@ cost (calls, USD), so budgets and recorded spend do not depend on what happened 
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import sqlite3
 import threading
 from dataclasses import asdict, dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from rosetta.providers.local_revision import answerer_revision
 
 
 @dataclass(frozen=True)
@@ -40,33 +40,13 @@ same request share one answer."""
 
 def prompt_key(prompt: Any, options: dict[str, Any] | None = None) -> str:
     """sha256 over what the model is sent (model and parameters included), how it is checked, and
-    which build of the embedded decoder answers it (:func:`local_decoder_revision`)."""
+    which build answers it where that is known (the embedded decoder's, for ``local/`` models)."""
     data = prompt.to_dict()
     payload = {"prompt": {key: data[key] for key in SENT}, "options": options or {}}
-    if str(data["model"]).startswith("local/"):
-        payload["decoder"] = local_decoder_revision()
+    revision = answerer_revision(str(data["model"]))
+    if revision:
+        payload["answerer"] = revision
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
-
-
-LOCAL_DECODER = ("providers/local_llm.py", "providers/local_grammar.py")
-"""The modules that turn a request into the embedded model's answer (decoding loop, loop check,
-grammar), relative to the ``rosetta`` package."""
-
-
-@functools.lru_cache(maxsize=1)
-def local_decoder_revision() -> str:
-    """sha256 of the embedded provider's decoding code and the llama.cpp build it drives. A cached
-    answer from an older decoder (a changed loop check cuts answers elsewhere) would make a recorded
-    score that the current one cannot reproduce, so a change to either starts a fresh cache."""
-    digest = hashlib.sha256()
-    package = Path(__file__).resolve().parents[2]
-    for name in LOCAL_DECODER:
-        digest.update(name.encode() + b"\0" + (package / name).read_bytes())
-    try:
-        digest.update(metadata.version("llama_cpp_python").encode())
-    except metadata.PackageNotFoundError:
-        digest.update(b"no llama.cpp")
-    return digest.hexdigest()
 
 
 def example_key(example: Any) -> str:
