@@ -17,9 +17,10 @@ REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 KERNEL = "rosetta-notebooks"
 HANG_GUARD_S = {"01-tour": 900, "02-optimize-local": 1500, "03-providers-and-fallbacks": 600}
-"""Wall-clock limit per notebook: about five times what each takes alone on two cores, so a busy or slow
-machine still passes and only a hang fails. Each cell may use what the earlier ones left. The time a notebook
-took is printed (``pytest -s``), never asserted: speed is a benchmark's business."""
+"""Wall-clock limit per notebook: 3.3–3.75 times the budgets each used to be held to (240 / 420 / 180 s), which
+they meet alone on two cores but not beside other heavy work, so a busy or slow machine still passes and only
+a hang fails. Each cell may use what the earlier ones left. The time a notebook took is printed (``pytest -s``),
+never asserted: speed is a benchmark's business."""
 
 
 def notebook_paths() -> list[Path]:
