@@ -104,6 +104,40 @@ def test_temperature_zero_repeats_exactly_whatever_was_cached_before():
     assert len(answers) == 1
 
 
+def test_reused_prompt_blocks_give_bit_identical_logits(monkeypatch: pytest.MonkeyPatch):
+    """Real-length prompts (several 32-token blocks) after a long answer to another prompt sharing
+    most of them: the KV blocks kept from it must give the logits a from-scratch evaluation gives,
+    bit for bit (a greedy near-tie flips on any difference)."""
+    import numpy as np
+
+    from rosetta.providers import local_llm
+
+    shared = "Incident log, payments-api, 2024-05-02.\n" + "".join(
+        f"{hour:02d}:00 p99 latency {200 + 7 * hour} ms, error rate {hour % 5}.{hour % 3}%\n" for hour in range(12))
+    first, second = shared + "Write a long incident summary:", shared + "Which hour had the highest error rate?"
+    reuse, kept = local_llm._reuse, []
+
+    def spy(loaded, tokens):
+        kept.append(reuse(loaded, tokens))
+        return kept[-1]
+
+    seen, gate = [], local_llm._GrammarGate.__call__
+
+    def logits(prompt: str):  # what the grammar gate is handed at the first answer token
+        seen.clear()
+        ask(prompt, max_tokens=1, response_format={"type": "json_object"})
+        return seen[0]
+
+    monkeypatch.setattr(local_llm._GrammarGate, "__call__",
+                        lambda self, ids, scores: seen.append(np.array(scores, copy=True)) or gate(self, ids, scores))
+    monkeypatch.setattr(local_llm, "_reuse", lambda loaded, tokens: 0)
+    expected = logits(second)  # evaluated from position 0
+    monkeypatch.setattr(local_llm, "_reuse", spy)
+    ask(first, max_tokens=150)
+    assert np.array_equal(logits(second), expected)
+    assert kept[-1] >= 3 * local_llm.BATCH  # the shared blocks really came from the cache
+
+
 @pytest.mark.parametrize("schema, inputs", [
     (SEVERITY, ["SQL injection in the login form dumps the users table without authentication.",
                 "The footer shows the wrong copyright year.",
