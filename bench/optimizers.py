@@ -190,12 +190,15 @@ SEARCH_CODE = ("study.py", "space.py", "pruning.py", "proposer.py")
 def fingerprint(args: argparse.Namespace, data: object, *, search: bool) -> str:
     """What a kept row must have been measured under to be reused: the same code (the search's own
     modules count only for rosetta's row, so improving the search re-measures that row alone),
-    data, model and settings."""
+    decoder build, data, model and settings."""
+    from rosetta.providers.local_revision import answerer_revision
+
     code = hashlib.sha256()
     for source in sorted((ROOT / "src" / "rosetta").rglob("*.py")) + [Path(__file__).resolve()]:
         if search or not (source.parent.name == "optimize" and source.name in SEARCH_CODE):
             code.update(source.read_bytes())
-    settings = {"code": code.hexdigest(), "agent": args.agent, "model": MODEL, "data": data.sha256,
+    settings = {"code": code.hexdigest(), "decoder": answerer_revision(MODEL), "agent": args.agent, "model": MODEL,
+                "data": data.sha256,
                 "random_candidates": args.random_candidates, "seed": args.seed, "limit": args.limit}
     if search:
         settings.update(max_calls=args.max_calls, trials=args.trials)

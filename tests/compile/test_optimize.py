@@ -388,6 +388,36 @@ def test_cached_local_answers_belong_to_the_decoder_build_that_gave_them(tmp_pat
         local_revision.decoder_revision.cache_clear()  # later tests hash the real modules again
 
 
+def test_an_artifact_names_the_decoder_build_it_was_scored_on(toy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Greedy answers of the embedded model depend on the llama.cpp build (kernels compiled for other
+    instructions round differently): the artifact records the build, evaluate names a changed one as
+    the reason a score differs, and --optimize does not call an artifact of another build up to date."""
+    from rosetta.compile.optimize import target
+
+    def decoder(revision: str, build: str) -> None:  # the scripted model stands in for a local/ one
+        monkeypatch.setattr(target, "answerer_revision", lambda model: revision)
+        monkeypatch.setattr(target, "answerer_build", lambda model: build)
+
+    decoder("a" * 64, "llama-cpp-python 0.3.36; CPU : AVX2 = 1")
+    assert run(toy, trials=3, proposer=None).status == "written"
+    artifact = parse_artifact((toy / ARTIFACT).read_text(), path=str(toy / ARTIFACT))
+    assert artifact.provenance.scores["answerer_sha256"] == "a" * 64
+    assert artifact.provenance.scores["answerer_build"] == "llama-cpp-python 0.3.36; CPU : AVX2 = 1"
+    assert run(toy, trials=3, proposer=None).status == "up to date"
+
+    decoder("b" * 64, "llama-cpp-python 0.3.36; CPU : AVX512 = 1")
+    context = load_context(toy / "signatures/toy-sorter.md", "scripted/toy", settings=load_settings(toy))
+    assert score_differences(artifact, context, artifact.prompt, "test", 16) == [
+        "a different decoder build answers now (now llama-cpp-python 0.3.36; CPU : AVX512 = 1; then "
+        "llama-cpp-python 0.3.36; CPU : AVX2 = 1; rosetta's decoding code counts too): greedy answers can "
+        "differ between builds, so compile --optimize --force on this one to record scores it reproduces"]
+    assert run(toy, trials=3, proposer=None).status == "written"  # re-scored under the build that answers now
+
+    decoder("", "")  # a hosted model: no build to compare
+    hosted = parse_artifact((toy / ARTIFACT).read_text(), path=str(toy / ARTIFACT))
+    assert not score_differences(hosted, context, hosted.prompt, "test", 16)[0].startswith("a different decoder")
+
+
 def test_the_rubric_judge_reserves_its_answer_and_its_validation_retries(toy: Path) -> None:
     import shutil
 

@@ -19,6 +19,7 @@ from rosetta.compile.optimize.labeled import LabeledData, default_location, load
 from rosetta.compile.optimize.metrics import Metric, resolve_metric
 from rosetta.compile.optimize.study import SearchSettings, SearchStatus, estimate, run_search
 from rosetta.errors import Problem, UsageError
+from rosetta.providers.local_revision import answerer_build, answerer_revision
 
 OPTIMIZERS = ("rosetta", "dspy-mipro", "dspy-bootstrap")
 
@@ -123,13 +124,15 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
         report.estimate = {**estimate(context.data, search, signature, context.metric), "cost_usd": _cost_estimate(context, search)}
         report.notes.append(context.data.summary())
         return report
+    answerer = answerer_revision(model.id)  # a new decoder build makes recorded scores and trials stale
     if not request.force and not search.worker and path.exists():
         try:
             existing = parse_artifact(path.read_text(encoding="utf-8"), path=str(path))
         except Exception:  # unreadable or tampered: optimize again
             existing = None
         if existing is not None and existing.provenance.inputs_sha256 == inputs_sha \
-                and existing.provenance.optimizer.get("identity") == identity:
+                and existing.provenance.optimizer.get("identity") == identity \
+                and existing.provenance.scores.get("answerer_sha256", "") == answerer:
             report.status = "up to date"
             return report
     cache = EvalCache(context.project_state / "eval-cache.sqlite")
@@ -139,7 +142,8 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
                              cache=cache, default_storage=journal, complete=complete,
                              proposer_complete=proposer_complete, on_status=on_status,
                              identity={"dataset": context.data.sha256, "metric": context.metric.describe(),
-                                       "source": source_sha, "model": model_fingerprint(model)})
+                                       "source": source_sha, "model": model_fingerprint(model),
+                                       **({"answerer": answerer} if answerer else {})})
     else:
         from rosetta.compile.optimize.dspy_backend import run_dspy
 
@@ -191,6 +195,10 @@ def _scores(outcome: Any, context: Context) -> dict[str, Any]:
         scores["baseline_dev"] = rounded(outcome.baseline_dev)
     if outcome.baseline_test is not None:
         scores["baseline_test"] = rounded(outcome.baseline_test)
+    revision = answerer_revision(context.model.id)
+    if revision:  # the embedded model: which decoder build gave the scored answers
+        scores["answerer_sha256"] = revision
+        scores["answerer_build"] = answerer_build(context.model.id)
     return scores
 
 
@@ -319,6 +327,15 @@ def score_differences(artifact: Any, context: Context, prompt: Any, split: str, 
     if compiled_metric != context.metric.describe():
         reasons.append(f"the metric differs: compiled with {_metric_text(compiled_metric)}, scored now with "
                        f"{_metric_text(context.metric.describe())}")
+    recorded_answerer, answerer = provenance.scores.get("answerer_sha256"), answerer_revision(context.model.id)
+    if answerer and recorded_answerer != answerer:
+        reasons.append(
+            ("a different decoder build answers now" if recorded_answerer else
+             "the artifact does not record which decoder build answered at compile time")
+            + f" (now {answerer_build(context.model.id)}"
+            + (f"; then {provenance.scores.get('answerer_build')}" if provenance.scores.get("answerer_build") else "")
+            + "; rosetta's decoding code counts too): greedy answers can differ between builds, so compile "
+              "--optimize --force on this one to record scores it reproduces")
     if context.metric.needs_model:
         reasons.append("the judge metric grades with a model, whose verdicts may vary between runs")
     generation = prompt.generation
