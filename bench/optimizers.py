@@ -198,8 +198,8 @@ def fingerprint(args: argparse.Namespace, data: object, *, search: bool) -> str:
         if search or not (source.parent.name == "optimize" and source.name in SEARCH_CODE):
             code.update(source.read_bytes())
     settings = {"code": code.hexdigest(), "decoder": answerer_revision(MODEL), "agent": args.agent, "model": MODEL,
-                "data": data.sha256,
-                "random_candidates": args.random_candidates, "seed": args.seed, "limit": args.limit}
+                "data": data.sha256, "random_candidates": args.random_candidates, "seed": args.seed,
+                "limit": args.limit}
     if search:
         settings.update(max_calls=args.max_calls, trials=args.trials)
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]

@@ -7,6 +7,7 @@ import json
 import logging
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -69,10 +70,15 @@ class _invalid_answers:
 
 
 class _progress:
-    """A Rich progress bar fed by :class:`~rosetta.compile.optimize.study.SearchStatus` updates."""
+    """A Rich progress bar fed by :class:`~rosetta.compile.optimize.study.SearchStatus` updates; where
+    stderr is not a terminal (CI logs, pipes) a plain line per phase and trial instead, and one a
+    minute during long phases, so a search that runs for an hour is never silent."""
+
+    QUIET_S = 60.0
 
     def __init__(self, title: str, trials: int) -> None:
         self.title = title
+        self.live = err.is_terminal
         self.progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} trials"),
             TextColumn("best [cyan]{task.fields[best]}[/]"), TextColumn("{task.fields[calls]} calls"),
@@ -82,6 +88,9 @@ class _progress:
         self.task = self.progress.add_task(title, total=trials, best="–", calls="0", pruned=0, phase="")
         self.note = ""
         self.started = False
+        self.began = time.monotonic()
+        self.line: tuple[Any, ...] = ()
+        self.line_at = 0.0
 
     def __enter__(self) -> Any:
         return self
@@ -89,17 +98,27 @@ class _progress:
     def __call__(self, status: Any) -> None:
         if not self.started:  # shown only once there is work to show (not for up-to-date or dry runs)
             self.started = True
-            self.progress.start()
+            if self.live:
+                self.progress.start()
         calls = f"{status.calls}" + (f" (${status.cost:.4f})" if status.cost else "")
-        self.progress.update(self.task, completed=min(status.trials_done, status.trials_total),
-                             best="–" if status.best is None else f"{status.best:.3f}", calls=calls,
-                             pruned=status.pruned, phase=escape(status.phase))
+        best = "–" if status.best is None else f"{status.best:.3f}"
+        self.progress.update(self.task, completed=min(status.trials_done, status.trials_total), best=best,
+                             calls=calls, pruned=status.pruned, phase=escape(status.phase))
         if status.note and status.note != self.note:
             self.note = status.note
             self.progress.console.print(f"[yellow]note[/yellow] {escape(status.note)}")
+        if not self.live:
+            now = time.monotonic()
+            key = (status.phase, status.trials_done)
+            if key != self.line[:2] or (status.calls != self.line[2] and now - self.line_at >= self.QUIET_S):
+                self.line, self.line_at = (*key, status.calls), now
+                spent = f"{status.calls} calls" + (f" (${status.cost:.4f})" if status.cost else "")
+                err.print(f"{escape(self.title)}: {escape(status.phase or 'working')} · {status.trials_done}/"
+                          f"{status.trials_total} trials · best {best} · {spent} · {status.pruned} pruned · "
+                          f"{now - self.began:.0f}s", highlight=False, soft_wrap=True)
 
     def __exit__(self, *exc: object) -> None:
-        if self.started:
+        if self.started and self.live:
             self.progress.stop()
 
 

@@ -441,3 +441,16 @@ def test_dry_run_counts_the_baseline_test_pass_and_judge_calls(toy: Path, cli: o
     assert result.exit_code == 0, result.output
     # 8 bootstrap + 42 search; test 16 × 2 (--baseline); one verdict per scored answer: 42 + 32
     assert "at most 156 calls (0 proposals, 8 bootstrap, 42 search, 32 test, 74 judge)" in result.output
+
+
+def test_a_search_logged_to_a_file_says_how_it_goes(toy: Path, cli: object) -> None:
+    """Outside a terminal (CI logs) the live bar cannot redraw: the search prints a plain line per
+    phase and trial instead, so an hour-long compile is never silent."""
+    result = cli("-C", toy, "compile", toy / "signatures", "--model", "scripted/toy", "--optimize", "--trials", "3",
+                 "--max-calls", "60", "--proposer", "none")
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("toy-sorter → scripted/toy: ")]
+    assert lines[0].startswith("toy-sorter → scripted/toy: bootstrapping demos · 0/3 trials · best – · 0 calls · ")
+    assert [line.split(" · ")[1] for line in lines if ": searching · " in line][-1] == "3/3 trials"
+    assert "scoring the winner on test" in lines[-2] and lines[-1].startswith("toy-sorter → scripted/toy: done · 3/3")
+    assert len(lines) == len(set(lines)) and len(lines) <= 10

@@ -126,7 +126,7 @@ def test_optimize_in_a_sandbox_gives_the_study_its_frame_and_plots(toy: Path) ->
 def test_live_progress_prints_one_line_per_phase_outside_jupyter(toy: Path, capsys: pytest.CaptureFixture) -> None:
     nb.optimize(toy / AGENT, "scripted/toy", trials=3, max_calls=60)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("toy-sorter → scripted/toy: proposing instructions · 0/3 trials")
+    assert lines[0].startswith("toy-sorter → scripted/toy: bootstrapping demos · 0/3 trials")  # no proposer
     assert any(line.startswith("toy-sorter → scripted/toy: searching") for line in lines)
     assert lines[-1].startswith("toy-sorter → scripted/toy: done · 3/3 trials")
     assert len(lines) == len(set(lines)) < 10

@@ -440,7 +440,8 @@ def _proposals(study: Any, signature: Any, data: LabeledData, settings: SearchSe
                                 "errors": tuple(stored.get("errors", ()))})
         budget.charge(Answer(None, "", True, restored.calls, restored.cost), paid=False)
         return restored
-    report("proposing instructions")
+    if settings.proposer and settings.proposals > 0:
+        report("proposing instructions")
     label_of = label_function(signature)
     proposals = propose(signature, data.train, model=settings.proposer, count=settings.proposals,
                         complete=complete, label_of=label_of)
