@@ -71,8 +71,8 @@ class _invalid_answers:
 
 class _progress:
     """A Rich progress bar fed by :class:`~rosetta.compile.optimize.study.SearchStatus` updates; where
-    stderr is not a terminal (CI logs, pipes) a plain line per phase and trial instead, and one a
-    minute during long phases, so a search that runs for an hour is never silent."""
+    stderr is not a terminal (CI logs, pipes) a plain line per phase and trial instead, and at most one
+    a minute as search calls add up within a trial, so an hour-long search does not look stuck."""
 
     QUIET_S = 60.0
 
