@@ -298,6 +298,7 @@ def compile_command(
     proposals: cli_optimize_flags.ProposalsOpt = 3, optimizer: cli_optimize_flags.OptimizerOpt = "rosetta",
     minibatch: cli_optimize_flags.MinibatchOpt = 10, pruner: cli_optimize_flags.PrunerOpt = "halving",
     pareto: cli_optimize_flags.ParetoOpt = False, baseline: cli_optimize_flags.BaselineOpt = False,
+    nearest_demos: cli_optimize_flags.NearestDemosOpt = True,
 ) -> None:
     """Compile agents into sealed YAML artifacts: compiled/<agent>/<provider>/<model>.yaml.
 
@@ -325,7 +326,8 @@ def compile_command(
                 raise error
             definitions.append(file)
         flags = SearchFlags(metric, dataset, trials, max_calls, max_cost, timeout, dry_run, seed, storage, proposer,
-                            proposals, optimizer, minibatch, pruner, pareto, baseline, jobs or 1, force)
+                            proposals, optimizer, minibatch, pruner, pareto, baseline, jobs or 1, force,
+                            nearest_demos)
         raise typer.Exit(optimize_targets(ctx, definitions, list(models), flags))
     options = CompileOptions(
         out=(out_dir or settings.compiled_dir).resolve(),

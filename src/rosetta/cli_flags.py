@@ -31,6 +31,7 @@ class SearchFlags:
     baseline: bool = False
     jobs: int = 1
     force: bool = False
+    nearest_demos: bool = True
 
     def settings(self, model: str, worker: bool = False) -> Any:
         from rosetta.compile.optimize.study import SearchSettings
@@ -39,7 +40,8 @@ class SearchFlags:
         return SearchSettings(trials=self.trials, max_calls=self.max_calls, max_cost=self.max_cost,
                               timeout_s=self.timeout, seed=self.seed, minibatch=self.minibatch, pruner=self.pruner,
                               proposer=proposer, proposals=self.proposals, pareto=self.pareto, jobs=self.jobs,
-                              storage=self.storage, worker=worker, baseline_test=self.baseline)
+                              storage=self.storage, worker=worker, baseline_test=self.baseline,
+                              nearest_demos=self.nearest_demos)
 
 
 MetricOpt = Annotated[str | None, typer.Option("--metric", help="exact | fields | schema_valid | numeric | judge | "
@@ -69,6 +71,9 @@ ParetoOpt = Annotated[bool, typer.Option("--pareto", help="Score vs prompt token
                                          "within 0.02 of the best score.")]
 BaselineOpt = Annotated[bool, typer.Option("--baseline", help="Also score the unoptimized render on test and "
                                            "record it.")]
+NearestDemosOpt = Annotated[bool, typer.Option("--nearest-demos/--fixed-demos", help="Also try giving each "
+                                               "request the train rows most similar to it as demos (chosen per "
+                                               "request), or only fixed demo sets.")]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Evaluation calls at once.")]
 
 

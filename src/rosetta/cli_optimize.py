@@ -17,8 +17,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from rosetta.cli import _load_agent, _settings, app, err, out, reports_errors
 from rosetta.cli_flags import (BaselineOpt, DatasetOpt, DryRunOpt, JobsOpt, MaxCallsOpt, MaxCostOpt, MetricOpt,
-                               MinibatchOpt, OptimizerOpt, ParetoOpt, ProposalsOpt, ProposerOpt, PrunerOpt, SearchFlags,
-                               SeedOpt, StorageOpt, TimeoutOpt, TrialsOpt)
+                               MinibatchOpt, NearestDemosOpt, OptimizerOpt, ParetoOpt, ProposalsOpt, ProposerOpt,
+                               PrunerOpt, SearchFlags, SeedOpt, StorageOpt, TimeoutOpt, TrialsOpt)
 from rosetta.errors import Problem, UsageError
 
 
@@ -165,6 +165,7 @@ def optimize_command(
     storage: StorageOpt = None, proposer: ProposerOpt = None, proposals: ProposalsOpt = 3,
     optimizer: OptimizerOpt = "rosetta", minibatch: MinibatchOpt = 10, pruner: PrunerOpt = "halving",
     pareto: ParetoOpt = False, baseline: BaselineOpt = False, jobs: JobsOpt = 1,
+    nearest_demos: NearestDemosOpt = True,
     force: Annotated[bool, typer.Option("--force", help="Search again even if the artifact is up to date.")] = False,
 ) -> None:
     """Search prompt variants for one agent on one model against its labeled examples (optuna), and
@@ -178,7 +179,7 @@ def optimize_command(
     if loaded.definition_path is None:
         raise UsageError(Problem(f"{loaded.name}: no definition to optimize", field="agent"))
     flags = SearchFlags(metric, dataset, trials, max_calls, max_cost, timeout, dry_run, seed, storage, proposer,
-                        proposals, optimizer, minibatch, pruner, pareto, baseline, jobs, force)
+                        proposals, optimizer, minibatch, pruner, pareto, baseline, jobs, force, nearest_demos)
     raise typer.Exit(optimize_targets(ctx, [loaded.definition_path], [model], flags, worker=worker))
 
 

@@ -38,7 +38,9 @@ def toy(tmp_path: Path) -> Path:
 
 
 def run(root: Path, **settings: object) -> object:
-    knobs = {"trials": 12, "proposer": "scripted/proposer", **settings}
+    # nearest demos are off unless a test asks: they make the toy model perfect (see
+    # test_nearest_demos_win_where_each_request_needs_its_own_examples), which would end every search at trial 2
+    knobs = {"trials": 12, "proposer": "scripted/proposer", "nearest_demos": False, **settings}
     request = OptimizeRequest(definition=root / "signatures" / "toy-sorter.md", model="scripted/toy",
                               settings=SearchSettings(**knobs))
     return optimize(request, settings=load_settings(root))
@@ -67,6 +69,25 @@ def test_search_finds_the_known_best_variant_within_budget(toy: Path) -> None:
     uncompiled = evaluate(toy / "signatures/toy-sorter.md", "scripted/toy", settings=load_settings(toy), split="dev",
                           uncompiled=True)
     assert outcome.baseline_dev == uncompiled.score
+
+
+def test_nearest_demos_win_where_each_request_needs_its_own_examples(toy: Path, cli: object) -> None:
+    # the toy model copies the label of a demo about the request's topic: no fixed set of three demos
+    # covers the eight topics, the three train rows nearest to each request always include one
+    report = run(toy, proposer=None, nearest_demos=True, baseline_test=True)
+    outcome = report.outcome
+    assert outcome.dev_score == 1.0 and outcome.test_score == 1.0 and outcome.baseline_test == 0.25
+    prompt = outcome.prompt
+    assert prompt.knobs.demo_selection == "nearest" and prompt.demos == () and prompt.demo_pool.count == 3
+    assert len(prompt.demo_pool.demos) == 24 and outcome.space["nearest_demos"] == 24
+    request = {"text": "Note 99 from elsewhere: all about eagles today."}
+    turns = prompt.messages(request)
+    assert sum("eagles" in t["content"] for t in turns if t["role"] == "user") == 4  # 3 demos + the request
+    artifact = parse_artifact((toy / ARTIFACT).read_text(), path=str(toy / ARTIFACT))
+    assert artifact.prompt == prompt and artifact.provenance.knobs["demo_selection"] == "nearest"
+    # the runtime picks the same demos per request: the recorded test score is reproduced
+    result = cli("-C", toy, "evaluate", "toy-sorter", "--model", "scripted/toy", "-f", "json")
+    assert json.loads(result.output)["reproduced"] is True, result.output
 
 
 def test_trial_1_is_the_plain_k_shot_prompt_of_train_s_first_rows(toy: Path) -> None:
@@ -169,6 +190,29 @@ def test_weak_proposer_falls_back_to_demo_search(toy: Path) -> None:
     assert any("terse built-in instruction only" in n for n in artifact.provenance.optimizer["notes"])
     assert artifact.provenance.optimizer["space"]["instructions"] == 2  # the original and the terse one
     assert report.outcome.dev_score >= report.outcome.baseline_dev
+
+
+def test_a_proposer_that_takes_a_schema_is_asked_through_one(toy: Path) -> None:
+    from rosetta.compile.optimize.proposer import PROPOSAL_SCHEMA, propose
+    from rosetta.compile.optimize.study import _schema_output
+
+    context = load_context(toy / "signatures" / "toy-sorter.md", "scripted/toy", settings=load_settings(toy))
+    sent: list[dict] = []
+
+    def complete(**kwargs: object) -> object:  # litellm's own mock answer, after recording the request
+        sent.append(kwargs)
+        return scripted_model.litellm.completion(**{**kwargs, "model": "gpt-4o",
+                                                    "mock_response": json.dumps({"instruction": scripted_model
+                                                                                 .GOOD_INSTRUCTION})})
+    proposals = propose(context.signature, context.data.train, model="gpt-4o", count=2, complete=complete,
+                        structured=True)
+    assert proposals.usable == (scripted_model.GOOD_INSTRUCTION,) and len(sent) == 2  # the second: a copy
+    assert sent[0]["response_format"]["json_schema"]["schema"] == PROPOSAL_SCHEMA
+    plain = propose(context.signature, context.data.train, model="gpt-4o", count=1, complete=complete)
+    assert "response_format" not in sent[-1] and plain.usable == (scripted_model.GOOD_INSTRUCTION,)
+    # the embedded model constrains its output to the schema; a model litellm cannot place is asked in text
+    assert _schema_output("local/gemma-3-270m") and not _schema_output("ollama/llama3") \
+        and not _schema_output(None)
 
 
 def test_pareto_takes_the_shortest_prompt_within_tolerance(toy: Path) -> None:

@@ -30,7 +30,8 @@ def test_two_workers_share_one_study_without_duplicating_trials(tmp_path: Path, 
     write_toy_project(root, dev=20)
     log = tmp_path / "calls.log"
     env = {**os.environ, "PYTHONPATH": str(TESTS), "SCRIPTED_LOG": str(log), "SCRIPTED_DELAY": "0.01"}
-    shared = ["--model", "scripted/toy", "--storage", postgres, "--trials", "14", "--proposer", "none"]
+    # --fixed-demos: nearest demos would score the toy model perfectly and end the study at trial 2
+    shared = ["--model", "scripted/toy", "--storage", postgres, "--trials", "14", "--proposer", "none", "--fixed-demos"]
     main = subprocess.Popen([sys.executable, "-m", "scripted_model", "compile", "signatures/toy-sorter.md",
                              "--optimize", *shared], cwd=root, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

@@ -93,7 +93,7 @@ def _knobs(value: Any) -> Any:
         except TypeError as exc:
             raise UsageError(Problem(f"not a knob: {exc}", field="knobs",
                                      expected="delimiter, section_order, reasoning, demo_ids, demo_count, "
-                                              "instructions, structured_output, phase")) from None
+                                              "demo_selection, instructions, structured_output, phase")) from None
     raise UsageError(Problem(f"knobs must be a Knobs or a mapping, not {type(value).__name__}", field="knobs"))
 
 

@@ -15,8 +15,9 @@ from enum import Enum
 from typing import Any, Literal
 
 from rosetta.errors import Problem, UsageError
-from rosetta.parts import InputField, ToolSpec
+from rosetta.parts import Demo, InputField, ToolSpec
 from rosetta.providers.kinds import Delimiter, StructuredOutput, SystemPlacement, ToolEnvelope
+from rosetta.render.nearest import input_text, nearest
 
 RESPOND_TOOL = "respond"
 """Name of the tool that carries the answer when structured output is a forced tool call."""
@@ -27,6 +28,9 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 _BLOCKS = ("role", "context", "constraints", "format", "tools")
+DEMO_SELECTIONS = ("fixed", "nearest")
+"""``fixed``: the same demos for every request; ``nearest``: per request, the ``demo_count`` demos
+of ``demo_ids`` whose inputs are most similar to it (see :mod:`rosetta.render.nearest`)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class Knobs:
     instructions: str | None = None  # replaces the body's role/context text
     structured_output: StructuredOutput | None = None
     phase: str = "default"  # which generation_params phase to use
+    demo_selection: str = "fixed"  # one of DEMO_SELECTIONS
 
     def __post_init__(self) -> None:
         # accept plain strings and lists (YAML, JSON, CLI) and check them once, here
@@ -62,10 +67,14 @@ class Knobs:
             object.__setattr__(self, "demo_ids", tuple(self.demo_ids))
         if self.demo_count is not None and self.demo_count < 0:
             raise UsageError(Problem("demo_count must not be negative", field="knobs.demo_count"))
+        if self.demo_selection not in DEMO_SELECTIONS:
+            raise UsageError(Problem(f"unknown demo_selection {self.demo_selection!r}", field="knobs.demo_selection",
+                                     expected=" | ".join(DEMO_SELECTIONS)))
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data (enums as their values, tuples as lists) for artifacts and JSON."""
-        return _plain(self)
+        """Plain data (enums as their values, tuples as lists) for artifacts and JSON; the default
+        demo selection is left out, so artifacts written before it existed keep their bytes."""
+        return _knobs_plain(self)
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,19 @@ class Message:
 
     role: Literal["system", "user", "assistant"]
     content: str
+
+
+@dataclass(frozen=True)
+class DemoPool:
+    """Demos chosen per request: the ``count`` of ``demos`` nearest to each request's inputs."""
+
+    count: int
+    demos: tuple[Demo, ...]
+
+    def choose(self, inputs: Mapping[str, Any]) -> tuple[Demo, ...]:
+        """The nearest ``count`` demos, the most similar last (next to the request it resembles)."""
+        ranked = nearest(input_text(inputs), [input_text(d.inputs) for d in self.demos], self.count)
+        return tuple(self.demos[i] for i in reversed(ranked))
 
 
 @dataclass(frozen=True)
@@ -89,6 +111,7 @@ class RenderedPrompt:
     tool_envelope: ToolEnvelope
     demos: tuple[Message, ...] = ()
     demo_ids: tuple[str, ...] = ()
+    demo_pool: DemoPool | None = None  # set: ``demos`` is empty and each request gets its nearest
     user_blocks: tuple[tuple[str, str], ...] = ()  # (input name, template holding its placeholder)
     inputs: tuple[InputField, ...] = ()
     tool_specs: tuple[ToolSpec, ...] = ()
@@ -106,8 +129,13 @@ class RenderedPrompt:
     # -- plain data --------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain, JSON-compatible data in field order (what artifacts store)."""
-        return _plain(self)
+        """Plain, JSON-compatible data in field order (what artifacts store); an absent demo pool is
+        left out, so prompts without one keep the bytes (and cache keys) they always had."""
+        data = _plain(self)
+        data["knobs"] = _knobs_plain(self.knobs)
+        if self.demo_pool is None:
+            del data["demo_pool"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RenderedPrompt:
@@ -120,6 +148,9 @@ class RenderedPrompt:
                 values["structured_output"] = StructuredOutput(values["structured_output"])
             values["demos"] = tuple(Message(**m) for m in values.get("demos", ()))
             values["demo_ids"] = tuple(values.get("demo_ids", ()))
+            if values.get("demo_pool") is not None:
+                pool = values["demo_pool"]
+                values["demo_pool"] = DemoPool(int(pool["count"]), tuple(Demo(**d) for d in pool["demos"]))
             values["user_blocks"] = tuple((name, template) for name, template in values.get("user_blocks", ()))
             values["inputs"] = tuple(InputField(**f) for f in values.get("inputs", ()))
             values["tool_specs"] = tuple(ToolSpec(**t) for t in values.get("tool_specs", ()))
@@ -162,13 +193,14 @@ class RenderedPrompt:
         A base model (``completion`` placement) gets one plain text instead: instructions, each
         example as request + ``Answer:`` + answer, then the request, ending where the answer begins.
         """
+        demos = self.demos_for(inputs)
         if self.system_placement is SystemPlacement.COMPLETION:
             parts = [self.system] if self.system else []
-            pairs = zip(self.demos[::2], self.demos[1::2])
+            pairs = zip(demos[::2], demos[1::2])
             parts += [f"{user.content}\n{ANSWER_CUE} {answer.content}" for user, answer in pairs]
             parts.append(f"{self.user_message(inputs)}\n{ANSWER_CUE}")
             return [{"role": "user", "content": "\n\n".join(parts)}]
-        messages = [{"role": m.role, "content": m.content} for m in self.demos]
+        messages = [{"role": m.role, "content": m.content} for m in demos]
         messages.append({"role": "user", "content": self.user_message(inputs)})
         if self.system:
             if self.system_placement is SystemPlacement.FIRST_USER_TURN:
@@ -177,6 +209,12 @@ class RenderedPrompt:
             else:
                 messages.insert(0, {"role": "system", "content": self.system})
         return messages
+
+    def demos_for(self, inputs: Mapping[str, Any]) -> tuple[Message, ...]:
+        """The demo turns sent with ``inputs``: the fixed ones, or the pool's nearest."""
+        if self.demo_pool is None:
+            return self.demos
+        return tuple(turn for demo in self.demo_pool.choose(inputs) for turn in demo_turns(demo, self.user_blocks))
 
     def to_litellm(self, inputs: Mapping[str, Any] | None = None, *,
                    messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -208,9 +246,13 @@ class RenderedPrompt:
         parts = []
         if self.system:
             parts.append("=== SYSTEM CONTEXT ===\n" + self.system)
-        if self.demos:
-            lines = [f"[{m.role}]\n{m.content}" for m in self.demos]
+        demos = self.demos_for(inputs) if inputs is not None else self.demos
+        if demos:
+            lines = [f"[{m.role}]\n{m.content}" for m in demos]
             parts.append("=== EXAMPLES ===\n" + "\n\n".join(lines))
+        elif self.demo_pool is not None:
+            parts.append(f"=== EXAMPLES ===\nthe {self.demo_pool.count} of {len(self.demo_pool.demos)} pooled examples "
+                         "nearest to each request")
         if self.tools:
             parts.append("=== TOOLS ===\n" + json.dumps(self.tools, indent=2))
         request = self.user_message(inputs) if inputs is not None else "\n\n".join(t for _, t in self.user_blocks)
@@ -219,6 +261,25 @@ class RenderedPrompt:
             parts.append("=== OUTPUT INSTRUCTIONS ===\nAnswer with one JSON object valid against this schema:\n"
                          + json.dumps(self.output_schema, indent=2))
         return "\n\n".join(parts) + "\n"
+
+
+def demo_turns(demo: Demo, user_blocks: tuple[tuple[str, str], ...]) -> tuple[Message, Message]:
+    """One demo as a request (the inputs in the request's own blocks) and its answer."""
+    blocks = []
+    for name, template in user_blocks:
+        if name in demo.inputs:
+            value = demo.inputs[name]
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            blocks.append(template.replace("{" + name + "}", text))
+    answer = demo.output if isinstance(demo.output, str) else json.dumps(demo.output, ensure_ascii=False)
+    return Message(role="user", content="\n\n".join(blocks)), Message(role="assistant", content=answer)
+
+
+def _knobs_plain(knobs: Knobs) -> dict[str, Any]:
+    data = _plain(knobs)
+    if data.get("demo_selection") == "fixed":
+        del data["demo_selection"]
+    return data
 
 
 def _plain(value: Any) -> Any:

@@ -27,7 +27,7 @@ from rosetta.render.assemble import (
     identity_text,
     input_block,
 )
-from rosetta.render.prompt import RESPOND_TOOL, Knobs, Message, RenderedPrompt, tool_envelope
+from rosetta.render.prompt import RESPOND_TOOL, DemoPool, Knobs, Message, RenderedPrompt, demo_turns, tool_envelope
 from rosetta.render.schemas import gemini_subset, inline_refs, sanitize
 from rosetta.signature import Demo, Signature, ToolSpec
 
@@ -73,7 +73,10 @@ def render(
     if requested and requested.max_input_tokens:
         budget = min(budget, requested.max_input_tokens)
 
-    demos = _choose_demos(signature, adapter, model, knobs)
+    chosen, count = _choose_demos(signature, adapter, model, knobs)
+    per_request = knobs.demo_selection == "nearest"
+    # nearest demos differ per request: the budget is checked against the longest ones
+    demos = sorted(chosen, key=_demo_size, reverse=True)[:count] if per_request else chosen[:count]
     compact = {"separators": (",", ":")}
     fixed_tokens = {
         "tools": estimate_tokens(json.dumps([asdict(s) for s in tool_specs], **compact)) if tool_specs else 0,
@@ -81,9 +84,11 @@ def render(
         if provider_schema is not None and mechanism is not StructuredOutput.PROMPT_SCHEMA else 0,
     }
 
+    user_blocks = tuple((field.name, input_block(field, delimiter)) for field in signature.inputs)
+
     def compose(sections: tuple[Section, ...], demos: list[Demo]) -> tuple[str, list[Message], dict[str, int]]:
         system = _system_text(signature, sections, delimiter, order, reasoning, adapter, mechanism, provider_schema)
-        demo_messages = _demo_messages(demos, signature, delimiter)
+        demo_messages = [turn for demo in demos for turn in demo_turns(demo, user_blocks)]
         tokens = {"system": estimate_tokens(system),
                   "demos": sum(estimate_tokens(m.content) for m in demo_messages), **fixed_tokens}
         return system, demo_messages, {**tokens, "total": sum(tokens.values())}
@@ -92,6 +97,10 @@ def render(
         compose, _instructions(signature, knobs), demos, budget, signature, model, generation)
     if dropped:
         warnings.append(f"over the {budget:,}-token prompt budget of {model.id}: dropped " + ", ".join(dropped))
+    pool = DemoPool(len(demos), tuple(chosen)) if per_request and demos else None
+    if per_request:  # no fixed demo turns: each request gets its own from the pool
+        demo_messages = []
+        demos = list(chosen) if pool else []
 
     placement = adapter.system_prompt
     if model.prompt_style == "completion":
@@ -107,7 +116,8 @@ def render(
         system_placement=placement,
         demos=tuple(demo_messages),
         demo_ids=tuple(d.id for d in demos),
-        user_blocks=tuple((field.name, input_block(field, delimiter)) for field in signature.inputs),
+        demo_pool=pool,
+        user_blocks=user_blocks,
         inputs=tuple(signature.inputs),
         tool_specs=tuple(tool_specs),
         tools=tuple(tool_envelope(tool_specs, adapter.tool_envelope)),
@@ -121,7 +131,8 @@ def render(
         dropped=tuple(dropped),
         warnings=tuple(warnings),
         knobs=replace(knobs, delimiter=delimiter, section_order=tuple(order), reasoning=reasoning,
-                      demo_ids=tuple(d.id for d in demos), demo_count=len(demos), structured_output=mechanism),
+                      demo_ids=tuple(d.id for d in demos), demo_count=pool.count if pool else len(demos),
+                      structured_output=mechanism, demo_selection="nearest" if pool else "fixed"),
     )
 
 
@@ -255,7 +266,9 @@ def _generation(signature: Signature, model: CatalogModel, knobs: Knobs, warning
     return params
 
 
-def _choose_demos(signature: Signature, adapter: Adapter, model: CatalogModel, knobs: Knobs) -> list[Demo]:
+def _choose_demos(signature: Signature, adapter: Adapter, model: CatalogModel,
+                  knobs: Knobs) -> tuple[list[Demo], int]:
+    """The demos named (in order) and how many of them a request gets."""
     by_id = {demo.id: demo for demo in signature.demos}
     if knobs.demo_ids is not None:
         unknown = [i for i in knobs.demo_ids if i not in by_id]
@@ -268,7 +281,11 @@ def _choose_demos(signature: Signature, adapter: Adapter, model: CatalogModel, k
     low, high = signature.demo_range
     count = knobs.demo_count if knobs.demo_count is not None else adapter.few_shot[model.model_class]
     count = max(low, min(high, int(count)))
-    return chosen[:count]
+    return chosen, min(count, len(chosen))
+
+
+def _demo_size(demo: Demo) -> int:
+    return len(json.dumps(demo.inputs, ensure_ascii=False)) + len(json.dumps(demo.output, ensure_ascii=False))
 
 
 def _instructions(signature: Signature, knobs: Knobs) -> tuple[Section, ...]:
@@ -313,17 +330,3 @@ def _system_text(signature: Signature, sections: tuple[Section, ...], delimiter:
     if opening:
         blocks["role"] = f"{opening}\n\n{blocks['role']}".strip()
     return assemble_system(blocks, order, delimiter)
-
-
-def _demo_messages(demos: list[Demo], signature: Signature, delimiter: Delimiter) -> list[Message]:
-    messages = []
-    for demo in demos:
-        blocks = []
-        for field in signature.inputs:
-            if field.name in demo.inputs:
-                value = demo.inputs[field.name]
-                text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-                blocks.append(input_block(field, delimiter).replace("{" + field.name + "}", text))
-        answer = demo.output if isinstance(demo.output, str) else json.dumps(demo.output, ensure_ascii=False)
-        messages += [Message(role="user", content="\n\n".join(blocks)), Message(role="assistant", content=answer)]
-    return messages

@@ -31,18 +31,19 @@ class Answer:
     error: str | None = None
 
 
-SENT = ("model", "system", "system_placement", "demos", "user_blocks", "tools", "tool_envelope", "structured_output",
-        "request_params", "generation", "output_schema")
+SENT = ("model", "system", "system_placement", "demos", "demo_pool", "user_blocks", "tools", "tool_envelope",
+        "structured_output", "request_params", "generation", "output_schema")
 """The parts of a rendered prompt that decide the answer: what is sent, and what it is validated
 against. Bookkeeping (knobs, token estimates, warnings) is left out, so two variants that send the
-same request share one answer."""
+same request share one answer. ``demo_pool`` appears only in prompts that have one, so the keys of
+all other prompts are what they were before it existed."""
 
 
 def prompt_key(prompt: Any, options: dict[str, Any] | None = None) -> str:
     """sha256 over what the model is sent (model and parameters included), how it is checked, and
     which build answers it where that is known (the embedded decoder's, for ``local/`` models)."""
     data = prompt.to_dict()
-    payload = {"prompt": {key: data[key] for key in SENT}, "options": options or {}}
+    payload = {"prompt": {key: data[key] for key in SENT if key in data}, "options": options or {}}
     revision = answerer_revision(str(data["model"]))
     if revision:
         payload["answerer"] = revision

@@ -86,10 +86,22 @@ TIPS = (
 )
 
 
+PROPOSAL_SCHEMA = {
+    "type": "object",
+    "properties": {"instruction": {"type": "string", "minLength": MIN_CHARS, "maxLength": 1600}},
+    "required": ["instruction"],
+    "additionalProperties": False,
+}
+"""What a proposal must be. Sent as ``response_format`` to a model that constrains its output to a
+schema, so even a weak base model answers with parsable JSON (the bound keeps it within max_tokens)."""
+
+
 def propose(signature: Any, train: tuple[Any, ...], *, model: str | None, count: int,
             complete: Callable[..., Any], label_of: Callable[[Any], str] | None = None,
-            max_tokens: int = 700) -> Proposals:
-    """Ask ``model`` for ``count`` candidates; never raises for what the model says or fails to say."""
+            max_tokens: int = 700, structured: bool = False) -> Proposals:
+    """Ask ``model`` for ``count`` candidates; never raises for what the model says or fails to say.
+
+    ``structured``: the model accepts a JSON Schema ``response_format`` (see ``PROPOSAL_SCHEMA``)."""
     if not model or count <= 0:
         return Proposals(model, 0, note="no proposer: the search covers demos, format knobs and the terse built-in "
                                         "instruction only")
@@ -103,8 +115,10 @@ def propose(signature: Any, train: tuple[Any, ...], *, model: str | None, count:
     for number in range(count):
         messages = proposal_prompt(signature, summary, original, TIPS[number % len(TIPS)], number + 1)
         try:
+            extra = {"response_format": {"type": "json_schema", "json_schema": {
+                "name": "proposal", "schema": PROPOSAL_SCHEMA, "strict": False}}} if structured else {}
             response = complete(model=model, messages=messages, temperature=0.7, max_tokens=max_tokens,
-                                seed=number, num_retries=0)
+                                seed=number, num_retries=0, **extra)
             calls += 1
             cost += float((getattr(response, "_hidden_params", {}) or {}).get("response_cost") or 0.0)
             text = response.choices[0].message.content or ""

@@ -6,7 +6,8 @@ ordered candidate lists from train: set 0 is train's first rows as the dataset l
 plain k-shot prompt, as DSPy's candidate sets start with the unshuffled train set; enqueued as
 trial 1), the rest seeded draws — labeled examples, plus "bootstrapped" ones whose output is the
 model's own correct answer. A trial uses the first ``demo_count`` of one set, forwards or
-reversed; set -1 means the definition's own demos.
+reversed; set -1 means the definition's own demos, and set -2 (``NEAREST``) the ``demo_count``
+labeled train rows nearest to each request (chosen per request; enqueued as trial 2).
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from rosetta.parts import Demo
 from rosetta.providers.kinds import Delimiter, StructuredOutput
 from rosetta.render.prompt import Knobs
 
-SPACE_VERSION = 2
+SPACE_VERSION = 3
 """Part of the study's name: bumped when a trial's params come to mean another prompt (as when demo
 set 0 became train's first rows), so a journal from an older rosetta is not resumed and misread."""
+
+NEAREST = -2
+"""The demo set that is not a set: per request, the train rows nearest to it."""
 
 AUTO = "auto"
 """A categorical choice meaning "what the adapter would pick"."""
@@ -47,6 +51,7 @@ class SearchSpace:
     structured_outputs: tuple[str, ...] = (AUTO,)
     demos: tuple[Demo, ...] = field(default=(), repr=False)  # every demo a set may name
     own_demo_ids: tuple[str, ...] = ()  # the definition's own demos (what the unoptimized render uses)
+    nearest_pool: tuple[str, ...] = ()  # labeled train rows a nearest-demos prompt picks from (empty: not searched)
     notes: tuple[str, ...] = ()
 
     def suggest(self, trial: Any) -> dict[str, Any]:
@@ -55,7 +60,8 @@ class SearchSpace:
         if len(self.instructions) > 1:
             params["instruction"] = trial.suggest_categorical("instruction", list(range(len(self.instructions))))
         if self.demo_sets and self.demo_counts[1] > 0:
-            params["demo_set"] = trial.suggest_categorical("demo_set", list(range(-1, len(self.demo_sets))))
+            nearest = [NEAREST] if self.nearest_pool else []
+            params["demo_set"] = trial.suggest_categorical("demo_set", [*nearest, *range(-1, len(self.demo_sets))])
             low, high = self.demo_counts
             params["demo_count"] = trial.suggest_int("demo_count", low, high) if high > low else low
             params["demo_order"] = trial.suggest_categorical("demo_order", ["forward", "reverse"])
@@ -85,13 +91,23 @@ class SearchSpace:
             return None
         return {**self.default_params(), "demo_set": 0, "demo_count": self.demo_counts[1], "demo_order": "forward"}
 
+    def nearest_params(self) -> dict[str, Any] | None:
+        """The unoptimized render with the most nearest demos a request may get (trial 2: DSPy's
+        KNNFewShot idea, the variant most likely to help a small model); None when not searched."""
+        if not (self.nearest_pool and self.demo_counts[1] > 0):
+            return None
+        return {**self.default_params(), "demo_set": NEAREST, "demo_count": self.demo_counts[1],
+                "demo_order": "forward"}
+
     def knobs(self, params: dict[str, Any]) -> Knobs:
         """Renderer knobs for a trial's params (absent params keep the adapter's choice)."""
         values: dict[str, Any] = {}
         instruction = self.instructions[params.get("instruction", 0)]
         if instruction is not None:
             values["instructions"] = instruction
-        if params.get("demo_set", -1) >= 0:
+        if params.get("demo_set") == NEAREST:  # the order is the similarity's: demo_order does not apply
+            values.update(demo_ids=self.nearest_pool, demo_count=params["demo_count"], demo_selection="nearest")
+        elif params.get("demo_set", -1) >= 0:
             chosen = list(self.demo_sets[params["demo_set"]][: params["demo_count"]])
             if params.get("demo_order") == "reverse":
                 chosen.reverse()
@@ -115,7 +131,8 @@ class SearchSpace:
         total = len(self.instructions) * len(self.reasoning) * len(self.section_orders) * len(self.delimiters) \
             * len(self.structured_outputs)
         if self.demo_sets and self.demo_counts[1] > 0:
-            total *= (len(self.demo_sets) * (self.demo_counts[1] - self.demo_counts[0] + 1) * 2 + 1)
+            counts = self.demo_counts[1] - self.demo_counts[0] + 1
+            total *= len(self.demo_sets) * counts * 2 + 1 + (counts if self.nearest_pool else 0)
         return total
 
     def describe(self) -> dict[str, Any]:
@@ -124,6 +141,7 @@ class SearchSpace:
             "instructions": len(self.instructions),
             "demo_sets": len(self.demo_sets),
             "demo_count": list(self.demo_counts),
+            "nearest_demos": len(self.nearest_pool),
             "reasoning": list(self.reasoning),
             "section_order": list(self.section_orders),
             "delimiter": list(self.delimiters),
@@ -134,7 +152,7 @@ class SearchSpace:
 
 def build_space(signature: Any, model: Any, adapter: Any, train: tuple[Any, ...], *,
                 instructions: tuple[str, ...] = (), bootstrapped: tuple[Demo, ...] = (),
-                demo_sets: int = 8, seed: int = 0, label_of: Any = None) -> SearchSpace:
+                demo_sets: int = 8, seed: int = 0, label_of: Any = None, nearest: bool = True) -> SearchSpace:
     """The space for ``signature`` on ``model``; ``label_of(output)`` groups train rows for
     stratified demo sets (None: no grouping)."""
     notes: list[str] = []
@@ -142,10 +160,13 @@ def build_space(signature: Any, model: Any, adapter: Any, train: tuple[Any, ...]
     labeled = tuple(Demo(id=f"train:{e.id}", inputs=e.inputs, output=e.output) for e in train)
     pool = labeled + tuple(bootstrapped)
     sets: tuple[tuple[str, ...], ...] = ()
+    nearest_pool: tuple[str, ...] = ()
     if high > 0 and pool:
         high = min(high, len(pool))
         low = min(low, high)
         sets = _demo_sets(labeled, bootstrapped, high, demo_sets, seed, label_of)
+        if nearest and len(labeled) > high:  # choosing needs more rows than a request gets
+            nearest_pool = tuple(d.id for d in labeled)
     elif high == 0:
         notes.append("few-shot is disabled in the definition: demos are not searched")
     completion = getattr(model, "prompt_style", "chat") == "completion"
@@ -167,6 +188,7 @@ def build_space(signature: Any, model: Any, adapter: Any, train: tuple[Any, ...]
     return SearchSpace(instructions=texts, demo_sets=sets, demo_counts=(low, high), reasoning=reasoning,
                        section_orders=orders, delimiters=delimiters, structured_outputs=structured,
                        demos=signature.demos + pool, own_demo_ids=tuple(d.id for d in signature.demos),
+                       nearest_pool=nearest_pool,
                        notes=tuple(notes))
 
 

@@ -4,8 +4,9 @@
    unusable proposals are dropped, and with none the search covers demos, format knobs and the
    terse built-in instruction (the definition's one-line description) only.
 2. A few train rows answered with the default prompt become "bootstrapped" demos when they score 1.
-3. Seeded TPE over the space, the unoptimized render enqueued as trial 0 and the plain k-shot
-   prompt (train's first rows as demos) as trial 1. Each trial is scored on
+3. Seeded TPE over the space, the unoptimized render enqueued as trial 0, the plain k-shot
+   prompt (train's first rows as demos) as trial 1 and the nearest-demos prompt (each request
+   gets the train rows most similar to it) as trial 2. Each trial is scored on
    dev in minibatches (one fixed seeded order, so trials compare on the same examples) and a pruner
    (successive halving or median) stops weak variants early; survivors get the full dev set.
 4. The best full-dev trial wins (ties: the shorter prompt, then the earlier trial) — or, in Pareto
@@ -59,6 +60,7 @@ class SearchSettings:
     proposals: int = 3
     bootstrap: int = 8  # train rows answered with the default prompt to find bootstrapped demos
     demo_sets: int = 8
+    nearest_demos: bool = True  # also search per-request nearest demos (space.NEAREST)
     pareto: bool = False
     pareto_tolerance: float = 0.02
     jobs: int = 1
@@ -68,9 +70,12 @@ class SearchSettings:
 
     def identity(self) -> dict[str, Any]:
         """The settings that change which trials run and what they score (not budgets or jobs)."""
-        return {"seed": self.seed, "minibatch": self.minibatch, "pruner": self.pruner, "proposer": self.proposer,
-                "proposals": self.proposals if self.proposer else 0, "bootstrap": self.bootstrap,
-                "demo_sets": self.demo_sets, "pareto": self.pareto}
+        identity = {"seed": self.seed, "minibatch": self.minibatch, "pruner": self.pruner, "proposer": self.proposer,
+                    "proposals": self.proposals if self.proposer else 0, "bootstrap": self.bootstrap,
+                    "demo_sets": self.demo_sets, "pareto": self.pareto}
+        if not self.nearest_demos:  # named only when off, so identities recorded before it existed still match
+            identity["nearest_demos"] = False
+        return identity
 
 
 @dataclass
@@ -207,7 +212,7 @@ def run_search(agent: Any, signature: Any, model: Any, adapter: Any, data: Label
 
     space = build_space(signature, model, adapter, data.train, instructions=proposals.usable,
                         bootstrapped=tuple(bootstrapped), demo_sets=settings.demo_sets, seed=settings.seed,
-                        label_of=label_function(signature))
+                        label_of=label_function(signature), nearest=settings.nearest_demos)
     searchable = signature.model_copy(update={"demos": space.demos})
     dev_order = list(data.dev)
     random.Random(settings.seed).shuffle(dev_order)
@@ -216,6 +221,9 @@ def run_search(agent: Any, signature: Any, model: Any, adapter: Any, data: Label
         few_shot = space.few_shot_params()
         if few_shot is not None:
             study.enqueue_trial(few_shot, user_attrs={"few_shot": True})
+        nearest = space.nearest_params()
+        if nearest is not None:
+            study.enqueue_trial(nearest, user_attrs={"nearest": True})
         study.set_user_attr("default_enqueued", True)
     mine: set[int] = set()
     stopped: list[str] = []
@@ -444,7 +452,7 @@ def _proposals(study: Any, signature: Any, data: LabeledData, settings: SearchSe
         report("proposing instructions")
     label_of = label_function(signature)
     proposals = propose(signature, data.train, model=settings.proposer, count=settings.proposals,
-                        complete=complete, label_of=label_of)
+                        complete=complete, label_of=label_of, structured=_schema_output(settings.proposer))
     budget.charge(Answer(None, "", True, proposals.calls, proposals.cost), paid=True)
     study.set_user_attr("proposals", {
         "model": proposals.model, "asked": proposals.asked, "usable": list(proposals.usable),
@@ -550,6 +558,18 @@ def _winner(trials: list[Any], settings: SearchSettings) -> Any:
         close = [t for t in trials if _value(t, settings) >= best - settings.pareto_tolerance]
         return min(close, key=lambda t: (tokens(t), -_value(t, settings), t.number))
     return min(trials, key=lambda t: (-_value(t, settings), tokens(t), t.number))
+
+
+def _schema_output(model: str | None) -> bool:
+    """Whether ``model`` takes a JSON Schema ``response_format`` (unknown models: no)."""
+    if not model:
+        return False
+    from rosetta.providers.catalog import resolve_model
+
+    try:
+        return bool(resolve_model(model).capabilities.structured_output)
+    except Exception:  # a name the catalog cannot place: ask in plain text
+        return False
 
 
 def _completion() -> Any:
