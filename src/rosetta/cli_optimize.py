@@ -72,7 +72,7 @@ class _invalid_answers:
 class _progress:
     """A Rich progress bar fed by :class:`~rosetta.compile.optimize.study.SearchStatus` updates; where
     stderr is not a terminal (CI logs, pipes) a plain line per phase and trial instead, and at most one
-    a minute as search calls add up within a trial, so an hour-long search does not look stuck."""
+    a minute as calls (or test answers) add up within a phase, so an hour-long search does not look stuck."""
 
     QUIET_S = 60.0
 
@@ -102,18 +102,20 @@ class _progress:
                 self.progress.start()
         calls = f"{status.calls}" + (f" (${status.cost:.4f})" if status.cost else "")
         best = "–" if status.best is None else f"{status.best:.3f}"
+        phase = status.phase + (f" ({status.answered}/{status.to_answer})" if status.to_answer else "")
         self.progress.update(self.task, completed=min(status.trials_done, status.trials_total), best=best,
-                             calls=calls, pruned=status.pruned, phase=escape(status.phase))
+                             calls=calls, pruned=status.pruned, phase=escape(phase))
         if status.note and status.note != self.note:
             self.note = status.note
             self.progress.console.print(f"[yellow]note[/yellow] {escape(status.note)}")
         if not self.live:
             now = time.monotonic()
             key = (status.phase, status.trials_done)
-            if key != self.line[:2] or (status.calls != self.line[2] and now - self.line_at >= self.QUIET_S):
-                self.line, self.line_at = (*key, status.calls), now
+            work = status.calls + status.answered
+            if key != self.line[:2] or (work != self.line[2] and now - self.line_at >= self.QUIET_S):
+                self.line, self.line_at = (*key, work), now
                 spent = f"{status.calls} calls" + (f" (${status.cost:.4f})" if status.cost else "")
-                err.print(f"{escape(self.title)}: {escape(status.phase or 'working')} · {status.trials_done}/"
+                err.print(f"{escape(self.title)}: {escape(phase or 'working')} · {status.trials_done}/"
                           f"{status.trials_total} trials · best {best} · {spent} · {status.pruned} pruned · "
                           f"{now - self.began:.0f}s", highlight=False, soft_wrap=True)
 

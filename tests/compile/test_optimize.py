@@ -496,5 +496,6 @@ def test_a_search_logged_to_a_file_says_how_it_goes(toy: Path, cli: object) -> N
     lines = [line for line in result.output.splitlines() if line.startswith("toy-sorter → scripted/toy: ")]
     assert lines[0].startswith("toy-sorter → scripted/toy: bootstrapping demos · 0/3 trials · best – · 0 calls · ")
     assert [line.split(" · ")[1] for line in lines if ": searching · " in line][-1] == "3/3 trials"
-    assert "scoring the winner on test" in lines[-2] and lines[-1].startswith("toy-sorter → scripted/toy: done · 3/3")
+    assert "scoring the winner on test (0/16) · " in lines[-2]  # test answers are counted, not search calls
+    assert lines[-1].startswith("toy-sorter → scripted/toy: done · 3/3")
     assert len(lines) == len(set(lines)) and len(lines) <= 10

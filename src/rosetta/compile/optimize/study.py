@@ -91,6 +91,8 @@ class SearchStatus:
     cost: float = 0.0
     phase: str = ""
     note: str = ""
+    answered: int = 0  # while scoring on test: answers so far, of ``to_answer``
+    to_answer: int = 0
 
 
 @dataclass
@@ -303,14 +305,22 @@ def run_search(agent: Any, signature: Any, model: Any, adapter: Any, data: Label
     default = next((t for t in trials if t.user_attrs.get("default")), None)
     knobs = space.knobs(winner.params)
     prompt = render(searchable, model, knobs, adapters={adapter.name: adapter})
-    report("scoring the winner on test")
+    def answered() -> None:
+        status.answered += 1
+        report()
+
+    def testing(phase: str) -> None:
+        status.answered, status.to_answer = 0, len(data.test)
+        report(phase)
+
+    testing("scoring the winner on test")
     test_budget = Budget()
     test_evaluator = Evaluator(agent, metric, cache, test_budget, jobs=settings.jobs, complete=complete,
-                               on_answer=report)
+                               on_answer=answered)
     test_scores = test_evaluator.scores(prompt, data.test) if data.test else []
     baseline_test = None
     if settings.baseline_test and data.test:
-        report("scoring the unoptimized render on test")
+        testing("scoring the unoptimized render on test")
         baseline = test_evaluator.scores(base_prompt, data.test)
         baseline_test = sum(baseline) / len(baseline)
     all_trials = [t for t in study.get_trials(deepcopy=False) if t.state.name in FINISHED]
@@ -319,6 +329,7 @@ def run_search(agent: Any, signature: Any, model: Any, adapter: Any, data: Label
         + sum(int(t.user_attrs.get("calls", 0)) for t in all_trials)
     cost = proposals.cost + float(setup.get("bootstrap_cost", 0.0)) \
         + sum(float(t.user_attrs.get("cost", 0.0)) for t in all_trials)
+    status.to_answer = 0
     report("done")
     return SearchOutcome(
         prompt=prompt, params=dict(winner.params),
