@@ -210,6 +210,10 @@ def test_a_proposer_that_takes_a_schema_is_asked_through_one(toy: Path) -> None:
     assert sent[0]["response_format"]["json_schema"]["schema"] == PROPOSAL_SCHEMA
     plain = propose(context.signature, context.data.train, model="gpt-4o", count=1, complete=complete)
     assert "response_format" not in sent[-1] and plain.usable == (scripted_model.GOOD_INSTRUCTION,)
+    loop = '{"instruction": "Sort notes. Sort notes. Sort'
+    cut_off = propose(context.signature, context.data.train, model="gpt-4o", count=1, structured=True,
+                      complete=lambda **kw: scripted_model.litellm.completion(**{**kw, "mock_response": loop}))
+    assert cut_off.dropped == ("unfinished JSON (a loop or the token limit cut it off)",)
     # the embedded model constrains its output to the schema; a model litellm cannot place is asked in text
     assert _schema_output("local/gemma-3-270m") and not _schema_output("ollama/llama3") \
         and not _schema_output(None)

@@ -37,7 +37,8 @@ def test_nearest_ranks_by_shared_rare_words_and_keeps_pool_order_on_ties() -> No
     assert nearest("apples, green ones", pool, 2) == [1, 0]
     assert nearest("the blue sky", pool, 2) == [2, 3]  # a tie: the earlier row first
     assert nearest("nothing in common", pool, 3) == [0, 1, 2]  # no overlap at all: pool order
-    assert nearest("apples", pool, 10) == [1, 0, 2, 3] and nearest("apples", pool, 0) == [] and nearest("x", [], 2) == []
+    assert nearest("apples", pool, 10) == [1, 0, 2, 3]  # the shorter text about apples is the closer one
+    assert nearest("apples", pool, 0) == [] and nearest("x", [], 2) == []
 
 
 def test_each_request_gets_its_nearest_demos_the_closest_last(triage) -> None:

@@ -149,6 +149,8 @@ def _usable(text: str, original: str, train: tuple[Any, ...], accepted: list[str
     """The instruction in ``text``, or None and why it cannot be used."""
     candidate = _extract(text)
     if candidate is None:
+        if text.lstrip().startswith("{") and "}" not in text:  # what a schema-constrained answer looks like cut off
+            return None, "unfinished JSON (a loop or the token limit cut it off)"
         return None, "not JSON with an instruction"
     candidate = candidate.strip()
     if len(candidate) < MIN_CHARS:
