@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import json
 import os
 import random
@@ -95,8 +96,9 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
     low, high = signature.demo_range
     rows: list[dict] = []
     keys = ("unoptimized", "fixed-k", "random", "rosetta", *DSPY_ROWS)
-    others, ours = fingerprint(args, data, search=False), fingerprint(args, data, search=True)
-    kept = Checkpoint(args.results, {key: ours if key == "rosetta" else others for key in keys}, fresh=args.fresh)
+    fingerprints = {key: fingerprint(args, data, row="search" if key == "rosetta" else "dspy" if key in DSPY_ROWS
+                                     else "render") for key in keys}
+    kept = Checkpoint(args.results, fingerprints, fresh=args.fresh)
     wanted = set(args.rows.split(",")) if args.rows else set(keys) - (set(DSPY_ROWS) if args.skip_dspy else set())
     if wanted - set(keys):
         raise SystemExit(f"--rows: unknown row(s) {', '.join(sorted(wanted - set(keys)))}; "
@@ -176,7 +178,7 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
     measured("random", random_search)
     measured("rosetta", rosetta_search)
     for name in DSPY_ROWS:
-        progress = args.results.parent / f"{args.agent}-{name}-{others}"
+        progress = args.results.parent / f"{args.agent}-{name}-{fingerprints[name]}"
         measured(name, lambda name=name, progress=progress: rows.append(dspy_row(name, context, args.seed, progress)),
                  progress)
     ours = [row for row in rows if row["key"] == "rosetta"]
@@ -186,23 +188,51 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
 SEARCH_CODE = ("study.py", "space.py", "pruning.py", "proposer.py")
 """rosetta's search (src/rosetta/compile/optimize/): only the rosetta row depends on these files."""
 
+DSPY_CODE = ("compile/optimize/dspy_backend.py", "compile/optimize/metrics.py", "compile/optimize/labeled.py",
+             "compile/optimize/target.py", "compile/optimize/judge.py", "providers/", "definition/", "signature.py",
+             "schema_types.py", "parts.py", "config.py", "errors.py", "render/prompt.py", "runtime/project.py")
+"""What a DSPy row runs of rosetta (under src/rosetta/): loading the agent, its data and metric, the
+glue to DSPy and the embedded model's provider (which takes the answer cue from render/prompt.py and
+finds the weights through runtime/project.py). Checked by tracing a smoke run of the row
+(``--limit 2``): every rosetta function it called lives in one of these files.
+DSPy formats its own prompts, so improving rosetta's renderer or search does not re-measure these
+rows, which take hours each; DSPy's and litellm's versions count instead."""
 
-def fingerprint(args: argparse.Namespace, data: object, *, search: bool) -> str:
-    """What a kept row must have been measured under to be reused: the same code (the search's own
-    modules count only for rosetta's row, so improving the search re-measures that row alone),
-    decoder build, data, model and settings."""
+
+def fingerprint(args: argparse.Namespace, data: object, *, row: str) -> str:
+    """What a kept row must have been measured under to be reused: the same code, decoder build, data,
+    model and settings. ``row`` says which code counts: ``search`` (rosetta's row) all of rosetta;
+    ``render`` (the unoptimized, k-shot and random-search rows) all but the search's own modules, so
+    improving the search re-measures rosetta's row alone; ``dspy`` only ``DSPY_CODE``."""
+    from importlib.metadata import version
+
     from rosetta.providers.local_revision import answerer_revision
 
+    source_root = ROOT / "src" / "rosetta"
     code = hashlib.sha256()
-    for source in sorted((ROOT / "src" / "rosetta").rglob("*.py")) + [Path(__file__).resolve()]:
-        if search or not (source.parent.name == "optimize" and source.name in SEARCH_CODE):
-            code.update(source.read_bytes())
+    for source in sorted(source_root.rglob("*.py")):
+        relative = source.relative_to(source_root).as_posix()
+        if _runs(row, relative):
+            code.update(relative.encode() + b"\0" + source.read_bytes())
+    # the bench's own code: a DSPy row is measured by dspy_row alone, the other rows by all of this file
+    code.update(inspect.getsource(dspy_row).encode() if row == "dspy" else Path(__file__).resolve().read_bytes())
     settings = {"code": code.hexdigest(), "decoder": answerer_revision(MODEL), "agent": args.agent, "model": MODEL,
                 "data": data.sha256, "random_candidates": args.random_candidates, "seed": args.seed,
-                "limit": args.limit}
-    if search:
+                "limit": args.limit, "litellm": version("litellm")}
+    if row == "search":
         settings.update(max_calls=args.max_calls, trials=args.trials)
+    if row == "dspy":
+        settings.update(dspy=version("dspy"))
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _runs(row: str, relative: str) -> bool:
+    """Whether a ``row`` of this kind runs rosetta's module at ``relative`` (to src/rosetta/)."""
+    if row == "search":
+        return True
+    if row == "dspy":
+        return any(relative == part or (part.endswith("/") and relative.startswith(part)) for part in DSPY_CODE)
+    return not (relative.startswith("compile/optimize/") and relative.rpartition("/")[2] in SEARCH_CODE)
 
 
 class Checkpoint:
