@@ -190,10 +190,10 @@ SEARCH_CODE = ("study.py", "space.py", "pruning.py", "proposer.py")
 
 DSPY_CODE = ("compile/optimize/dspy_backend.py", "compile/optimize/metrics.py", "compile/optimize/labeled.py",
              "compile/optimize/target.py", "compile/optimize/judge.py", "providers/", "definition/", "signature.py",
-             "schema_types.py", "parts.py", "config.py", "errors.py", "render/prompt.py", "runtime/project.py")
+             "schema_types.py", "parts.py", "config.py", "errors.py", "runtime/project.py")
 """What a DSPy row runs of rosetta (under src/rosetta/): loading the agent, its data and metric, the
-glue to DSPy and the embedded model's provider (which takes the answer cue from render/prompt.py and
-finds the weights through runtime/project.py). Checked by tracing a smoke run of the row
+glue to DSPy and the embedded model's provider (which finds the weights through runtime/project.py,
+and takes only the answer cue from the renderer: that string counts, not render/prompt.py). Checked by tracing a smoke run of the row
 (``--limit 2``): every rosetta function it called lives in one of these files.
 DSPy formats its own prompts, so improving rosetta's renderer or search does not re-measure these
 rows, which take hours each; DSPy's and litellm's versions count instead."""
@@ -222,7 +222,9 @@ def fingerprint(args: argparse.Namespace, data: object, *, row: str) -> str:
     if row == "search":
         settings.update(max_calls=args.max_calls, trials=args.trials)
     if row == "dspy":
-        settings.update(dspy=version("dspy"))
+        from rosetta.render.prompt import ANSWER_CUE
+
+        settings.update(dspy=version("dspy"), answer_cue=ANSWER_CUE)
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
