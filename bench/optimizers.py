@@ -193,8 +193,9 @@ DSPY_CODE = ("compile/optimize/dspy_backend.py", "compile/optimize/metrics.py", 
              "schema_types.py", "parts.py", "config.py", "errors.py", "runtime/project.py")
 """What a DSPy row runs of rosetta (under src/rosetta/): loading the agent, its data and metric, the
 glue to DSPy and the embedded model's provider (which finds the weights through runtime/project.py,
-and takes only the answer cue from the renderer: that string counts, not render/prompt.py). Checked by tracing a smoke run of the row
-(``--limit 2``): every rosetta function it called lives in one of these files.
+and takes only the answer cue from the renderer: that string counts, not render/prompt.py). Checked
+by tracing a smoke run of the row (``--limit 2``): every rosetta function it called lives in one of
+these files.
 DSPy formats its own prompts, so improving rosetta's renderer or search does not re-measure these
 rows, which take hours each; DSPy's and litellm's versions count instead."""
 
