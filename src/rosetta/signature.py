@@ -17,19 +17,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from rosetta.definition.models import (
+    DEFAULT_INPUT,
     AgentDefinition,
     BodyFormat,
     Feature,
     GenerationParams,
-    OutputLevel,
     ReasoningStrategy,
     Section,
 )
+from rosetta.definition.yaml_source import format_path
 from rosetta.errors import DefinitionError
 from rosetta.parts import Demo, InputField, ToolSpec
-
-DEFAULT_INPUT = "request"
-"""The single text input of an agent that declares none."""
 
 _JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict, "array": list}
 
@@ -54,8 +52,12 @@ class Signature(BaseModel):
     inputs: tuple[InputField, ...] = (InputField(name=DEFAULT_INPUT),)
     output_schema: dict[str, Any] | None = None
     output_required: bool = False
-    output_levels: tuple[OutputLevel, ...] = ()
+    output_levels: tuple[str, ...] = ()
+    output_location: str | None = None
     tools: tuple[ToolSpec, ...] = ()
+    host_tools: tuple[str, ...] = ()
+    """Tools the agent expects its host to provide (Claude Code's Read, Bash, MCP tools…): named in
+    allowed_tools, with no schema in ``tools``; no request rosetta sends can carry them."""
     demos: tuple[Demo, ...] = ()
     demo_range: tuple[int, int] = (0, 0)
     reasoning_strategy: ReasoningStrategy = ReasoningStrategy.ADAPTIVE
@@ -63,6 +65,8 @@ class Signature(BaseModel):
     generation_params: dict[str, GenerationParams] = {}
     minimum_context_window: int | None = None
     required_features: tuple[Feature, ...] = ()
+    extensions: dict[str, Any] = {}
+    """The definition's fields rosetta does not know, by dotted path, carried as written."""
     source_sha256: str = ""
 
     @cached_property
@@ -120,7 +124,7 @@ def lower(definition: AgentDefinition, *, demos: tuple[Demo, ...] | None = None)
         description=spec.description,
         role=spec.identity.role,
         expertise=tuple(spec.identity.expertise),
-        cognitive_mode=spec.identity.cognitive_mode.value if spec.identity.cognitive_mode else None,
+        cognitive_mode=spec.identity.cognitive_mode,
         tone=spec.persona.tone,
         communication_style=spec.persona.communication_style,
         audience_level=spec.persona.audience_level,
@@ -131,7 +135,9 @@ def lower(definition: AgentDefinition, *, demos: tuple[Demo, ...] | None = None)
         output_schema=spec.output.schema_,
         output_required=spec.output.required,
         output_levels=tuple(spec.output.levels),
+        output_location=spec.output.location,
         tools=tuple(ToolSpec(name=t.name, description=t.description, parameters=_with_required(t)) for t in spec.tools),
+        host_tools=tuple(name for name in spec.capabilities.allowed_tools if name not in {t.name for t in spec.tools}),
         demos=demos,
         demo_range=(few_shot.count_range.min, few_shot.count_range.max) if few_shot.enabled else (0, 0),
         reasoning_strategy=spec.portability.reasoning_strategy,
@@ -139,6 +145,7 @@ def lower(definition: AgentDefinition, *, demos: tuple[Demo, ...] | None = None)
         generation_params=dict(spec.generation_params),
         minimum_context_window=spec.portability.minimum_context_window,
         required_features=tuple(spec.capabilities.required_features),
+        extensions={format_path(path): value for path, value in spec.unknown_fields().items()},
         source_sha256=source_digest(definition),
     )
 

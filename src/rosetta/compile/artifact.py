@@ -72,6 +72,7 @@ class Artifact:
     provenance: Provenance
     prompt: RenderedPrompt
     content_sha256: str = ""
+    extensions: dict[str, Any] = field(default_factory=dict)  # the definition's unknown fields, as written
 
 
 def artifact_path(out: Path, agent: str, model_id: str) -> Path:
@@ -96,7 +97,8 @@ def dump_artifact(artifact: Artifact) -> str:
     provenance = artifact.provenance
     body = dump_yaml({
         "format": FORMAT,
-        "agent": {"name": artifact.agent, "version": artifact.version},
+        "agent": {"name": artifact.agent, "version": artifact.version,
+                  **({"extensions": artifact.extensions} if artifact.extensions else {})},
         "model": artifact.model,
         "adapter": artifact.adapter,
         "provenance": {
@@ -164,6 +166,7 @@ def parse_artifact(text: str, *, path: str) -> Artifact:
             provenance=Provenance(**provenance),
             prompt=RenderedPrompt.from_dict(data["prompt"]),
             content_sha256=header.content_sha256,
+            extensions=dict(data["agent"].get("extensions") or {}),
         )
     except DefinitionError as error:
         raise ArtifactError(error.problems) from None

@@ -282,6 +282,7 @@ def _build(file: Path, signature: Any, model: Any, adapter: Any, path: Path, inp
             compiler_version=COMPILER_VERSION, knobs=knobs,
         ),
         prompt=prompt,
+        extensions=signature.extensions,
     )
     publish(path, dump_artifact(artifact), options.out, replace=lambda: options.force or _current_status(
         path, inputs_sha) is not Status.UP_TO_DATE)

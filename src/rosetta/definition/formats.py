@@ -27,7 +27,12 @@ PROMPT_SUFFIX = ".prompt.md"
 SIDECAR_SUFFIXES = (".governance.yaml", ".governance.yml")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 CLAUDE_CODE_KEYS = {"mcpServers", "permissionMode", "color"}
-"""Frontmatter keys only Claude Code subagents use."""
+"""Frontmatter keys only Claude Code subagents use (they mark a file as one)."""
+CLAUDE_CODE_FIELDS = frozenset({
+    "tools", "disallowedTools", "model", "permissionMode", "maxTurns", "skills", "mcpServers", "hooks", "memory",
+    "background", "isolation", "color", "effort", "initialPrompt", "disabled",
+})
+"""Every frontmatter key Claude Code reads in a subagent: kept for Claude Code, never reported as unknown."""
 
 
 @dataclass

@@ -60,7 +60,14 @@ def load_definition(
             "is a directory", file=path, hint="use load_directory() to load every agent in a directory"
         )
     raw = read_definition(path)
-    spec = validate_spec(raw)
+    if not raw.body.strip():
+        fence = raw.body_path == raw.path  # the body follows the frontmatter's closing '---'
+        raise DefinitionError.at(
+            "the agent has no body: the prompt text is empty", file=raw.body_path,
+            line=raw.body_line - 1 if fence else 1, column=1,
+            hint="write the agent's instructions " + ("after the closing '---'" if fence else "in this file"),
+        )
+    spec, off_list = validate_spec(raw)
     project_root = Path(root) if root is not None else find_project_root(path)
     _check_references(spec, raw, project_root)
     overrides = {**(section_roles or {}), **spec.portability.section_roles}
@@ -78,6 +85,7 @@ def load_definition(
             detected_body_format=raw.detected_body_format,
             raw=raw.data,
             locations=raw.locations,
+            off_list=off_list,
         ),
     )
 

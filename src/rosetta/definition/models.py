@@ -10,6 +10,7 @@ reported on, with line numbers.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -23,25 +24,23 @@ PROVIDER_API_PARAMS = (
     "reasoning_effort",
     "system_instruction",
 )
-"""Provider request parameters that must never appear in a definition (PV-001). The nested models
-tolerate them so that lint can report them with a line number instead of failing the load."""
+"""Provider request parameters that must never appear in a definition (PV-001). They load like any
+unknown field, so that lint can report them with a line number instead of failing the load."""
+
+
+DEFAULT_INPUT = "request"
+"""The single text input of an agent that declares none."""
 
 
 class _Spec(BaseModel):
-    """Base for nested spec sections: immutable, unknown keys are typos and get an error."""
+    """Base for nested spec sections: immutable; unknown keys are kept (``model_extra``) for lint
+    to report and compile to carry, because teams extend the schema with fields of their own."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _leave_provider_params_to_lint(cls, data: Any) -> Any:
-        if isinstance(data, dict) and any(key in data for key in PROVIDER_API_PARAMS):
-            return {k: v for k, v in data.items() if k not in PROVIDER_API_PARAMS}
-        return data
+    model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True)
 
 
 class CognitiveMode(StrEnum):
-    """How the agent approaches problems."""
+    """How the agent approaches problems (the known values; others are kept as written)."""
 
     DIVERGENT = "divergent"
     CONVERGENT = "convergent"
@@ -69,7 +68,7 @@ class FallbackBehavior(StrEnum):
 
 
 class OutputLevel(StrEnum):
-    """Audience levels: L0 executive, L1 lead, L2 practitioner."""
+    """Audience levels: L0 executive, L1 lead, L2 practitioner (the known values; others are kept)."""
 
     L0 = "L0"
     L1 = "L1"
@@ -109,8 +108,9 @@ class Identity(_Spec):
     """Human-readable role title, e.g. "Vulnerability Triage Analyst"."""
     expertise: list[str] = []
     """Domain expertise areas."""
-    cognitive_mode: CognitiveMode | None = None
-    """How the agent approaches problems."""
+    cognitive_mode: str | None = Field(default=None, json_schema_extra={"examples": list(CognitiveMode)})
+    """How the agent approaches problems: divergent, convergent, integrative, systematic, strategic,
+    forensic, or a mode of your own (rendered as written)."""
 
 
 class Persona(_Spec):
@@ -137,8 +137,18 @@ class Capabilities(_Spec):
     """Provider features the agent depends on (tool_use, structured_output, vision, streaming)."""
 
 
+_REGEX_SYNTAX = re.compile(r"[\\^$\[\]{}*+?|]")
+"""Marks a short-shape value as a regular expression; a sentence without them is a precondition
+(parentheses alone do not count: prose has them too)."""
+_TARGET_SUFFIXES = ("_format", "_pattern", "_regex", "_validation")
+
+
 class InputRule(_Spec):
-    """A regular expression applied to an input before any model call."""
+    """One ``guardrails.input_validation`` entry, in any of the shapes the ADR allows:
+    ``{field, pattern, reject, message}``, the short ``{rule_name: regex}``, and non-regex
+    preconditions (``{roe_authorized: true}``, ``{scope: "signed off by the client"}``).
+
+    Every shape loads and is kept; :meth:`unenforced` says why rosetta cannot check one."""
 
     field: str | None = None
     """Input name the rule applies to; omit for every text input."""
@@ -148,21 +158,23 @@ class InputRule(_Spec):
     """The input must not match this expression (re.search)."""
     message: str | None = None
     """What to tell the caller when the rule fails."""
+    rule: str | None = None
+    """The rule's name in the short ``{rule_name: value}`` shape."""
+    precondition: Any = None
+    """A non-regex value in the short shape (a boolean, a number, a sentence): kept, not enforced."""
 
     @model_validator(mode="before")
     @classmethod
-    def _accept_shorthand(cls, data: Any) -> Any:
-        # `- ticket_id: "^T-\d+$"` is the short form of {field: ticket_id, pattern: ...}
+    def _accept_short_shapes(cls, data: Any) -> Any:
         if isinstance(data, dict) and len(data) == 1:
             (key, value), = data.items()
-            if key not in cls.model_fields and isinstance(value, str):
-                return {"field": key, "pattern": value}
+            if key not in cls.model_fields:
+                is_regex = isinstance(value, str) and (_REGEX_SYNTAX.search(value) or not value.split()[1:])
+                return {"rule": key, "pattern": value} if is_regex else {"rule": key, "precondition": value}
         return data
 
     @model_validator(mode="after")
-    def _check_one_expression(self) -> InputRule:
-        if (self.pattern is None) == (self.reject is None):
-            raise ValueError("give exactly one of 'pattern' (must match) or 'reject' (must not match)")
+    def _check_expressions(self) -> InputRule:
         for expression in (self.pattern, self.reject):
             if expression is not None:
                 try:
@@ -171,12 +183,33 @@ class InputRule(_Spec):
                     raise ValueError(f"invalid regular expression {expression!r}: {exc}") from None
         return self
 
+    def target(self, inputs: tuple[str, ...]) -> str | None:
+        """The declared input this rule checks; None when it checks every text input (no field,
+        no rule name) or names no declared input (see :meth:`unenforced`)."""
+        if self.field is not None:
+            return self.field if self.field in inputs else None
+        if self.rule is None:
+            return None
+        candidates = [self.rule] + [self.rule.removesuffix(s) for s in _TARGET_SUFFIXES if self.rule.endswith(s)]
+        return next((name for name in candidates if name in inputs), None)
+
+    def unenforced(self, inputs: tuple[str, ...]) -> str | None:
+        """Why rosetta cannot check this rule before a call, or None when it does."""
+        if self.precondition is not None:
+            return f"{self.precondition!r} is a precondition, not a regular expression"
+        if self.pattern is None and self.reject is None:
+            return "it has neither 'pattern' nor 'reject'"
+        named = self.field if self.field is not None else self.rule
+        if named is not None and self.target(inputs) is None:
+            return f"{named!r} is not a declared input (inputs: {', '.join(inputs)})"
+        return None
+
 
 class Guardrails(_Spec):
     """Checks applied around every model call, the same on every provider."""
 
     input_validation: list[InputRule] = []
-    """Regex rules checked before the call."""
+    """Input rules checked before the call (regular expressions; preconditions are kept, not checked)."""
     output_filtering: list[str] = []
     """Output rules in natural language, e.g. no_secrets_in_output."""
     fallback_behavior: FallbackBehavior = FallbackBehavior.WARN_AND_RETRY
@@ -204,13 +237,14 @@ class Output(_Spec):
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     """JSON Schema of the structured answer."""
     required: bool = False
-    """Whether structured output is mandatory."""
+    """Whether the agent must produce its output: with ``schema``, a structured answer; without, the
+    persisted-output pattern (free text at ``levels``, saved at ``location``)."""
     location: str | None = None
     """Repository path template where results are persisted."""
     template: str | None = None
     """Path of an output template file, relative to the definition."""
-    levels: list[OutputLevel] = []
-    """Output levels to produce: L0, L1, L2."""
+    levels: list[str] = Field(default=[], json_schema_extra={"examples": [list(OutputLevel)]})
+    """Output levels to produce: L0, L1, L2, or levels of your own (rendered as written)."""
 
 
 class CountRange(_Spec):
@@ -368,6 +402,29 @@ class AgentSpec(BaseModel):
         """Top-level sections rosetta does not know (e.g. ``validation``), preserved as written."""
         return dict(self.model_extra or {})
 
+    def unknown_fields(self) -> dict[tuple[str | int, ...], Any]:
+        """Every field rosetta does not know, at any depth (path → value as written)."""
+        return dict(_unknown_fields(self, ()))
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """The run-time inputs: those declared, or the single ``request``."""
+        return tuple(self.inputs) or (DEFAULT_INPUT,)
+
+
+def _unknown_fields(model: BaseModel, path: tuple[str | int, ...]) -> Any:
+    for key, value in (model.model_extra or {}).items():
+        yield (*path, key), value
+    for name, info in type(model).model_fields.items():
+        value = getattr(model, name)
+        here = (*path, info.alias or name)
+        items = enumerate(value) if isinstance(value, list) else value.items() if isinstance(value, dict) else ()
+        if isinstance(value, BaseModel):
+            yield from _unknown_fields(value, here)
+        for key, item in items:
+            if isinstance(item, BaseModel):
+                yield from _unknown_fields(item, (*here, key))
+
 
 class AgentFormat(StrEnum):
     """The on-disk shape a definition was read from."""
@@ -397,6 +454,28 @@ class Section(BaseModel):
     """Heading level for markdown (1–6), 0 otherwise."""
 
 
+@dataclass(frozen=True)
+class OffListValue:
+    """A value outside a field's known set, and what rosetta does with it instead of refusing the file."""
+
+    path: tuple[str | int, ...]
+    value: Any
+    known: tuple[str, ...]
+    used: str
+    """What rosetta does with it, in words: "uses 'warn_and_retry'", "ignores it", or :data:`KEPT_AS_WRITTEN`."""
+
+
+KEPT_AS_WRITTEN = "keeps it as written"
+"""How descriptive values outside their known set are handled: rendered as the author wrote them."""
+
+
+OPEN_VALUE_SETS: dict[tuple[str, ...], type[StrEnum]] = {
+    ("identity", "cognitive_mode"): CognitiveMode,
+    ("output", "levels"): OutputLevel,
+}
+"""Descriptive fields whose known values are suggestions: other values are rendered as written."""
+
+
 class DefinitionSource(BaseModel):
     """Where a definition came from; paths as given to the loader."""
 
@@ -418,6 +497,8 @@ class DefinitionSource(BaseModel):
     """The merged frontmatter exactly as parsed (lint reads it for PV-001)."""
     locations: dict[tuple, tuple[str, int, int]] = Field(default_factory=dict, exclude=True, repr=False)
     """Field path → (file, line, column) of every frontmatter value."""
+    off_list: tuple[OffListValue, ...] = ()
+    """Values outside their field's known set, tolerated at load (lint reports them)."""
 
 
 class AgentDefinition(BaseModel):

@@ -8,16 +8,23 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
+from rosetta.definition.formats import CLAUDE_CODE_FIELDS, SIDECAR_SUFFIXES, stem_of
 from rosetta.definition.models import (
+    KEPT_AS_WRITTEN,
     PROVIDER_API_PARAMS,
     AgentDefinition,
-    AgentSpec,
+    AgentFormat,
     Feature,
     ReasoningStrategy,
 )
+from rosetta.definition.paths import find_project_root
 from rosetta.definition.sections import lines_outside_fences
+from rosetta.definition.spec_errors import known_fields, nested_fields
+from rosetta.definition.yaml_source import format_path
 from rosetta.lint.metaschema import metaschema_errors
+from rosetta.lint.reasoning import reasoning_instructions
 from rosetta.lint.registry import Hit, Severity, rule
 
 CHAT_TEMPLATE_TOKENS = (
@@ -29,21 +36,8 @@ CHAT_TEMPLATE_TOKENS = (
 )
 """Chat-template control tokens of the common open-model families (PV-004)."""
 
-COT_PHRASES = re.compile(
-    r"step[- ]by[- ]step|think(?:ing)? through|chain[- ]of[- ]thought|let'?s think", re.IGNORECASE
-)
-"""Hard-coded chain-of-thought instructions (PV-005)."""
-
 MODEL_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.:@/+-]*$")
 """The portable ``provider/model`` form (PV-006)."""
-
-MODEL_SHORTHANDS = {
-    "sonnet": "anthropic/claude-sonnet-4",
-    "opus": "anthropic/claude-opus-4",
-    "haiku": "anthropic/claude-haiku-3.5",
-}
-"""Vendor shorthands (Claude Code's ``model:`` values) and the portable names they stand for."""
-
 
 # -- PV-001 ----------------------------------------------------------------------------------
 
@@ -98,17 +92,13 @@ def check_tool_schemas(definition: AgentDefinition) -> Iterator[Hit]:
 
 @rule(
     "PV-003", "Output schema is JSON Schema",
-    criterion="output.schema validates against the JSON Schema metaschema; output.required has a schema.",
+    criterion="output.schema, when given, validates against the JSON Schema metaschema. (output.required "
+    "without a schema is the persisted-output pattern: free text at output.levels, saved at output.location.)",
     remediation="Fix output.schema so it is a valid JSON Schema (draft 2020-12 unless $schema says otherwise).",
 )
 def check_output_schema(definition: AgentDefinition) -> Iterator[Hit]:
     schema = definition.spec.output.schema_
-    if schema is None:
-        if definition.spec.output.required:
-            yield Hit("output.required is true but there is no output.schema", field=("output", "required"),
-                      remediation="Add output.schema, or set output.required: false for free-text output.")
-        return
-    for path, message in metaschema_errors(schema):
+    for path, message in metaschema_errors(schema) if schema is not None else ():
         yield Hit(message, field=("output", "schema", *path))
 
 
@@ -129,24 +119,39 @@ def check_template_tokens(definition: AgentDefinition) -> Iterator[Hit]:
 
 @rule(
     "PV-005", "No hardcoded CoT instructions unless reasoning_strategy is explicit_cot",
-    criterion="No 'step by step', 'think through' or 'chain of thought' phrasing when the strategy is "
-    "adaptive or none.",
-    remediation="Remove the phrase and let the renderer inject reasoning per model, or set "
+    criterion="No instruction to the model to reason out loud or before answering ('think step by step', "
+    "\"let's reason through this\", 'show your chain of thought') when the strategy is adaptive or none; "
+    "domain prose ('step-by-step runbooks') is not one.",
+    remediation="Remove the instruction and let the renderer inject reasoning per model, or set "
     "portability.reasoning_strategy: explicit_cot.",
 )
 def check_cot_phrases(definition: AgentDefinition) -> Iterator[Hit]:
     if definition.spec.portability.reasoning_strategy is ReasoningStrategy.EXPLICIT_COT:
         return
     for index, line in enumerate(lines_outside_fences(definition.body)):
-        for match in COT_PHRASES.finditer(line):
-            yield Hit(f"hard-coded reasoning instruction {match.group(0)!r} in the body", body_line=index)
+        for phrase in reasoning_instructions(line):
+            yield Hit(f"hard-coded reasoning instruction {phrase!r} in the body", body_line=index)
 
 
 # -- PV-006 … PV-010: the portability section ------------------------------------------------
 
 
+CLAUDE_CODE_MODELS = frozenset({"sonnet", "opus", "haiku", "inherit"})
+"""What Claude Code accepts in a subagent's ``model:`` (besides full ``claude-…`` ids)."""
+
+
+def _portable_name(name: str) -> str | None:
+    """The catalog's ``provider/model`` spelling of a shorthand such as ``sonnet``, if it knows one."""
+    from rosetta.providers.catalog import load_catalog
+
+    model = load_catalog().names().get(name.lower())
+    if model is None:
+        return None
+    return min((n for n in (model.id, *model.aliases) if "/" in n), key=len)
+
+
 def _model_remedy(name: str) -> str:
-    suggestion = MODEL_SHORTHANDS.get(name.lower())
+    suggestion = _portable_name(name)
     if suggestion:
         return f"Write '{suggestion}' instead of the vendor shorthand {name!r}."
     return "Write the model as provider/model, e.g. anthropic/claude-sonnet-4 or openai/gpt-4o."
@@ -154,19 +159,32 @@ def _model_remedy(name: str) -> str:
 
 @rule(
     "PV-006", "Model preference uses portable format",
-    criterion="Every portability.model_preferences entry (and the top-level model) is provider/model.",
+    criterion="Every portability.model_preferences entry (and the top-level model) is provider/model; a "
+    "Claude Code subagent keeps Claude Code's own model values.",
     remediation="Write models as provider/model, e.g. anthropic/claude-sonnet-4, openai/gpt-4o.",
 )
 def check_model_format(definition: AgentDefinition) -> Iterator[Hit]:
-    for index, name in enumerate(definition.spec.portability.model_preferences):
+    preferences = definition.spec.portability.model_preferences
+    for index, name in enumerate(preferences):
         if not MODEL_ID.match(name):
             yield Hit(f"model preference {name!r} is not in provider/model form",
                       field=("portability", "model_preferences", index), remediation=_model_remedy(name))
     model = definition.spec.model
-    if model and model != "inherit" and not MODEL_ID.match(model):
-        kind = "a vendor shorthand" if model.lower() in MODEL_SHORTHANDS else "not in provider/model form"
-        yield Hit(f"model {model!r} is {kind}", field=("model",), remediation=_model_remedy(model),
-                  severity=Severity.WARNING)
+    claude_code = definition.source.format is AgentFormat.CLAUDE_CODE
+    if not model or MODEL_ID.match(model) or (model == "inherit" and not claude_code):
+        return
+    if claude_code and (model in CLAUDE_CODE_MODELS or model.startswith("claude-")):
+        if not preferences:  # valid Claude Code: say where the portable list goes, never to change it
+            sidecar = stem_of(Path(definition.source.path)) + SIDECAR_SUFFIXES[0]
+            yield Hit(f"model {model!r} is Claude Code's own value; with no portability.model_preferences, "
+                      "`rosetta compile` targets the project's default models",
+                      field=("model",), severity=Severity.INFO,
+                      remediation=f"Keep it for Claude Code; list the models to compile for under "
+                      f"portability.model_preferences in a governance sidecar, {sidecar}.")
+        return
+    kind = "a vendor shorthand" if _portable_name(model) else "not in provider/model form"
+    yield Hit(f"model {model!r} is {kind}", field=("model",), remediation=_model_remedy(model),
+              severity=Severity.WARNING)
 
 
 @rule(
@@ -229,38 +247,108 @@ def check_enabled(definition: AgentDefinition) -> Iterator[Hit]:
 # -- rosetta's own rules ---------------------------------------------------------------------
 
 
+EXAMPLES_REF = ("portability", "few_shot", "examples_ref")
 CUSTOM_SECTIONS = frozenset({"validation", "constitution", "metadata", "changelog"})
 """Extension sections seen in real agent files: kept as written, never taken for misspellings."""
 
 
+def _belongs_at(path: tuple) -> str | None:
+    """The known field an unknown key most likely meant: a near-miss among its siblings, or a field
+    of that name (or a near-miss of it) deeper in the same section, e.g. top-level ``examples`` →
+    ``portability.few_shot.examples_ref``."""
+    key, parent = str(path[-1]), path[:-1]
+    if key in CUSTOM_SECTIONS:
+        return None
+    close = difflib.get_close_matches(key, known_fields(parent), n=1, cutoff=0.75)
+    if close:
+        return format_path((*parent, close[0]))
+    deeper = {path[-1]: path for path in nested_fields(parent) if len(path) > 1}
+    close = difflib.get_close_matches(key, list(deeper), n=1, cutoff=0.8)
+    return format_path((*parent, *deeper[close[0]])) if close else None
+
+
 @rule(
-    "RS-001", "Unknown top-level section looks like a misspelled field",
-    criterion="Unknown top-level sections are kept, but none is a near-miss of a schema field.",
-    remediation="Rename the section to the schema field, or keep it if it is a deliberate extension.",
+    "RS-001", "Unknown fields are kept; near-misses are reported",
+    criterion="Fields rosetta does not know are kept (spec.unknown_fields(), carried into compiled artifacts); "
+    "none is a near-miss or a misplacement of a known field.",
+    remediation="Rename or move the field if a known one was meant; otherwise it is a deliberate extension.",
     portability=False, severity=Severity.WARNING,
 )
-def check_misspelled_sections(definition: AgentDefinition) -> Iterator[Hit]:
-    known = [field.alias or name for name, field in AgentSpec.model_fields.items()]
-    for name in definition.spec.extensions:
-        if name in CUSTOM_SECTIONS:
-            continue
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
-        if close:
-            yield Hit(f"unknown section {name!r} is kept as an extension; did you mean {close[0]!r}?",
-                      field=(name,), remediation=f"Rename {name!r} to {close[0]!r} if that is what you meant.")
+def check_unknown_fields(definition: AgentDefinition) -> Iterator[Hit]:
+    claude_code = definition.source.format is AgentFormat.CLAUDE_CODE
+    for path in definition.spec.unknown_fields():
+        name = path[-1]
+        if name in PROVIDER_API_PARAMS or (claude_code and len(path) == 1 and name in CLAUDE_CODE_FIELDS):
+            continue  # PV-001 reports the first; Claude Code reads the second
+        meant = _belongs_at(path)
+        if meant is None:
+            yield Hit(f"unknown field {name!r} is kept as an extension", field=path, severity=Severity.INFO,
+                      remediation="Nothing to do if it is deliberate: rosetta keeps it and does not use it.")
+        elif meant == format_path(EXAMPLES_REF):
+            yield Hit(f"unknown field {name!r}: few-shot examples are read from the file named by {meant}",
+                      field=path, remediation="Move the examples to a JSON-lines file, one "
+                      '{"inputs": {...}, "output": ...} per line, and set portability.few_shot.examples_ref '
+                      "to its path (and few_shot.enabled: true).")
+        else:
+            yield Hit(f"unknown field {name!r} is kept as an extension; did you mean {meant!r}?", field=path,
+                      remediation=f"Rename or move it to {meant} if that is what you meant.")
 
 
 @rule(
-    "RS-002", "Input rules name declared inputs",
-    criterion="Every guardrails.input_validation[].field is one of the declared inputs.",
-    remediation="Fix the field name, or declare the input under `inputs`.",
-    portability=False,
+    "RS-002", "Input rules are enforced",
+    criterion="Every guardrails.input_validation rule is a regular expression on a declared input (or on every "
+    "text input), which rosetta checks before each call.",
+    remediation="Point the rule at a declared input (`field:` or the rule name), or check the precondition in "
+    "the caller: rosetta keeps it but does not enforce it.",
+    portability=False, severity=Severity.WARNING,
 )
-def check_input_rule_fields(definition: AgentDefinition) -> Iterator[Hit]:
-    declared = list(definition.spec.inputs) or ["request"]
+def check_input_rules(definition: AgentDefinition) -> Iterator[Hit]:
+    declared = definition.spec.input_names
     for index, input_rule in enumerate(definition.spec.guardrails.input_validation):
-        if input_rule.field is not None and input_rule.field not in declared:
-            close = difflib.get_close_matches(input_rule.field, declared, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; inputs are {', '.join(declared)}"
-            yield Hit(f"input rule applies to {input_rule.field!r}, which is not an input{hint}",
-                      field=("guardrails", "input_validation", index, "field"))
+        reason = input_rule.unenforced(declared)
+        if reason:
+            name = input_rule.rule or input_rule.field or f"rule {index + 1}"
+            close = difflib.get_close_matches(name, declared, n=1)
+            yield Hit(f"input rule {name!r} is not enforced: {reason}"
+                      + (f"; did you mean {close[0]!r}?" if close and input_rule.precondition is None else ""),
+                      field=("guardrails", "input_validation", index))
+
+
+@rule(
+    "RS-003", "Values are in their field's known set",
+    criterion="Enumerated fields hold one of their known values.",
+    remediation="Use one of the known values, or keep yours if rosetta's handling (in the message) is what you want.",
+    portability=False, severity=Severity.WARNING,
+)
+def check_off_list_values(definition: AgentDefinition) -> Iterator[Hit]:
+    for value in definition.source.off_list:
+        field_name = next(str(p) for i, p in reversed(list(enumerate(value.path)))
+                          if isinstance(p, str) and p in known_fields(value.path[:i]))
+        close = difflib.get_close_matches(str(value.value), value.known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(value.known)}"
+        yield Hit(f"{value.value!r} is not a known {field_name} value: rosetta {value.used}{hint}",
+                  field=value.path, severity=Severity.INFO if value.used == KEPT_AS_WRITTEN else None)
+
+
+def _has_labeled_data(definition: AgentDefinition) -> bool:
+    """Whether `rosetta compile --optimize` has train rows to pick demos from (the default layout)."""
+    if definition.spec.evaluation.dataset:
+        return True
+    return (find_project_root(Path(definition.source.path)) / "datasets" / definition.name).is_dir()
+
+
+@rule(
+    "RS-004", "Few-shot examples are readable",
+    criterion="portability.few_shot.enabled comes with an examples_ref to read the examples from.",
+    remediation="Set portability.few_shot.examples_ref to a JSON-lines file of examples, or few_shot.enabled: false.",
+    portability=False, severity=Severity.WARNING,
+)
+def check_few_shot(definition: AgentDefinition) -> Iterator[Hit]:
+    few_shot = definition.spec.portability.few_shot
+    if few_shot.enabled and not few_shot.examples_ref and not _has_labeled_data(definition):
+        yield Hit(f"few_shot.enabled is true but there are no examples to read: no examples_ref, and no labeled "
+                  f"data (evaluation.dataset or datasets/{definition.name}/) for the optimizer to pick demos from",
+                  field=("portability", "few_shot", "enabled"))
+    elif few_shot.examples_ref and not few_shot.enabled:
+        yield Hit(f"examples_ref {few_shot.examples_ref!r} is not used while few_shot.enabled is false",
+                  field=EXAMPLES_REF, severity=Severity.INFO, remediation="Set few_shot.enabled: true to use them.")

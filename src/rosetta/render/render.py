@@ -56,6 +56,10 @@ def render(
     adapter = adapters[model.adapter]
     warnings: list[str] = []
     _check_capabilities(signature, model)
+    if signature.host_tools:
+        warnings.append(f"{model.id} will not have the host tools {', '.join(signature.host_tools)} "
+                        "(capabilities.allowed_tools): no request carries them; run the agent where a host provides "
+                        "them, or declare them under `tools` with a JSON Schema")
 
     delimiter = knobs.delimiter or (
         Delimiter.XML if adapter.keep_xml_bodies and signature.body_format.value == "xml" else adapter.delimiter)
@@ -308,7 +312,10 @@ def _system_text(signature: Signature, sections: tuple[Section, ...], delimiter:
     format_extra = []
     if signature.output_levels:
         format_extra.append("Write the answer at these levels, each under its own heading: "
-                            + ", ".join(level.value for level in signature.output_levels) + ".")
+                            + ", ".join(signature.output_levels) + ".")
+    if signature.output_location:
+        format_extra.append(f"Your answer is saved as `{signature.output_location}`: write it as that "
+                            "document's complete content.")
     if mechanism is StructuredOutput.PROMPT_SCHEMA and provider_schema is not None:
         format_extra.append("Respond with a single JSON object that is valid against this JSON Schema, and nothing "
                             "after it:\n```json\n" + json.dumps(provider_schema, indent=2) + "\n```")

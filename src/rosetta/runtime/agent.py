@@ -94,13 +94,18 @@ class Agent:
             from rosetta.definition.loader import load_definition
 
             self._spec = load_definition(self.definition_path, root=self.dirs.root).spec
+            for rule in self._spec.guardrails.input_validation:  # said once per agent, not per call
+                reason = rule.unenforced(self._spec.input_names)
+                if reason:
+                    log.warning("%s: input rule %r is not enforced: %s", self.name, rule.rule or rule.field, reason)
         return self._spec
 
     def model_chain(self) -> list[str]:
         """Models to try, in order: the definition's preferences (or model), else the compiled ones."""
         spec = self.spec
         if spec is not None:
-            chain = list(spec.portability.model_preferences) or ([spec.model] if spec.model else [])
+            own = [spec.model] if spec.model and spec.model != "inherit" else []  # Claude Code's "inherit": none
+            chain = list(spec.portability.model_preferences) or own
             if chain:
                 return chain
         return sorted(self._artifacts)
@@ -198,7 +203,7 @@ class Agent:
         if spec is not None:
             from rosetta.runtime.guardrails import check_inputs
 
-            check_inputs(spec.guardrails.input_validation, inputs, self.name)
+            check_inputs(spec.guardrails.input_validation, spec.input_names, inputs, self.name)
         selection = Selection(model=prompt.model, kind=label, artifact=None, reason=label, prompt=prompt,
                               artifact_id=label)
         result = invoke(prompt, inputs, complete=complete or self._litellm().completion,
@@ -370,7 +375,7 @@ class Agent:
 
         spec = self.spec
         if spec is not None:
-            check_inputs(spec.guardrails.input_validation, inputs, self.name)
+            check_inputs(spec.guardrails.input_validation, spec.input_names, inputs, self.name)
         preferences = fallbacks if fallbacks is not None else self.model_chain()
         chain = list(dict.fromkeys(([model] if model else []) + list(preferences)))
         if not chain:

@@ -1,6 +1,7 @@
 """Guardrails around a call: input rules before any token is spent, output rules after.
 
-Input rules are the definition's ``guardrails.input_validation`` regular expressions. Output rule
+Input rules are the definition's ``guardrails.input_validation`` regular expressions (the ones
+rosetta can enforce: see ``InputRule.unenforced``). Output rule
 ``no_secrets_in_output`` is enforced (credentials are redacted from the answer, or the call fails
 with ``on_secret="fail"``); the other named rules are recorded on the Result as post-checks for the
 caller or a reviewer to act on.
@@ -20,11 +21,17 @@ class GuardrailError(UsageError):
     """An input or output broke one of the agent's guardrails."""
 
 
-def check_inputs(rules: Any, inputs: Mapping[str, Any], agent: str) -> None:
-    """Raise :class:`GuardrailError` listing every input rule that fails (no model is called)."""
+def check_inputs(rules: Any, declared: tuple[str, ...], inputs: Mapping[str, Any], agent: str) -> None:
+    """Raise :class:`GuardrailError` listing every input rule that fails (no model is called).
+
+    ``declared`` are the agent's input names; rules rosetta cannot enforce (preconditions, rules
+    naming no declared input) are skipped here and reported by ``rosetta validate`` (RS-002)."""
     problems = []
     for rule in rules:
-        names = [rule.field] if rule.field else [k for k, v in inputs.items() if isinstance(v, str)]
+        if rule.unenforced(declared):
+            continue
+        target = rule.target(declared)
+        names = [target] if target else [k for k, v in inputs.items() if isinstance(v, str)]
         for name in names:
             value = inputs.get(name)
             if not isinstance(value, str):

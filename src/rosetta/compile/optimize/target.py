@@ -169,6 +169,7 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
                                                                     else {})},
         ),
         prompt=outcome.prompt,
+        extensions=signature.extensions,
     )
     publish(path, dump_artifact(artifact), settings.compiled_dir)
     report.status = "written"
