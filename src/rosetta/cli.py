@@ -350,9 +350,10 @@ def compile_command(
         target = _relative(Path(result.artifact)) if result.artifact else result.source
         label = f"{result.agent or result.source} → {result.model}" if result.model else (result.agent or result.source)
         out.print(f"[{style}]{result.status.value:<10}[/{style}] {escape(label)}  [dim]{escape(str(target))}[/dim]")
-        if result.message and result.status is not Status.WRITTEN:
-            for line in result.message.splitlines():
-                out.print(f"           [dim]{escape(line)}[/dim]")
+        for line in result.message.splitlines():
+            out.print(f"           [dim]{escape(line)}[/dim]")
+        for warning in result.warnings:
+            out.print(f"           [yellow]warning:[/yellow] {escape(warning)}")
     counts = ", ".join(f"{report.count(s)} {s.value}" for s in Status if report.count(s))
     out.print(f"[{'red' if report.exit_code() else 'green'}]{len(report.results)} targets: {counts or 'none'}[/]")
     raise typer.Exit(report.exit_code())

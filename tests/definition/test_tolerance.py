@@ -139,6 +139,14 @@ def test_claude_code_subagents_keep_claude_code_values(write):
     assert any("Read, Grep, mcp__github__get_pr" in w and "host" in w for w in prompt.warnings)
 
 
+def test_compile_says_which_host_tools_a_target_will_not_have(write, project, cli, monkeypatch):
+    monkeypatch.chdir(project)
+    write("signatures/reviewer.md", "---\nname: reviewer\ndescription: Reviews diffs.\ntools: Read, Bash\n"
+                                    "---\nYou review diffs.\n")
+    result = cli("compile", "signatures/reviewer.md", "--model", "openai/gpt-4o")
+    assert result.exit_code == 0 and "warning:" in result.output and "host tools Read, Bash" in result.output
+
+
 @pytest.mark.parametrize(("text", "line", "column"), [
     ("---\nname: a\ntools:\n  - Read\n  model: sonnet\n---\nbody\n", 5, 3),
     ("---\nname: a\ndescription: Use when: the user asks\n---\nbody\n", 3, 22),

@@ -49,6 +49,7 @@ class TargetResult:
     status: Status
     artifact: str | None = None
     message: str = ""
+    warnings: tuple[str, ...] = ()  # what the rendered prompt could not carry or had to change
 
 
 @dataclass
@@ -286,5 +287,4 @@ def _build(file: Path, signature: Any, model: Any, adapter: Any, path: Path, inp
     )
     publish(path, dump_artifact(artifact), options.out, replace=lambda: options.force or _current_status(
         path, inputs_sha) is not Status.UP_TO_DATE)
-    return TargetResult(str(file), signature.name, model.id, Status.WRITTEN, str(path),
-                        "; ".join(prompt.warnings))
+    return TargetResult(str(file), signature.name, model.id, Status.WRITTEN, str(path), warnings=prompt.warnings)

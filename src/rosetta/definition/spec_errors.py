@@ -6,7 +6,6 @@ expected, what was found, and a hint (e.g. the field name that was meant)."""
 from __future__ import annotations
 
 import copy
-import difflib
 import re
 import types
 import typing
@@ -41,8 +40,11 @@ def validate_spec(raw: RawDefinition) -> tuple[AgentSpec, tuple[OffListValue, ..
             data = copy.deepcopy(data) if data is raw.data else data
             # deepest and last first, so removing a list item does not shift the next one
             for error in sorted(errors, key=lambda e: _sort_key(e["loc"]), reverse=True):
+                try:
+                    _remove(data, tuple(error["loc"]))
+                except (KeyError, IndexError, TypeError):  # not a plain path into the data: refuse, located
+                    raise DefinitionError([_problem(error, raw)]) from None
                 set_aside.append(error)
-                _remove(data, tuple(error["loc"]))
     off_list = [OffListValue(tuple(e["loc"]), e["input"], _expected_values(e), _used_instead(spec, tuple(e["loc"])))
                 for e in set_aside]
     off_list += _unlisted_descriptive_values(spec)
@@ -117,14 +119,6 @@ def _problem(error: Any, raw: RawDefinition) -> Problem:
     if kind == "missing":
         message = "required field is missing"
         hint = f"add '{loc[-1]}: ...'" + (" at the top of the frontmatter" if len(loc) == 1 else "")
-    elif kind == "extra_forbidden":
-        message = f"unknown field {loc[-1]!r}"
-        known = known_fields(loc[:-1])
-        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else f"known fields here: {', '.join(known)}"
-    elif kind == "enum":
-        expected = f"one of {error['ctx']['expected']}"
-        message = f"{error['input']!r} is not allowed"
     elif kind == "string_pattern_mismatch":
         expected = f"text matching {error['ctx']['pattern']}"
         message = f"{error['input']!r} has invalid characters"
