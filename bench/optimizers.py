@@ -190,10 +190,10 @@ SEARCH_CODE = ("study.py", "space.py", "pruning.py", "proposer.py")
 
 DSPY_CODE = ("compile/optimize/dspy_backend.py", "compile/optimize/metrics.py", "compile/optimize/labeled.py",
              "compile/optimize/target.py", "compile/optimize/judge.py", "providers/", "definition/", "signature.py",
-             "schema_types.py", "parts.py", "config.py", "errors.py", "runtime/project.py")
+             "schema_types.py", "parts.py", "config.py", "errors.py", "project.py")
 """What a DSPy row runs of rosetta (under src/rosetta/): loading the agent, its data and metric, the
-glue to DSPy and the embedded model's provider (which finds the weights through runtime/project.py,
-and takes only the answer cue from the renderer: that string counts, not render/prompt.py). Checked
+glue to DSPy and the embedded model's provider (which finds the weights through project.py; the
+answer cue it shares with the renderer lives in providers/kinds.py). Checked
 by tracing a smoke run of the row (``--limit 2``): every rosetta function it called lives in one of
 these files.
 DSPy formats its own prompts, so improving rosetta's renderer or search does not re-measure these
@@ -223,9 +223,7 @@ def fingerprint(args: argparse.Namespace, data: object, *, row: str) -> str:
     if row == "search":
         settings.update(max_calls=args.max_calls, trials=args.trials)
     if row == "dspy":
-        from rosetta.render.prompt import ANSWER_CUE
-
-        settings.update(dspy=version("dspy"), answer_cue=ANSWER_CUE)
+        settings.update(dspy=version("dspy"))
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -19,6 +19,19 @@ if os.environ.get("CI"):
 
 REPO = Path(__file__).resolve().parents[1]
 
+SLOW_FIXTURES = {"local_model", "local_model_cache", "pg_server"}
+"""Fixtures that start something heavy: the embedded model, a PostgreSQL server."""
+SLOW_MODULES = {"test_notebooks.py", "test_html_report.py", "test_local_model.py", "test_local_run.py",
+                "test_verify_local.py", "test_optimize_postgres.py"}
+"""Modules that drive the embedded model, a notebook kernel, Chromium or PostgreSQL throughout."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark what is slow, so that `./dev test -m "not slow"` runs in a few minutes."""
+    for item in items:
+        if item.path.name in SLOW_MODULES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 PORTABLE = """\
 ---
 name: {name}

@@ -81,14 +81,10 @@ class Signature(BaseModel):
     def to_dspy(self) -> Any:
         """A real ``dspy.Signature`` subclass with typed input and output fields.
 
-        Also registers the ``local/`` provider with litellm, so ``dspy.LM("local/gemma-3-270m")``
-        runs it offline.
+        To run it on the embedded model (``dspy.LM("local/gemma-3-270m")``), register the ``local/``
+        provider with litellm first: ``rosetta.providers.local_llm.register()``.
         """
         import dspy
-
-        from rosetta.providers.local_llm import register
-
-        register()
 
         fields: dict[str, tuple[Any, Any]] = {}
         for field in self.inputs:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rosetta.compile.artifact import parse_artifact, read_header
+from rosetta.store.artifact import parse_artifact, read_header
 from rosetta.compile.compiler import CompileOptions, Status, compile_paths
 from rosetta.providers.adapter import load_adapters
 

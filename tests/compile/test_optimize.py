@@ -15,7 +15,7 @@ import pytest
 import scripted_model
 from scripted_model import RULEBOOK, write_toy_project
 
-from rosetta.compile.artifact import parse_artifact
+from rosetta.store.artifact import parse_artifact
 from rosetta.compile.optimize.study import SearchSettings
 from rosetta.compile.optimize.target import OptimizeRequest, evaluate, load_context, optimize, score_differences
 from rosetta.config import load_settings
@@ -472,9 +472,10 @@ def test_the_rubric_judge_reserves_its_answer_and_its_validation_retries(toy: Pa
     from conftest import REPO
 
     from rosetta.compile.optimize.judge import RubricJudge
+    from rosetta.runtime.agent import judge_reviewer
 
     shutil.copy(REPO / "signatures/rubric-reviewer.md", toy / "signatures/rubric-reviewer.md")
-    judge = RubricJudge(toy, "scripted/judge")
+    judge = judge_reviewer(toy, "scripted/judge", kind=RubricJudge)
     assert judge.agent().explain("scripted/judge").prompt.model_class == "open"
     assert judge.worst_case_calls() == 3  # an open model's answer gets two corrective retries
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rosetta.compile.artifact import parse_artifact
+from rosetta.store.artifact import parse_artifact
 from rosetta.definition import load_definition
 from rosetta.definition.models import FallbackBehavior, ReasoningStrategy
 from rosetta.errors import DefinitionError

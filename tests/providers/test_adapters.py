@@ -2,32 +2,36 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+import yaml
 
 from rosetta.errors import ConfigError
-from rosetta.providers.adapter import Delimiter, StructuredOutput, SystemPlacement, load_adapters
+from rosetta.providers.adapter import BUNDLED, Delimiter, load_adapters
 
 
-def test_bundled_adapters_encode_the_provider_differences():
-    adapters = load_adapters()
-    assert set(adapters) == {"anthropic", "openai", "google", "open-source"}
-    assert adapters["anthropic"].delimiter is Delimiter.XML
-    assert adapters["anthropic"].system_prompt is SystemPlacement.SEPARATE
-    assert adapters["anthropic"].structured_output is StructuredOutput.FORCED_TOOL
-    assert adapters["openai"].structured_output is StructuredOutput.JSON_SCHEMA_STRICT
-    assert adapters["google"].structured_output is StructuredOutput.RESPONSE_SCHEMA
-    assert adapters["open-source"].delimiter is Delimiter.LABEL
-    assert adapters["open-source"].section_order[:3] == ["role", "constraints", "context"]
-    assert adapters["open-source"].reasoning["open"] == "inject"
-    assert all(len(a.sha256) == 64 for a in adapters.values())
+@pytest.mark.parametrize("name", BUNDLED)
+def test_each_bundled_adapter_is_its_file(name):
+    """The loaded adapter holds exactly what its YAML file says (defaults only where it is silent)."""
+    adapter = load_adapters()[name]
+    written = yaml.safe_load(Path(adapter.path).read_text(encoding="utf-8"))
+    loaded = adapter.model_dump(mode="json")
+    assert {key: loaded[key] for key in written} == written
+    assert len(adapter.sha256) == 64
+
+
+def test_the_four_adapters_differ_where_providers_differ():
+    adapters = load_adapters().values()
+    for aspect in ("delimiter", "structured_output", "section_order"):
+        values = {json.dumps(getattr(a, aspect), default=str) for a in adapters}
+        assert len(values) > 1, f"every bundled adapter has the same {aspect}"
 
 
 def test_user_directory_overrides_and_adds(tmp_path):
     bundled = load_adapters()["openai"]
-    text = bundled.model_dump_json()
-    import json
-
-    data = json.loads(text)
+    data = json.loads(bundled.model_dump_json())
     data["delimiter"] = "xml"
     (tmp_path / "openai.yaml").write_text(json.dumps(data))
     data["name"] = "my-gateway"

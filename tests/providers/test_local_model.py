@@ -373,11 +373,13 @@ def test_registering_keeps_other_providers_and_does_not_load_llama_cpp():
 
 
 
-def test_to_dspy_registers_the_local_provider_in_a_fresh_process():
+def test_register_gives_dspy_the_local_provider_in_a_fresh_process():
     script = (
         "import litellm, rosetta\n"
+        "from rosetta.providers.local_llm import register\n"
         "from rosetta.signature import lower\n"
         f"lower(rosetta.load_definition({str(REPO / 'signatures' / 'vuln-triage.md')!r})).to_dspy()\n"
+        "register()\n"
         "print(litellm.get_llm_provider('local/gemma-3-270m')[1],"
         " litellm.supports_response_schema(model='local/gemma-3-270m', custom_llm_provider='local'))\n"
     )

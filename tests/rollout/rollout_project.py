@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rosetta.compile.artifact import read_header
+from rosetta.store.artifact import read_header
 from rosetta.compile.compiler import CompileOptions, compile_paths
 from rosetta.providers.adapter import load_adapters
 from rosetta.rollout.outcomes import append_line

@@ -8,13 +8,13 @@ import pytest
 
 from rollout_project import MODEL, Versions, artifact_of, compile_agent, log_arm, version_of, versions  # noqa: F401
 from rosetta.errors import RolloutError, UsageError
-from rosetta.rollout.config import Experiment, Rollout, read_rollout
+from rosetta.store.pins import Experiment, Rollout, read_rollout
 from rosetta.rollout.outcomes import read_outcomes
 from rosetta.rollout.promotion import NO_DIFFERENCE, PROMOTE, TOO_FEW, UNTESTABLE, WORSE, decide, promote, \
     start_experiment, stop
 from rosetta.rollout.report import build_report
 from rosetta.rollout.stats import two_proportion_z, welch_t
-from rosetta.rollout.versions import rollout_path
+from rosetta.store.versions import rollout_path
 
 AGENT = "vuln-triage"
 

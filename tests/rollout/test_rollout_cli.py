@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from rollout_project import MODEL, log_arm, versions  # noqa: F401  (a fixture)
-from rosetta.rollout.config import Rollout, read_rollout
+from rosetta.store.pins import Rollout, read_rollout
 from rosetta.rollout.outcomes import default_path
-from rosetta.rollout.versions import rollout_path
+from rosetta.store.versions import rollout_path
 
 AGENT = "vuln-triage"
 
@@ -159,8 +159,8 @@ def test_promote_and_stop_by_hand(cli, versions):
 def test_versions_shows_an_optimized_versions_scores(cli, versions):
     from dataclasses import replace
 
-    from rosetta.compile.artifact import dump_artifact, parse_artifact
-    from rosetta.compile.compiler import publish
+    from rosetta.store.artifact import dump_artifact, parse_artifact
+    from rosetta.store.publish import publish
 
     plain = parse_artifact(versions.artifact.read_text(), path=str(versions.artifact))
     optimized = replace(plain, provenance=replace(plain.provenance, optimizer={"name": "rosetta"},

@@ -11,8 +11,8 @@ import pytest
 
 from rollout_project import GOOD, MODEL, REPORT, versions  # noqa: F401  (a fixture)
 from rosetta.errors import RolloutError
-from rosetta.rollout.routing import assign
-from rosetta.rollout.versions import versions_dir
+from rosetta.store.routing import assign
+from rosetta.store.versions import versions_dir
 from rosetta.runtime.agent import load
 
 OLD_TEXT, NEW_TEXT = "precise and neutral", "calm"

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from rosetta.rollout.config import Experiment
-from rosetta.rollout.routing import CONTROL, TREATMENT, Route, assign, bucket
+from rosetta.store.pins import Experiment
+from rosetta.store.routing import CONTROL, TREATMENT, Route, assign, bucket
 
 USERS = [f"user-{n}" for n in range(100_000)]
 
@@ -57,7 +57,7 @@ def test_experiments_assign_independently():
 
 
 def test_assignment_is_the_same_in_another_process():
-    code = ("from rosetta.rollout.routing import assign; "
+    code = ("from rosetta.store.routing import assign; "
             "print(''.join('t' if assign('exp-1', f'user-{n}', 0.2) == 'treatment' else 'c' for n in range(2000)))")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)

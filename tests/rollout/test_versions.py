@@ -7,9 +7,9 @@ import os
 import pytest
 
 from rollout_project import MODEL, artifact_of, compile_agent, edit_definition, version_of, versions  # noqa: F401
-from rosetta.compile.artifact import parse_artifact, read_header
+from rosetta.store.artifact import parse_artifact, read_header
 from rosetta.errors import RolloutError
-from rosetta.rollout.versions import list_versions, load_version, resolve_id, versions_dir
+from rosetta.store.versions import list_versions, load_version, resolve_id, versions_dir
 from rosetta.runtime.agent import load
 
 
@@ -91,8 +91,8 @@ def test_loading_a_version_checks_its_seal_and_identity(versions):
 def test_an_optimized_artifact_published_as_the_optimizer_does_keeps_the_plain_one(versions):
     from dataclasses import replace
 
-    from rosetta.compile.artifact import dump_artifact
-    from rosetta.compile.compiler import publish
+    from rosetta.store.artifact import dump_artifact
+    from rosetta.store.publish import publish
 
     plain = parse_artifact(versions.artifact.read_text(), path=str(versions.artifact))
     optimized = replace(plain, provenance=replace(plain.provenance, optimizer={"name": "rosetta"},

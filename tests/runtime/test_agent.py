@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from rosetta.compile.artifact import ArtifactError
+from rosetta.store.artifact import ArtifactError
 from rosetta.compile.compiler import CompileOptions, compile_paths
 from rosetta.errors import UsageError
 from rosetta.providers.adapter import load_adapters
@@ -127,7 +127,7 @@ def test_choosing_a_compiled_prompt_imports_nothing_heavy(compiled):
 
 def test_runtime_dirs_agree_with_settings(tree, monkeypatch):
     from rosetta.config import load_settings
-    from rosetta.runtime.project import project_dirs
+    from rosetta.project import project_dirs
 
     (tree / "pyproject.toml").write_text("[tool.rosetta]\nsignatures_dir = 'agents'\nstrict = true\n"
                                          "[tool.rosetta.local_models]\ntiny = 'models/tiny.gguf'\n")

@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO
 
 import rosetta
-from rosetta.compile.artifact import read_header
+from rosetta.store.artifact import read_header
 from rosetta.providers.local_llm import completion_prompt
 
 REPORTS = [

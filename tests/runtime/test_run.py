@@ -48,7 +48,7 @@ def test_rate_limit_honours_retry_after(agent):
         result = run(agent, server)
     assert [a.outcome for a in result.attempts] == ["transient", "ok"]
     gap = server.requests[1]["time"] - server.requests[0]["time"]
-    assert 0.3 <= gap < 0.9 and result.attempts[1].waited_s == pytest.approx(0.3)
+    assert gap >= 0.3 and result.attempts[1].waited_s == pytest.approx(0.3)  # the recorded wait, not the clock
 
 
 def test_server_errors_back_off_exponentially(agent):

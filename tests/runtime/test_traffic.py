@@ -9,8 +9,8 @@ import threading
 import time
 
 import pytest
-
 from fault_server import FaultServer
+
 from rosetta.errors import ConfigError
 from rosetta.runtime.agent import load
 from rosetta.runtime.health import HealthPolicy, ProviderHealth
@@ -198,7 +198,7 @@ def test_hard_errors_do_not_count_against_health(agent):
 
 def test_project_limits_and_health_are_read_like_settings(tree, monkeypatch):
     from rosetta.config import load_settings
-    from rosetta.runtime.project import project_dirs
+    from rosetta.project import project_dirs
 
     (tree / "pyproject.toml").write_text(
         "[tool.rosetta.rate_limits]\nopenai = {requests_per_minute = 500, tokens_per_minute = 30000}\n"
@@ -223,9 +223,27 @@ def test_project_limits_and_health_are_read_like_settings(tree, monkeypatch):
     ("[tool.rosetta.health]\ncooldown = 5\n", "unknown health setting"),
 ])
 def test_bad_traffic_settings_are_clear_errors(tree, toml, message):
-    from rosetta.runtime.project import project_dirs
+    from rosetta.project import project_dirs
 
     (tree / "pyproject.toml").write_text(toml)
     with pytest.raises(ConfigError) as caught:
         project_dirs(tree)
     assert message in str(caught.value)
+
+
+def test_two_projects_in_one_process_keep_their_own_limits_and_health(tmp_path):
+    from conftest import make_project
+
+    strict_project = make_project(tmp_path / "a")
+    (strict_project / "pyproject.toml").write_text(
+        "[tool.rosetta.rate_limits]\nopenai = {requests_per_minute = 1}\n[tool.rosetta.health]\ncooldown_s = 999\n")
+    relaxed_project = make_project(tmp_path / "b")
+    first = load("vuln-triage", project=strict_project)
+    second = load("vuln-triage", project=relaxed_project)
+    assert first.traffic.limiter.limits == {"openai": Limit(1, None)} and first.traffic.health.policy.cooldown_s == 999
+    assert second.traffic.limiter.limits == {} and second.traffic.health.policy == HealthPolicy()
+    assert load("advisory-extractor", project=strict_project).traffic is first.traffic  # one project, one budget
+    endpoint = credential_key({"model": "openai/gpt-4o", "api_key": "sk-test-not-a-real-key"})
+    for _ in range(HealthPolicy().min_calls):
+        first.traffic.health.record(endpoint, failed=True)
+    assert first.traffic.health.cooling(endpoint) > 900 and second.traffic.health.cooling(endpoint) == 0.0

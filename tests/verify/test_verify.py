@@ -123,12 +123,13 @@ def test_identity_is_judged_when_the_prompt_does_not_state_it_word_for_word(tmp_
     from dataclasses import replace
 
     from rosetta.runtime.agent import load
-    from rosetta.runtime.review import Reviewer
+    from rosetta.runtime.agent import judge_reviewer
     from rosetta.verify.runner import _AgentContext
 
     root = make_project(tmp_path)
     agent = load("toy-sorter", project=root)
-    context = _AgentContext(None, None, agent, [], [], Reviewer(root, "scripted/judge"), None, load_settings(root))
+    context = _AgentContext(None, None, agent, [], [], judge_reviewer(root, "scripted/judge"), None,
+                            load_settings(root))
     context.definition = type("D", (), {"spec": agent.spec})()
     prompt = agent.prompt_for("scripted/toy")
     assert context.identity_check(prompt).status == "pass"

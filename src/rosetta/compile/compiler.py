@@ -19,13 +19,20 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.__about__ import __version__
-from rosetta.compile.artifact import (FORMAT, Artifact, Provenance, artifact_path, dump_artifact, inputs_digest,
-                                      read_header)
-from rosetta.compile.index import INDEX_NAME, IndexEntry, dump_index, files_digest, read_index
 from rosetta.errors import DefinitionError, RosettaError
+from rosetta.store.artifact import (
+    FORMAT,
+    Artifact,
+    Provenance,
+    artifact_path,
+    dump_artifact,
+    inputs_digest,
+    read_header,
+)
+from rosetta.store.index import IndexEntry, files_digest, read_index
+from rosetta.store.publish import publish, save_index
 
 COMPILER_VERSION = f"{__version__}+format{FORMAT}"
-LOCK_NAME = ".rosetta.lock"
 
 
 class Status(StrEnum):
@@ -120,7 +127,7 @@ def compile_paths(paths: Iterable[str | os.PathLike[str]], options: CompileOptio
         if entry is not None:
             index[relative_to(file, options.root)] = entry
     if pending and not options.check:
-        _save_index(index, options)
+        save_index(options.out, index, COMPILER_VERSION)
     return CompileReport([result for position in range(len(found)) for result in settled[position]])
 
 
@@ -128,17 +135,6 @@ def _defaults(options: CompileOptions) -> tuple[str, ...]:
     from rosetta.providers.catalog import load_catalog
 
     return options.default_models or load_catalog().default_targets
-
-
-def _save_index(index: dict[str, IndexEntry], options: CompileOptions) -> None:
-    from filelock import FileLock
-
-    from rosetta.fileio import write_atomic
-
-    options.out.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(options.out / LOCK_NAME)):
-        current = read_index(options.out, COMPILER_VERSION)  # keep what concurrent compiles recorded
-        write_atomic(options.out / INDEX_NAME, dump_index({**current, **index}, COMPILER_VERSION))
 
 
 @lru_cache(maxsize=256)
@@ -243,27 +239,6 @@ def _current_status(path: Path, inputs_sha: str) -> Status:
     if not header.intact:
         return Status.INVALID
     return Status.UP_TO_DATE if header.inputs_sha256 == inputs_sha else Status.STALE
-
-
-def publish(path: Path, text: str, out: Path, *, replace: Any = lambda: True) -> None:
-    """Write an artifact atomically under the output tree's lock; ``replace()`` (asked under the
-    lock) may decline when another process wrote an identical artifact meanwhile.
-
-    The artifact it replaces, when its content differs, is kept as a version beside it
-    (:func:`rosetta.rollout.versions.retain`): rollouts pin versions, and A/B tests need both."""
-    from filelock import FileLock
-
-    from rosetta.fileio import write_temporary
-    from rosetta.rollout.versions import retain
-
-    staged = write_temporary(path, text)  # the slow part (fsync) happens unlocked
-    try:
-        with FileLock(str(out / LOCK_NAME)):
-            if replace():
-                retain(path, text)
-                os.replace(staged, path)
-    finally:
-        staged.unlink(missing_ok=True)
 
 
 def _build(file: Path, signature: Any, model: Any, adapter: Any, path: Path, inputs_sha: str, source_sha: str,

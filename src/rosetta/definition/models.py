@@ -16,6 +16,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from rosetta.definition.input_rules import InputRule
+from rosetta.definition.spec_base import SpecSection
+from rosetta.definition.vocabulary import (
+    AgentFormat,
+    BodyFormat,
+    CognitiveMode,
+    FallbackBehavior,
+    Feature,
+    OutputLevel,
+    RCCFRole,
+    ReasoningStrategy,
+)
+
 PROVIDER_API_PARAMS = (
     "response_format",
     "tool_choice",
@@ -32,76 +45,7 @@ DEFAULT_INPUT = "request"
 """The single text input of an agent that declares none."""
 
 
-class _Spec(BaseModel):
-    """Base for nested spec sections: immutable; unknown keys are kept (``model_extra``) for lint
-    to report and compile to carry, because teams extend the schema with fields of their own."""
-
-    model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True)
-
-
-class CognitiveMode(StrEnum):
-    """How the agent approaches problems (the known values; others are kept as written)."""
-
-    DIVERGENT = "divergent"
-    CONVERGENT = "convergent"
-    INTEGRATIVE = "integrative"
-    SYSTEMATIC = "systematic"
-    STRATEGIC = "strategic"
-    FORENSIC = "forensic"
-
-
-class Feature(StrEnum):
-    """Provider features an agent can depend on."""
-
-    TOOL_USE = "tool_use"
-    STRUCTURED_OUTPUT = "structured_output"
-    VISION = "vision"
-    STREAMING = "streaming"
-
-
-class FallbackBehavior(StrEnum):
-    """What to do when the model's answer fails validation."""
-
-    WARN_AND_RETRY = "warn_and_retry"
-    WARN_AND_HALT = "warn_and_halt"
-    ESCALATE_TO_USER = "escalate_to_user"
-
-
-class OutputLevel(StrEnum):
-    """Audience levels: L0 executive, L1 lead, L2 practitioner (the known values; others are kept)."""
-
-    L0 = "L0"
-    L1 = "L1"
-    L2 = "L2"
-
-
-class ReasoningStrategy(StrEnum):
-    """Who decides about chain-of-thought instructions."""
-
-    ADAPTIVE = "adaptive"
-    EXPLICIT_COT = "explicit_cot"
-    NONE = "none"
-
-
-class BodyFormat(StrEnum):
-    """How the body below the frontmatter is structured."""
-
-    XML = "xml"
-    MARKDOWN = "markdown"
-    RCCF = "rccf"
-
-
-class RCCFRole(StrEnum):
-    """The part of an RCCF prompt (Role, Context, Constraints, Format) a body section plays."""
-
-    ROLE = "role"
-    CONTEXT = "context"
-    CONSTRAINTS = "constraints"
-    FORMAT = "format"
-    OTHER = "other"
-
-
-class Identity(_Spec):
+class Identity(SpecSection):
     """Who the agent is."""
 
     role: str | None = None
@@ -113,7 +57,7 @@ class Identity(_Spec):
     forensic, or a mode of your own (rendered as written)."""
 
 
-class Persona(_Spec):
+class Persona(SpecSection):
     """How the agent speaks."""
 
     tone: str | None = None
@@ -124,7 +68,7 @@ class Persona(_Spec):
     """Target audience: L0, L1, L2 or adaptive."""
 
 
-class Capabilities(_Spec):
+class Capabilities(SpecSection):
     """What the agent may do and what it needs from a provider."""
 
     allowed_tools: list[str] = []
@@ -137,75 +81,7 @@ class Capabilities(_Spec):
     """Provider features the agent depends on (tool_use, structured_output, vision, streaming)."""
 
 
-_REGEX_SYNTAX = re.compile(r"[\\^$\[\]{}*+?|]")
-"""Marks a short-shape value as a regular expression; a sentence without them is a precondition
-(parentheses alone do not count: prose has them too)."""
-_TARGET_SUFFIXES = ("_format", "_pattern", "_regex", "_validation")
-
-
-class InputRule(_Spec):
-    """One ``guardrails.input_validation`` entry, in any of the shapes the ADR allows:
-    ``{field, pattern, reject, message}``, the short ``{rule_name: regex}``, and non-regex
-    preconditions (``{roe_authorized: true}``, ``{scope: "signed off by the client"}``).
-
-    Every shape loads and is kept; :meth:`unenforced` says why rosetta cannot check one."""
-
-    field: str | None = None
-    """Input name the rule applies to; omit for every text input."""
-    pattern: str | None = None
-    """The input must match this expression (re.search)."""
-    reject: str | None = None
-    """The input must not match this expression (re.search)."""
-    message: str | None = None
-    """What to tell the caller when the rule fails."""
-    rule: str | None = None
-    """The rule's name in the short ``{rule_name: value}`` shape."""
-    precondition: Any = None
-    """A non-regex value in the short shape (a boolean, a number, a sentence): kept, not enforced."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _accept_short_shapes(cls, data: Any) -> Any:
-        if isinstance(data, dict) and len(data) == 1:
-            (key, value), = data.items()
-            if key not in cls.model_fields:
-                is_regex = isinstance(value, str) and (_REGEX_SYNTAX.search(value) or not value.split()[1:])
-                return {"rule": key, "pattern": value} if is_regex else {"rule": key, "precondition": value}
-        return data
-
-    @model_validator(mode="after")
-    def _check_expressions(self) -> InputRule:
-        for expression in (self.pattern, self.reject):
-            if expression is not None:
-                try:
-                    re.compile(expression)
-                except re.error as exc:
-                    raise ValueError(f"invalid regular expression {expression!r}: {exc}") from None
-        return self
-
-    def target(self, inputs: tuple[str, ...]) -> str | None:
-        """The declared input this rule checks; None when it checks every text input (no field,
-        no rule name) or names no declared input (see :meth:`unenforced`)."""
-        if self.field is not None:
-            return self.field if self.field in inputs else None
-        if self.rule is None:
-            return None
-        candidates = [self.rule] + [self.rule.removesuffix(s) for s in _TARGET_SUFFIXES if self.rule.endswith(s)]
-        return next((name for name in candidates if name in inputs), None)
-
-    def unenforced(self, inputs: tuple[str, ...]) -> str | None:
-        """Why rosetta cannot check this rule before a call, or None when it does."""
-        if self.precondition is not None:
-            return f"{self.precondition!r} is a precondition, not a regular expression"
-        if self.pattern is None and self.reject is None:
-            return "it has neither 'pattern' nor 'reject'"
-        named = self.field if self.field is not None else self.rule
-        if named is not None and self.target(inputs) is None:
-            return f"{named!r} is not a declared input (inputs: {', '.join(inputs)})"
-        return None
-
-
-class Guardrails(_Spec):
+class Guardrails(SpecSection):
     """Checks applied around every model call, the same on every provider."""
 
     input_validation: list[InputRule] = []
@@ -216,7 +92,7 @@ class Guardrails(_Spec):
     """What to do when output stays invalid after retries."""
 
 
-class Tool(_Spec):
+class Tool(SpecSection):
     """A function the agent can call; parameters are JSON Schema."""
 
     name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -229,7 +105,7 @@ class Tool(_Spec):
     """Required argument names, in addition to any `required` inside `parameters`."""
 
 
-class Output(_Spec):
+class Output(SpecSection):
     """What the agent produces."""
 
     model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
@@ -247,7 +123,7 @@ class Output(_Spec):
     """Output levels to produce: L0, L1, L2, or levels of your own (rendered as written)."""
 
 
-class CountRange(_Spec):
+class CountRange(SpecSection):
     """How many few-shot demos a renderer may pick."""
 
     min: int = Field(default=1, ge=0)
@@ -262,7 +138,7 @@ class CountRange(_Spec):
         return self
 
 
-class FewShot(_Spec):
+class FewShot(SpecSection):
     """Few-shot demonstrations."""
 
     enabled: bool = False
@@ -273,7 +149,7 @@ class FewShot(_Spec):
     """How many demos the renderer may pick per model."""
 
 
-class InputSpec(_Spec):
+class InputSpec(SpecSection):
     """One named input the agent receives at run time (a placeholder in the user message)."""
 
     type: Literal["string", "integer", "number", "boolean", "object", "array"] = "string"
@@ -284,7 +160,7 @@ class InputSpec(_Spec):
     """Whether every call must supply it."""
 
 
-class GenerationParams(_Spec):
+class GenerationParams(SpecSection):
     """What the definition asks of the model; rendering clamps it to the model's limits."""
 
     temperature: float | None = Field(default=None, ge=0, le=2)
@@ -301,7 +177,7 @@ class GenerationParams(_Spec):
     """Sampling seed where the provider supports one."""
 
 
-class Portability(_Spec):
+class Portability(SpecSection):
     """Opt-in settings for multi-provider use."""
 
     enabled: bool = False
@@ -320,7 +196,7 @@ class Portability(_Spec):
     """Overrides of the heading → RCCF role mapping, e.g. {"House rules": constraints}."""
 
 
-class WeightedCriterion(_Spec):
+class WeightedCriterion(SpecSection):
     """A rubric criterion that counts more (or less) than the others."""
 
     criterion: str = Field(min_length=1)
@@ -329,7 +205,7 @@ class WeightedCriterion(_Spec):
     """Its weight in the rubric score."""
 
 
-class Evaluation(_Spec):
+class Evaluation(SpecSection):
     """How answers are scored against labeled examples (`rosetta compile --optimize`, `rosetta evaluate`)."""
 
     metric: str | None = None
@@ -424,15 +300,6 @@ def _unknown_fields(model: BaseModel, path: tuple[str | int, ...]) -> Any:
         for key, item in items:
             if isinstance(item, BaseModel):
                 yield from _unknown_fields(item, (*here, key))
-
-
-class AgentFormat(StrEnum):
-    """The on-disk shape a definition was read from."""
-
-    PORTABLE = "portable"
-    CLAUDE_CODE = "claude_code"
-    PAIR = "pair"
-    LEGACY_XML = "legacy_xml"
 
 
 class Section(BaseModel):

@@ -1,6 +1,7 @@
 """Static portability lint: rules PV-001…PV-010 (and rosetta's RS rules) over loaded definitions."""
 
-from rosetta.lint.registry import RULES, Finding, Hit, Rule, Severity, lint_definition, rule
+from rosetta.lint.engine import lint_definition
+from rosetta.lint.registry import RULES, Finding, Hit, Rule, Severity, rule
 from rosetta.lint.report import FileReport, ValidationReport, build_report, to_json, to_sarif
 
 __all__ = [

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from rosetta.definition.models import AgentDefinition
-from rosetta.definition.yaml_source import FieldPath, format_path
+from rosetta.definition.yaml_source import FieldPath
 
 
 class Severity(StrEnum):
@@ -79,37 +79,3 @@ def rule(id: str, title: str, *, criterion: str, remediation: str, portability: 
         return check
 
     return register
-
-
-def lint_definition(definition: AgentDefinition) -> list[Finding]:
-    """Run every rule on one loaded definition; findings sorted by file and line."""
-    from rosetta.lint import checks  # noqa: F401  (registers the rules)
-
-    findings = []
-    for registered in RULES.values():
-        for hit in registered.check(definition):
-            findings.append(_finding(registered, hit, definition))
-    findings.sort(key=lambda f: (f.file, f.line or 0, f.id))
-    return findings
-
-
-def _finding(registered: Rule, hit: Hit, definition: AgentDefinition) -> Finding:
-    severity = hit.severity or registered.severity
-    if hit.severity is None and registered.portability and not definition.portable:
-        severity = Severity.INFO
-    if hit.body_line is not None:
-        file, line, column = definition.source.body_path, definition.source.body_line + hit.body_line, None
-    elif hit.field is not None:
-        file, line, column = definition.locate(*hit.field)
-    else:
-        file, line, column = definition.source.path, None, None
-    return Finding(
-        id=registered.id,
-        severity=severity,
-        message=hit.message,
-        file=file,
-        line=line,
-        column=column,
-        field=format_path(hit.field) if hit.field else None,
-        remediation=hit.remediation or registered.remediation,
-    )

@@ -16,8 +16,9 @@ from typing import Any
 from rosetta.__about__ import __version__
 from rosetta.definition.loader import LoadResult, discover_many, load_definition, project_roots
 from rosetta.errors import DefinitionError
+from rosetta.lint.engine import lint_definition
 from rosetta.lint.metaschema import metaschema_errors
-from rosetta.lint.registry import RULES, Finding, Severity, lint_definition
+from rosetta.lint.registry import RULES, Finding, Severity
 
 LOAD_RULE_ID = "RS-000"
 LOAD_RULE = {
@@ -196,8 +197,6 @@ def _location(path: str, line: int | None, column: int | None, base: Path) -> di
 
 def to_sarif(report: ValidationReport, *, base: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """A SARIF 2.1.0 log; paths are relative to ``base`` (default: the working directory)."""
-    from rosetta.lint import checks  # noqa: F401  (registers the rules)
-
     root = Path(base or Path.cwd()).resolve()
     descriptors = [LOAD_RULE] + [
         {"id": r.id, "title": r.title, "criterion": r.criterion, "remediation": r.remediation}

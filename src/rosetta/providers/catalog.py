@@ -16,11 +16,10 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-
 from rosetta.definition.yaml_source import parse_yaml
 from rosetta.errors import Problem, UsageError
 from rosetta.providers.kinds import ModelClass, StructuredOutput
-from rosetta.providers.litellm_offline import import_litellm
+from rosetta.providers.model_map import offline_litellm
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +161,7 @@ def resolve_model(name: str) -> CatalogModel:
 
 def _from_litellm(name: str, adapters: dict[str, Any] | None) -> CatalogModel | None:
     """A catalog entry for a model outside our catalog, from litellm's offline model map."""
-    litellm = import_litellm()
+    litellm = offline_litellm()
     route = OLLAMA_CHAT_PREFIX + name[len(OLLAMA_PREFIX):] if name.lower().startswith(OLLAMA_PREFIX) else name
     try:
         _, provider, _, _ = litellm.get_llm_provider(route)

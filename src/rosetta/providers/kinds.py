@@ -8,6 +8,10 @@ from typing import Literal
 
 ModelClass = Literal["frontier", "mid", "open"]
 
+ANSWER_CUE = "Answer:"
+"""Where a completion-style prompt stops: the base model continues with the answer (the renderer
+ends such prompts with it; the local provider adds it to chat messages it turns into one text)."""
+
 
 class SystemPlacement(StrEnum):
     """Where the system prompt goes."""

@@ -1,33 +1,17 @@
-"""The one way rosetta imports litellm: configured never to reach the network on its own.
-
-litellm downloads its model cost map at import (unless ``LITELLM_LOCAL_MODEL_COST_MAP``), the
-Anthropic beta-header table on the first Anthropic call (unless
-``LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS``), and a Hugging Face tokenizer when counting tokens for
-llama-style names (unless ``disable_hf_tokenizer_download``). rosetta runs offline by default, so
-every import goes through :func:`import_litellm`; a user's explicit environment settings win.
-"""
+"""The one way rosetta imports litellm for calls: offline (see :mod:`rosetta.providers.model_map`),
+with the embedded ``local/`` provider registered."""
 
 from __future__ import annotations
 
-import os
 from types import ModuleType
-
-OFFLINE_ENVIRONMENT = {
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS": "True",
-}
 
 
 def import_litellm() -> ModuleType:
-    """litellm (≈3 s and 170 MB the first time), set up to use only its bundled data."""
-    for name, value in OFFLINE_ENVIRONMENT.items():
-        os.environ.setdefault(name, value)
-    import litellm
-
-    litellm.disable_hf_tokenizer_download = True
-    litellm.suppress_debug_info = True  # no "Give Feedback" banners on every error
-    # the local/ provider: cheap to register, llama.cpp loads on the first local call
+    """litellm, offline, with ``local/`` models served in-process (cheap to register: llama.cpp
+    loads on the first local call)."""
     from rosetta.providers.local_llm import install
+    from rosetta.providers.model_map import offline_litellm
 
-    install(litellm)
-    return litellm
+    module = offline_litellm()
+    install(module)
+    return module

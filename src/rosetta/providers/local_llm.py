@@ -50,18 +50,21 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from rosetta.providers.litellm_offline import OFFLINE_ENVIRONMENT
+from rosetta.providers.model_map import offline_litellm
 
-for _name, _value in OFFLINE_ENVIRONMENT.items():  # as import_litellm does, in case we are imported first
-    os.environ.setdefault(_name, _value)
+litellm = offline_litellm()  # the handler subclasses litellm's CustomLLM: litellm comes first, offline
+from litellm.llms.custom_llm import CustomLLM  # noqa: E402
+from litellm.types.utils import GenericStreamingChunk, ModelResponse  # noqa: E402
 
-import litellm  # after the offline environment
-from litellm.llms.custom_llm import CustomLLM
-from litellm.types.utils import GenericStreamingChunk, ModelResponse
-
-from rosetta.errors import Problem, RosettaError, UsageError
-from rosetta.providers.local_weights import INSTALL_HINT, LocalModel, catalog_models, prompt_style, resolve
-from rosetta.render.prompt import ANSWER_CUE
+from rosetta.errors import Problem, RosettaError, UsageError  # noqa: E402
+from rosetta.providers.kinds import ANSWER_CUE  # noqa: E402
+from rosetta.providers.local_weights import (  # noqa: E402
+    INSTALL_HINT,
+    LocalModel,
+    catalog_models,
+    prompt_style,
+    resolve,
+)
 
 PROVIDER = "local"
 CONTEXT_TOKENS = 8192
@@ -81,9 +84,7 @@ LOOP_PERIOD = 64
 
 def register() -> None:
     """Make ``litellm.completion(model="local/...")`` work in this process (idempotent, cheap)."""
-    from rosetta.providers.litellm_offline import import_litellm
-
-    import_litellm()  # installs the handler (see install)
+    install(offline_litellm())
 
 
 def install(module: ModuleType) -> None:

@@ -59,7 +59,7 @@ def resolve(name: str) -> LocalModel:
     catalog = _catalog_model(bare)
     if catalog is not None:
         return catalog
-    from rosetta.runtime.project import project_dirs
+    from rosetta.project import project_dirs
 
     configured = project_dirs().local_models
     if bare in configured:
@@ -104,7 +104,7 @@ def _catalog_model(bare: str) -> LocalModel | None:
 
 def _weights_file(weights: Weights) -> Path:
     """``<cache_dir>/models/<file>``, assembled if missing, always matching the pinned sha256."""
-    from rosetta.runtime.project import project_dirs
+    from rosetta.project import project_dirs
 
     target = project_dirs().cache_dir / "models" / weights.file
     if not target.exists():

@@ -16,13 +16,11 @@ from typing import Any, Literal
 
 from rosetta.errors import Problem, UsageError
 from rosetta.parts import Demo, InputField, ToolSpec
-from rosetta.providers.kinds import Delimiter, StructuredOutput, SystemPlacement, ToolEnvelope
+from rosetta.providers.kinds import ANSWER_CUE, Delimiter, StructuredOutput, SystemPlacement, ToolEnvelope
 from rosetta.render.nearest import input_text, nearest
 
 RESPOND_TOOL = "respond"
 """Name of the tool that carries the answer when structured output is a forced tool call."""
-ANSWER_CUE = "Answer:"
-"""Where a completion-style prompt stops: the base model continues with the answer."""
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 

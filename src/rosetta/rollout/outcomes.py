@@ -51,7 +51,7 @@ class Outcome:
 def default_path(agent: str, root: str | os.PathLike[str] | None = None) -> Path:
     """``<project root>/.rosetta/outcomes/<agent>.jsonl`` (the project holding the working directory)."""
     if root is None:
-        from rosetta.runtime.project import project_dirs
+        from rosetta.project import project_dirs
 
         root = project_dirs().root
     return Path(root) / ".rosetta" / "outcomes" / f"{agent}.jsonl"

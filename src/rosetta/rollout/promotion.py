@@ -10,19 +10,25 @@ lose each other's changes and a reader never sees half a file.
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rosetta.errors import Location, Problem, RolloutError, UsageError
-from rosetta.rollout.config import (LOWER_IS_BETTER, METRICS, Experiment, Rollout, default_test, dump_rollout,
-                                    make_experiment, read_rollout)
 from rosetta.rollout.stats import TestResult
-from rosetta.rollout.versions import list_versions, load_version, rollout_path, short_id
+from rosetta.store.pins import (
+    LOWER_IS_BETTER,
+    METRICS,
+    Experiment,
+    Rollout,
+    default_test,
+    make_experiment,
+    read_rollout,
+)
+from rosetta.store.publish import locked, write_pins
+from rosetta.store.versions import list_versions, load_version, rollout_path, short_id
 
 PROMOTE, TOO_FEW, NO_DIFFERENCE, WORSE, UNTESTABLE = "promote", "not enough samples", "no difference", "worse", \
     "untestable"
@@ -71,22 +77,6 @@ def _percent(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{100 * value:.1f}%"
 
 
-@contextlib.contextmanager
-def _locked(out: Path) -> Iterator[None]:
-    from filelock import FileLock
-
-    from rosetta.compile.compiler import LOCK_NAME
-
-    out.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(out / LOCK_NAME)):
-        yield
-
-
-def _write(artifact: Path, rollout: Rollout) -> None:
-    from rosetta.fileio import write_atomic
-
-    write_atomic(rollout_path(artifact), dump_rollout(rollout))
-
 
 def start_experiment(artifact: Path, out: Path, *, agent: str, model: str, treatment: str, share: float,
                      experiment_id: str | None = None, control: str | None = None, metric: str = "success",
@@ -97,7 +87,7 @@ def start_experiment(artifact: Path, out: Path, *, agent: str, model: str, treat
     Without a rollout file the active version is the compiled artifact, unless that is the
     treatment itself (it was just compiled): then the control is the version it replaced.
     """
-    with _locked(out):
+    with locked(out):
         current = read_rollout(rollout_path(artifact))
         if current is not None and current.experiment is not None:
             raise UsageError(Problem(f"experiment {current.experiment.id} is already running for {agent} on {model}",
@@ -118,7 +108,7 @@ def start_experiment(artifact: Path, out: Path, *, agent: str, model: str, treat
             "share": share, "metric": metric, "test": test or default_test(metric), "alpha": alpha,
             "min_samples": min_samples, "auto_promote": auto_promote})
         rollout = Rollout(base.content_sha256, experiment)
-        _write(artifact, rollout)
+        write_pins(artifact, rollout)
     return rollout
 
 
@@ -139,7 +129,7 @@ def promote(artifact: Path, out: Path, *, agent: str, model: str, version: str |
             experiment_id: str | None = None) -> Rollout:
     """Make the running experiment's treatment (or ``version``) the active version, ending the
     experiment. ``experiment_id``: promote only if that experiment is still the one running."""
-    with _locked(out):
+    with locked(out):
         current = read_rollout(rollout_path(artifact))
         if version is None:
             if current is None or current.experiment is None:
@@ -153,17 +143,17 @@ def promote(artifact: Path, out: Path, *, agent: str, model: str, version: str |
             version = current.experiment.treatment
         chosen, _ = load_version(artifact, version, agent=agent, model=model, field_name="--version")
         rollout = Rollout(chosen.content_sha256)
-        _write(artifact, rollout)
+        write_pins(artifact, rollout)
     return rollout
 
 
 def stop(artifact: Path, out: Path, *, agent: str, model: str) -> Rollout:
     """End the running experiment; the active version stays, the treatment goes back on the shelf.
     Returns the rollout as it was (with the experiment that ended)."""
-    with _locked(out):
+    with locked(out):
         current = read_rollout(rollout_path(artifact))
         if current is None or current.experiment is None:
             raise UsageError(Problem(f"no experiment is running for {agent} on {model}", field="--model",
                                      hint="`rosetta experiment report` shows what runs"))
-        _write(artifact, Rollout(current.active))
+        write_pins(artifact, Rollout(current.active))
     return current

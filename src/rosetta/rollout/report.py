@@ -7,11 +7,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from rosetta.rollout.config import METRICS, Experiment
 from rosetta.rollout.outcomes import Outcome
 from rosetta.rollout.promotion import Decision, decide
-from rosetta.rollout.routing import CONTROL, TREATMENT
 from rosetta.rollout.stats import TestResult, two_proportion_z, welch_t
+from rosetta.store.pins import METRICS, Experiment
+from rosetta.store.routing import CONTROL, TREATMENT
 
 ARMS = (CONTROL, TREATMENT)
 

@@ -52,28 +52,25 @@ class Conversation:
 
     def send(self, message: Mapping[str, Any] | str, *, complete: Any = None, **options: Any) -> Any:
         """Take one turn: ``message`` is the agent's inputs, or (after the first turn) free text too."""
-        inputs, chain, spec, messages = self._prepare(message)
+        inputs, chain, messages = self._prepare(message)
         self._record_prompt(chain[0], inputs, messages)
-        complete = complete or self.agent._litellm().completion
-        result = self.agent._run_chain(inputs, chain, spec, complete=complete, messages=messages,
-                                       user_id=self.user_id, **options)
+        result = self.agent.runner.run(inputs, chain, complete=complete, messages=messages, user_id=self.user_id,
+                                       **options)
         return self._commit(message, inputs, messages, result)
 
     async def asend(self, message: Mapping[str, Any] | str, *, acomplete: Any = None, **options: Any) -> Any:
         """:meth:`send` for asyncio."""
-        inputs, chain, spec, messages = self._prepare(message)
+        inputs, chain, messages = self._prepare(message)
         self._record_prompt(chain[0], inputs, messages)
-        acomplete = acomplete or self.agent._litellm().acompletion
-        result = await self.agent._arun_chain(inputs, chain, spec, acomplete=acomplete, messages=messages,
+        result = await self.agent.runner.arun(inputs, chain, acomplete=acomplete, messages=messages,
                                               user_id=self.user_id, **options)
         return self._commit(message, inputs, messages, result)
 
-    def _prepare(self, message: Mapping[str, Any] | str) -> tuple[dict, list[str], Any, list | None]:
+    def _prepare(self, message: Mapping[str, Any] | str) -> tuple[dict, list[str], list | None]:
         agent = self.agent
         if not self.pinned:
             inputs = self._first_inputs(message)
-            chain, spec = agent._start(inputs, self.model, self.fallbacks)
-            return inputs, chain, spec, None
+            return inputs, agent.runner.chain(inputs, self.model, self.fallbacks), None
         spec = agent.spec
         prompt = agent.prompt_for(self.model, user_id=self.user_id)
         if isinstance(message, str):
@@ -83,9 +80,9 @@ class Conversation:
                 check_message(spec.guardrails.input_validation, message, agent.name)
             text = message
         else:
-            agent._start(message, self.model, [])  # the input rules, before any token is spent
+            agent.runner.check_inputs(message)  # the input rules, before any token is spent
             text = prompt.user_message(message)
-        return {}, [self.model], spec, [*self.messages, {"role": "user", "content": text}]
+        return {}, [self.model], [*self.messages, {"role": "user", "content": text}]
 
     def _first_inputs(self, message: Mapping[str, Any] | str) -> dict[str, Any]:
         if not isinstance(message, str):

@@ -15,18 +15,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
-class HealthPolicy:
-    """Defaults tuned for outages, not bad luck: 30% transient errors (handled by retries) never
-    trip them — 16 failures in 20 calls at that rate has odds of about 1 in 180,000."""
-
-    window_s: float = 60.0
-    min_calls: int = 20
-    error_rate: float = 0.8
-    cooldown_s: float = 30.0
+from rosetta.project import HealthPolicy
 
 
 class ProviderHealth:
@@ -71,11 +61,3 @@ class ProviderHealth:
         with self._lock:
             self._outcomes.clear()
             self._cooling_until.clear()
-
-
-_shared = ProviderHealth()
-
-
-def shared_health() -> ProviderHealth:
-    """The process-wide health tracker every agent uses unless given another."""
-    return _shared

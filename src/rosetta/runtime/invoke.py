@@ -16,9 +16,15 @@ from typing import Any
 
 from rosetta.errors import Problem, RosettaError
 from rosetta.render.prompt import RenderedPrompt
+from rosetta.runtime.answers import (
+    Answer,
+    answer_text,
+    correction_message,
+    read_answer,
+    tool_calls,
+)
 from rosetta.runtime.health import ProviderHealth
 from rosetta.runtime.limits import RateLimiter, credential_key
-from rosetta.runtime.answers import Answer, answer_text, correction_message, read_answer, tool_calls
 from rosetta.runtime.tracing import annotate, span, usage_attributes
 
 log = logging.getLogger("rosetta.runtime")
@@ -232,6 +238,10 @@ def plan(
                   issues=answer.issues, state=provider_state(outcome), tool_calls=called)
 
 
+Steps = Generator[Call | Wait, Any, Any]
+"""A plan (or a chain of plans over several models): Call and Wait steps, then a return value."""
+
+
 def invoke(prompt: RenderedPrompt, inputs: Mapping[str, Any], *, complete: Callable[..., Any],
            sleep: Callable[[float], None] = time.sleep, **options: Any) -> Result:
     """Call ``prompt.model`` until it gives a valid answer or the retries run out (blocking).
@@ -240,7 +250,17 @@ def invoke(prompt: RenderedPrompt, inputs: Mapping[str, Any], *, complete: Calla
     :class:`ModelCallError` for hard errors, context overflow, or exhausted transient retries.
     ``options`` are those of :func:`plan`.
     """
-    steps = plan(prompt, inputs, **options)
+    return drive(plan(prompt, inputs, **options), complete=complete, sleep=sleep)
+
+
+async def ainvoke(prompt: RenderedPrompt, inputs: Mapping[str, Any], *, acomplete: Callable[..., Any],
+                  **options: Any) -> Result:
+    """:func:`invoke` for asyncio: the same plan driven by awaited calls and sleeps."""
+    return await adrive(plan(prompt, inputs, **options), acomplete=acomplete)
+
+
+def drive(steps: Steps, *, complete: Callable[..., Any], sleep: Callable[[float], None] = time.sleep) -> Any:
+    """Run ``steps`` with blocking calls and sleeps; return what the plan returns."""
     reply: Any = None
     try:
         while True:
@@ -250,21 +270,16 @@ def invoke(prompt: RenderedPrompt, inputs: Mapping[str, Any], *, complete: Calla
                 reply = None
                 continue
             with span("rosetta.llm_call", **_call_attributes(step)) as current:
-                try:
-                    reply = complete(**step.kwargs)
-                except Exception as error:  # litellm raises many classes; classify() sorts them
-                    reply = error
+                reply = _reply(complete, step)
                 _annotate_call(current, reply)
     except StopIteration as done:
         return done.value
 
 
-async def ainvoke(prompt: RenderedPrompt, inputs: Mapping[str, Any], *, acomplete: Callable[..., Any],
-                  **options: Any) -> Result:
-    """:func:`invoke` for asyncio: the same plan driven by awaited calls and sleeps."""
+async def adrive(steps: Steps, *, acomplete: Callable[..., Any]) -> Any:
+    """:func:`drive` for asyncio."""
     import asyncio
 
-    steps = plan(prompt, inputs, **options)
     reply: Any = None
     try:
         while True:
@@ -281,6 +296,54 @@ async def ainvoke(prompt: RenderedPrompt, inputs: Mapping[str, Any], *, acomplet
                 _annotate_call(current, reply)
     except StopIteration as done:
         return done.value
+
+
+def drive_streaming(steps: Steps, *, complete: Callable[..., Any],
+                    sleep: Callable[[float], None] = time.sleep) -> Generator[str, None, Any]:
+    """:func:`drive`, streaming the first call: yields its text as it arrives (the same request a
+    plain run sends, plus ``stream``), then sends the assembled response back into the plan like
+    any other; later calls (retries, corrections, fallbacks) are plain. Returns the plan's value."""
+    reply: Any = None
+    streamed = False
+    try:
+        while True:
+            step = steps.send(reply)
+            if isinstance(step, Wait):
+                sleep(step.seconds)
+                reply = None
+                continue
+            with span("rosetta.llm_call", **_call_attributes(step), **{"rosetta.stream": not streamed}) as current:
+                if streamed:
+                    reply = _reply(complete, step)
+                else:
+                    streamed = True
+                    reply = yield from _streamed_reply(complete, step)
+                _annotate_call(current, reply)
+    except StopIteration as done:
+        return done.value
+
+
+def _reply(complete: Callable[..., Any], step: Call) -> Any:
+    try:
+        return complete(**step.kwargs)
+    except Exception as error:  # litellm raises many classes; classify() sorts them
+        return error
+
+
+def _streamed_reply(complete: Callable[..., Any], step: Call) -> Generator[str, None, Any]:
+    """The streamed call's text deltas, then litellm's response assembled from its chunks."""
+    from rosetta.providers.litellm_offline import import_litellm
+
+    chunks = []
+    try:
+        for chunk in complete(**{**step.kwargs, "stream": True}):
+            chunks.append(chunk)
+            text = getattr(chunk.choices[0].delta, "content", None) if chunk.choices else None
+            if text:
+                yield text
+        return import_litellm().stream_chunk_builder(chunks, messages=step.kwargs.get("messages"))
+    except Exception as error:  # classified like any call; the plan retries
+        return error
 
 
 _HINTS = {

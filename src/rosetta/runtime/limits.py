@@ -22,29 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass(frozen=True)
-class Limit:
-    """A provider's (or one model's) budget per API key; ``None`` means unmetered."""
-
-    requests_per_minute: float | None = None
-    tokens_per_minute: float | None = None
-
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], where: str) -> Limit:
-        from rosetta.errors import ConfigError
-
-        unknown = set(data) - {"requests_per_minute", "tokens_per_minute"}
-        if unknown:
-            raise ConfigError.at(f"unknown rate limit key(s) {', '.join(sorted(unknown))} in {where}",
-                                 hint="use requests_per_minute and tokens_per_minute")
-        values = {}
-        for key in ("requests_per_minute", "tokens_per_minute"):
-            value = data.get(key)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
-                raise ConfigError.at(f"{where}.{key} must be a positive number, not {value!r}")
-            values[key] = value
-        return cls(**values)
+from rosetta.project import Limit
 
 
 class TokenBucket:
@@ -141,17 +119,3 @@ def credential_key(kwargs: Mapping[str, Any]) -> str:
     key = kwargs.get("api_key") or os.environ.get(f"{provider.upper()}_API_KEY", "")
     fingerprint = hashlib.sha256(str(key).encode()).hexdigest()[:12] if key else "-"
     return f"{provider}@{kwargs.get('api_base') or kwargs.get('base_url') or 'default'}#{fingerprint}"
-
-
-_shared = RateLimiter()
-
-
-def shared_limiter() -> RateLimiter:
-    """The process-wide limiter every agent uses unless given another."""
-    return _shared
-
-
-def configure(name: str, *, requests_per_minute: float | None = None, tokens_per_minute: float | None = None) -> None:
-    """Set the process-wide limit for a provider (``"openai"``) or a model id (``"openai/gpt-4o"``)."""
-    limit = Limit(requests_per_minute, tokens_per_minute)
-    _shared.configure(name, None if limit == Limit() else limit)

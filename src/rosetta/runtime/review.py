@@ -14,7 +14,7 @@ Used by ``Agent.run(..., review=RUBRIC, retry_once=True)`` (generate → review 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -177,12 +177,17 @@ def failed_review(rubric: Rubric, reason: str) -> Review:
 
 
 class Reviewer:
-    """Grades work with the project's rubric-reviewer agent on ``model`` (thread-safe; counts calls)."""
+    """Grades work with a rubric-reviewer agent on ``model`` (thread-safe; counts calls).
 
-    def __init__(self, root: Path, model: str, *, complete: Any = None) -> None:
+    ``load_judge`` loads that agent on first use (the project's ``rubric-reviewer``: see
+    :func:`rosetta.runtime.agent.judge_reviewer`); ``root`` is named when it cannot be found."""
+
+    def __init__(self, load_judge: Callable[[], Any], model: str, *, root: Path | None = None,
+                 complete: Any = None) -> None:
         import threading
 
-        self.root = Path(root)
+        self.load_judge = load_judge
+        self.root = root
         self.model = model
         self.complete = complete
         self.calls = 0
@@ -192,12 +197,10 @@ class Reviewer:
 
     def agent(self) -> Any:
         if self._agent is None:
-            from rosetta.runtime.agent import load
-
             try:
-                self._agent = load(JUDGE_AGENT, project=self.root)
+                self._agent = self.load_judge()
             except UsageError:
-                raise UsageError(Problem(f"reviewing needs the {JUDGE_AGENT} agent", Location(str(self.root)),
+                raise UsageError(Problem(f"reviewing needs the {JUDGE_AGENT} agent", Location(str(self.root or "")),
                                          hint=f"add signatures/{JUDGE_AGENT}.md (rosetta's bundled one is a good "
                                               "start)")) from None
         return self._agent
@@ -206,7 +209,7 @@ class Reviewer:
         """The most model calls one review may take: its first answer plus the validation retries
         the runtime allows the judge's model, so a budget can reserve them before it starts."""
         if self._worst_case is None:
-            from rosetta.runtime.agent import default_validation_retries
+            from rosetta.runtime.runner import default_validation_retries
 
             self._worst_case = 1 + default_validation_retries(self.agent().explain(self.model).prompt)
         return self._worst_case
@@ -235,6 +238,28 @@ class Reviewer:
         with self._lock:
             self.calls += calls
         return read_review(data if valid else None, rubric, valid=valid, model=model, calls=calls)
+
+
+def review_and_retry(agent: Any, result: Any, inputs: Mapping[str, Any], rubric: Any, *, reviewer: Reviewer,
+                     retry_once: bool, complete: Any, user_id: object | None, **options: Any) -> Any:
+    """Generate → review → retry: grade ``result``; on a failed review (and ``retry_once``),
+    regenerate once on the same model with the reviewer's critique in the conversation, and grade
+    the new answer."""
+    rubric = Rubric.of(rubric)
+    task = f"{agent.name}: {agent.spec.description}" if agent.spec is not None else agent.name
+    result.review = reviewer.review(result.data if result.data is not None else result.raw, rubric, context=task)
+    if result.review.passed or not retry_once:
+        return result
+    prompt = agent.prompt_for(result.model, user_id=user_id)
+    messages = [*prompt.messages(inputs), {"role": "assistant", "content": result.raw or ""},
+                {"role": "user", "content": result.review.feedback()}]
+    retried = agent.runner.run(inputs, [result.model], complete=complete, messages=messages, user_id=user_id,
+                               **options)
+    retried.attempts = result.attempts + retried.attempts
+    retried.review = reviewer.review(retried.data if retried.data is not None else retried.raw, rubric, context=task)
+    retried.retried = True
+    retried.first_review = result.review
+    return retried
 
 
 def as_text(value: Any) -> str:

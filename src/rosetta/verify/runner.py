@@ -55,11 +55,11 @@ Progress = Callable[[str], None]
 def verify(definitions: Sequence[Path], options: VerifyOptions, *, settings: Any, complete: Any = None,
            on_progress: Progress | None = None) -> VerifyReport:
     """Verify every definition on every model (see the module docstring)."""
-    from rosetta import __version__
-    from rosetta.runtime.review import Reviewer
+    from rosetta.__about__ import __version__
+    from rosetta.runtime.agent import judge_reviewer
 
     judge = options.judge or options.models[0]
-    reviewer = Reviewer(settings.root, judge, complete=complete)
+    reviewer = judge_reviewer(settings.root, judge, complete=complete)
     report = VerifyReport(created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                           rosetta_version=__version__, models=list(options.models), judge=judge,
                           thresholds={"quality": rules.QUALITY_PASS, "quality_margin": rules.QUALITY_MARGIN})

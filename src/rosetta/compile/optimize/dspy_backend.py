@@ -60,7 +60,9 @@ def dspy_lm(model: Any, signature: Any, **extra: Any) -> Any:
     import dspy
 
     logging.getLogger("dspy").setLevel(logging.WARNING)  # its INFO lines would break the progress display
-    signature.to_dspy()  # registers the local/ provider for DSPy's litellm calls
+    from rosetta.providers.local_llm import register
+
+    register()  # the local/ provider, for DSPy's own litellm calls
     params = signature.generation_params.get("default")
     max_tokens = (params.max_output_tokens if params and params.max_output_tokens else 1000)
     return dspy.LM(model.id, temperature=0.0, max_tokens=max_tokens, cache=False, num_retries=0, **extra)

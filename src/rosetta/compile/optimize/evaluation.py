@@ -21,7 +21,7 @@ from rosetta.compile.optimize.cache import Answer, EvalCache, example_key, promp
 from rosetta.compile.optimize.labeled import Example
 from rosetta.compile.optimize.metrics import Metric
 from rosetta.errors import RosettaError
-from rosetta.runtime.agent import default_validation_retries
+from rosetta.runtime.runner import default_validation_retries
 
 
 def sampling_seed(prompt: Any, example_id: str) -> dict[str, int]:

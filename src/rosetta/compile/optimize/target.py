@@ -96,11 +96,18 @@ def load_context(definition_path: Path, model_name: str, *, settings: Any, metri
 def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[SearchStatus], None] | None = None,
              complete: Any = None, proposer_complete: Any = None) -> OptimizeReport:
     """Run one optimization and write its artifact (see the module docstring)."""
-    from rosetta.compile.artifact import Artifact, Provenance, dump_artifact, parse_artifact
-    from rosetta.compile.compiler import (COMPILER_VERSION, CompileOptions, _target_inputs, artifact_path,
-                                          model_fingerprint, publish, relative_to)
+    from rosetta.compile.compiler import (
+        COMPILER_VERSION,
+        CompileOptions,
+        _target_inputs,
+        artifact_path,
+        model_fingerprint,
+        relative_to,
+    )
     from rosetta.compile.optimize.cache import EvalCache
     from rosetta.signature import source_digest
+    from rosetta.store.artifact import Artifact, Provenance, dump_artifact, parse_artifact
+    from rosetta.store.publish import publish
 
     if request.optimizer not in OPTIMIZERS:
         raise UsageError(Problem(f"unknown optimizer {request.optimizer!r}", field="--optimizer",
@@ -227,8 +234,9 @@ def _judge_for(settings: Any, evaluation: Any, model_id: str) -> Callable[..., f
     if evaluation.metric != "judge":
         return None
     from rosetta.compile.optimize.judge import RubricJudge
+    from rosetta.runtime.agent import judge_reviewer
 
-    return RubricJudge(settings.root, evaluation.judge or model_id)
+    return judge_reviewer(settings.root, evaluation.judge or model_id, kind=RubricJudge)
 
 
 # -- rosetta evaluate -----------------------------------------------------------------------------------
@@ -266,14 +274,14 @@ def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "
     agent, examples = context.agent, context.data.split(split)
     selection = agent.explain(context.model.id)
     if uncompiled:
-        prompt = agent._render_uncompiled(context.model)
+        prompt = agent.selector.render_uncompiled(context.model)
         used = "uncompiled render (--uncompiled)"
     else:
         prompt = selection.prompt
         used = selection.artifact or f"uncompiled: {selection.reason}"
     recorded, artifact = None, None
     if selection.artifact and not uncompiled:
-        from rosetta.compile.artifact import parse_artifact
+        from rosetta.store.artifact import parse_artifact
 
         artifact = parse_artifact(Path(selection.artifact).read_text(encoding="utf-8"), path=selection.artifact)
         recorded = artifact.provenance.scores.get(split)

@@ -16,13 +16,12 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rosetta.cli import _paths_or_default, app, err, out, reports_errors
+from rosetta.cli.common import err, out, paths_or_default, reports_errors
 from rosetta.errors import Problem, UsageError
 
 _STYLE = {"pass": "green", "fail": "bold red", "indeterminate": "yellow", "n/a": "dim"}
 
 
-@app.command("verify")
 @reports_errors
 def verify_command(
     ctx: typer.Context,
@@ -38,7 +37,8 @@ def verify_command(
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Examples (and adversarial probes) per "
                                               "agent.", show_default="all")] = None,
     report: Annotated[Path | None, typer.Option("--report", help="Write the self-contained HTML report here.")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the JSON report here ('-' for stdout).")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the JSON report here ('-' for "
+                                                  "stdout).")] = None,
 ) -> None:
     """Run each agent on each model over its test examples and adversarial probes, and score the
     behavioral criteria PV-011…PV-018 (the judge is the project's rubric-reviewer agent). Exits 1
@@ -51,7 +51,7 @@ def verify_command(
     if not models:
         raise UsageError(Problem("name at least one model", field="--model",
                                  hint="rosetta verify signatures/ --model local/gemma-3-270m"))
-    roots, settings = _paths_or_default(ctx, paths)
+    roots, settings = paths_or_default(ctx, paths)
     definitions = [file for root in roots for file in discover_definitions(root)]
     if not definitions:
         raise UsageError(Problem("no agent definitions found", field="PATH", hint=", ".join(map(str, roots))))

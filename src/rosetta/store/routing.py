@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rosetta.compile.artifact import Artifact
 from rosetta.errors import Location, Problem, RolloutError
-from rosetta.rollout.config import Experiment, load_rollout
-from rosetta.rollout.versions import known_ids, load_version, rollout_path, short_id
+from rosetta.store.artifact import Artifact
+from rosetta.store.pins import Experiment, load_rollout
+from rosetta.store.versions import known_ids, load_version, rollout_path, short_id
 
 CONTROL = "control"
 TREATMENT = "treatment"

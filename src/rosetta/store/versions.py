@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rosetta.compile.artifact import Artifact, ArtifactError, parse_artifact, read_header
 from rosetta.errors import Location, Problem, RolloutError
+from rosetta.store.artifact import Artifact, ArtifactError, parse_artifact, read_header
 
 SHORT = 12
 """Hex digits of a version id shown in listings."""

@@ -14,7 +14,7 @@
       auto_promote: false               # `rosetta experiment report` promotes when the rule holds
 
 Frozen dataclasses validated by hand rather than pydantic models: the runtime reads this file on
-the path that picks a prompt, which must not import pydantic (see runtime/project.py, which reads
+the path that picks a prompt, which must not import pydantic (see project.py, which reads
 ``[tool.rosetta]`` the same way). :func:`parse_rollout` reports every problem with its line;
 :func:`load_rollout` is the tolerant reader the runtime uses, keeping whatever part still works.
 """

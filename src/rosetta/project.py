@@ -11,13 +11,49 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from rosetta.errors import ConfigError
-from rosetta.runtime.health import HealthPolicy
-from rosetta.runtime.limits import Limit
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A provider's (or one model's) budget per API key; ``None`` means unmetered."""
+
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], where: str) -> Limit:
+        from rosetta.errors import ConfigError
+
+        unknown = set(data) - {"requests_per_minute", "tokens_per_minute"}
+        if unknown:
+            raise ConfigError.at(f"unknown rate limit key(s) {', '.join(sorted(unknown))} in {where}",
+                                 hint="use requests_per_minute and tokens_per_minute")
+        values = {}
+        for key in ("requests_per_minute", "tokens_per_minute"):
+            value = data.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+                raise ConfigError.at(f"{where}.{key} must be a positive number, not {value!r}")
+            values[key] = value
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class HealthPolicy:
+    """Defaults tuned for outages, not bad luck: 30% transient errors (handled by retries) never
+    trip them — 16 failures in 20 calls at that rate has odds of about 1 in 180,000."""
+
+    window_s: float = 60.0
+    min_calls: int = 20
+    error_rate: float = 0.8
+    cooldown_s: float = 30.0
+
+
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,12 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from rosetta.cli import ListFormat, _load_agent, app, err, out, reports_errors
+from rosetta.cli.common import ListFormat, err, load_agent, out, reports_errors
 from rosetta.errors import Location, Problem, UsageError
 
 experiment_app = typer.Typer(help="A/B test two versions of a compiled prompt, and promote the better one.",
                              no_args_is_help=True)
-app.add_typer(experiment_app, name="experiment")
+"""``rosetta experiment``: its commands register here; :mod:`rosetta.cli` adds it to the app."""
 
 AgentArg = Annotated[str, typer.Argument(help="Agent name or definition path.")]
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model whose artifact is versioned, e.g. "
@@ -59,11 +59,11 @@ class _Target:
 
 
 def _target(ctx: typer.Context, agent: str, model: str) -> _Target:
-    from rosetta.compile.artifact import artifact_path
     from rosetta.providers.catalog import load_catalog
-    from rosetta.rollout.versions import known_ids
+    from rosetta.store.artifact import artifact_path
+    from rosetta.store.versions import known_ids
 
-    loaded = _load_agent(ctx, agent)
+    loaded = load_agent(ctx, agent)
     model_id = load_catalog().resolve(model).id
     artifact = artifact_path(loaded.dirs.compiled_dir, loaded.name, model_id)
     if not known_ids(artifact):
@@ -80,7 +80,6 @@ def _warn(problems: list[Problem]) -> None:
             err.print(f"[dim]{escape(line)}[/dim]")
 
 
-@app.command("versions")
 @reports_errors
 def versions_command(
     ctx: typer.Context,
@@ -94,8 +93,8 @@ def versions_command(
     the treatment, when it was compiled, and the scores an optimized one recorded.
     """
     from rosetta.errors import RolloutError
-    from rosetta.rollout.config import load_rollout
-    from rosetta.rollout.versions import list_versions, resolve_id, rollout_path, short_id, versions_dir
+    from rosetta.store.pins import load_rollout
+    from rosetta.store.versions import list_versions, resolve_id, rollout_path, short_id, versions_dir
 
     target = _target(ctx, agent, model)
     versions = list_versions(target.artifact)
@@ -175,7 +174,7 @@ def start_command(
     the active version and are not counted.
     """
     from rosetta.rollout.promotion import start_experiment
-    from rosetta.rollout.versions import rollout_path, short_id
+    from rosetta.store.versions import rollout_path, short_id
 
     target = _target(ctx, agent, model)
     rollout = start_experiment(target.artifact, target.out, agent=target.agent, model=target.model,
@@ -193,10 +192,10 @@ def start_command(
 
 def _experiment_report(target: _Target, log: Path | None) -> Any:
     """The report of the experiment running on ``target``, or a UsageError saying none runs."""
-    from rosetta.rollout.config import read_rollout
     from rosetta.rollout.outcomes import default_path, read_outcomes
     from rosetta.rollout.report import build_report
-    from rosetta.rollout.versions import resolve_id, rollout_path
+    from rosetta.store.pins import read_rollout
+    from rosetta.store.versions import resolve_id, rollout_path
 
     file = rollout_path(target.artifact)
     rollout = read_rollout(file)
@@ -214,10 +213,10 @@ def _experiment_report(target: _Target, log: Path | None) -> Any:
 
 def _running(ctx: typer.Context, agent: str) -> list[_Target]:
     """Every model of ``agent`` with a rollout file that runs an experiment."""
-    from rosetta.rollout.config import load_rollout
-    from rosetta.rollout.versions import rollout_path
+    from rosetta.store.pins import load_rollout
+    from rosetta.store.versions import rollout_path
 
-    loaded = _load_agent(ctx, agent)
+    loaded = load_agent(ctx, agent)
     found = []
     for model_id, path in sorted(loaded.artifacts.items()):
         state = load_rollout(rollout_path(path))
@@ -267,8 +266,8 @@ def report_command(
 
 
 def _print_report(target: _Target, report: Any, promoted: str | None) -> None:
-    from rosetta.rollout.config import METRICS
-    from rosetta.rollout.versions import short_id
+    from rosetta.store.pins import METRICS
+    from rosetta.store.versions import short_id
 
     experiment, control, treatment = report.experiment, report.arms["control"], report.arms["treatment"]
     out.print(f"[bold]{escape(target.agent)}[/bold] on [bold]{escape(target.model)}[/bold]: experiment "
@@ -305,7 +304,7 @@ def _print_report(target: _Target, report: Any, promoted: str | None) -> None:
 
 
 def _value(metric: str, samples: int, value: float) -> str:
-    from rosetta.rollout.config import METRICS
+    from rosetta.store.pins import METRICS
 
     if not samples:
         return "[dim]-[/dim]"
@@ -332,7 +331,7 @@ def promote_command(
 ) -> None:
     """Make the experiment's treatment the active version and end the experiment."""
     from rosetta.rollout.promotion import promote
-    from rosetta.rollout.versions import short_id
+    from rosetta.store.versions import short_id
 
     if auto and version:
         raise UsageError(Problem("--auto and --version do not mix", field="--version",
@@ -357,7 +356,7 @@ def promote_command(
 def stop_command(ctx: typer.Context, agent: AgentArg, model: ModelOpt) -> None:
     """End the running experiment without promoting: everyone gets the active version again."""
     from rosetta.rollout.promotion import stop
-    from rosetta.rollout.versions import short_id
+    from rosetta.store.versions import short_id
 
     target = _target(ctx, agent, model)
     ended = stop(target.artifact, target.out, agent=target.agent, model=target.model)

@@ -1,0 +1,94 @@
+"""The ``rosetta`` command: thin Typer commands over the library.
+
+Exit codes: 0 success, 1 validation found errors, 2 bad input (a file that cannot be loaded, bad
+configuration) or bad usage. Errors are printed as ``file:line:col: field: message`` plus a
+hint, never as a traceback.
+
+One module per group of commands, registered below in the order ``rosetta --help`` lists them:
+
+- :mod:`~rosetta.cli.definitions`: validate, list, schema
+- :mod:`~rosetta.cli.build`: compile
+- :mod:`~rosetta.cli.prompts`: render, show, diff, models
+- :mod:`~rosetta.cli.run`: run
+- :mod:`~rosetta.cli.doctor`: doctor
+- :mod:`~rosetta.cli.optimize`: optimize, evaluate
+- :mod:`~rosetta.cli.verify`: verify
+- :mod:`~rosetta.cli.rollout`: versions, experiment start|report|promote|stop
+
+and two shared ones that register nothing: :mod:`~rosetta.cli.common` (consoles, error reporting,
+settings, agents) and :mod:`~rosetta.cli.search` (the prompt search behind ``optimize`` and
+``compile --optimize``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rosetta.__about__ import __version__
+from rosetta.cli import build, definitions, doctor, optimize, prompts, rollout, run, verify
+from rosetta.cli.common import err, out
+
+app = typer.Typer(
+    name="rosetta",
+    help="Compile markdown agent definitions into the best prompt for each LLM.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode="rich",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"rosetta {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def options(
+    ctx: typer.Context,
+    project: Annotated[
+        Path | None,
+        typer.Option("--project", "-C", help="Project directory (its pyproject.toml [tool.rosetta] is read).",
+                     show_default="current directory"),
+    ] = None,
+    signatures_dir: Annotated[
+        Path | None, typer.Option("--signatures-dir", help="Where agent definitions live (overrides config).")
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
+) -> None:
+    """Settings come from [tool.rosetta] in pyproject.toml, ROSETTA_* variables, then these flags."""
+    import logging
+
+    from rich.logging import RichHandler
+
+    logging.basicConfig(level=logging.WARNING, format="%(message)s",
+                        handlers=[RichHandler(console=err, show_time=False, show_path=False)])
+    ctx.obj = {"project": project, "signatures_dir": signatures_dir}
+
+
+app.command()(definitions.validate)
+app.command("list")(definitions.list_agents)
+app.command("compile")(build.compile_command)
+app.command()(prompts.render)
+app.command()(run.run)
+app.command()(prompts.show)
+app.command()(prompts.diff)
+app.command()(doctor.doctor)
+app.command()(prompts.models)
+app.command()(definitions.schema)
+app.command("optimize")(optimize.optimize_command)
+app.command("evaluate")(optimize.evaluate_command)
+app.command("verify")(verify.verify_command)
+app.command("versions")(rollout.versions_command)
+app.add_typer(rollout.experiment_app, name="experiment")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

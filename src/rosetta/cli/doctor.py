@@ -1,0 +1,60 @@
+"""``rosetta doctor``: provider credentials (never printed), the local model runtime and weights,
+and the installed litellm release."""
+
+from __future__ import annotations
+
+import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from rosetta.cli.common import out, reports_errors
+from rosetta.errors import RosettaError
+
+KNOWN_BAD_LITELLM = {"1.82.7", "1.82.8"}
+"""litellm releases that were malicious uploads."""
+
+
+@reports_errors
+def doctor() -> None:
+    """Check the environment: provider credentials (never printed), local model, litellm version."""
+    import importlib.metadata
+    import importlib.util
+
+    from rosetta.providers.catalog import load_catalog
+    from rosetta.providers.litellm_offline import import_litellm
+
+    litellm = import_litellm()
+    table = Table(title="providers", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("Provider", "Example model", "Credentials"):
+        table.add_column(column)
+    seen: set[str] = set()
+    for model in load_catalog().models:
+        if model.provider in seen or model.provider == "local":
+            continue
+        seen.add(model.provider)
+        try:
+            check = litellm.validate_environment(model=model.id)
+        except Exception as exc:  # noqa: BLE001  an odd provider must not break the report
+            check = {"keys_in_environment": False, "missing_keys": [type(exc).__name__]}
+        missing = check.get("missing_keys") or []
+        status = "[green]set[/green]" if check.get("keys_in_environment") else (
+            f"[yellow]missing {escape(', '.join(missing))}[/yellow]" if missing else "[dim]none needed[/dim]")
+        table.add_row(model.provider, model.id, status)
+    out.print(table)
+    local = importlib.util.find_spec("llama_cpp") is not None
+    out.print("local model runtime (llama-cpp-python): " + ("[green]installed[/green]" if local else
+                                                          "[yellow]not installed[/yellow] (local/ models unavailable)"))
+    from rosetta.providers.local_weights import catalog_models, resolve
+
+    for model in catalog_models():  # assembles the weights into the cache on first use, then checks them
+        try:
+            out.print(f"  {model.id}: [green]weights ok[/green] (sha256 pinned) {escape(str(resolve(model.id).path))}")
+        except RosettaError as exc:
+            out.print(f"  {model.id}: [yellow]weights unavailable[/yellow] {escape(str(exc))}")
+    version = importlib.metadata.version("litellm")
+    bad = version in KNOWN_BAD_LITELLM
+    out.print(f"litellm {version}: " + ("[red]KNOWN-BAD RELEASE — reinstall from the lock file[/red]" if bad
+                                        else "[green]ok[/green]"))
+    if bad:
+        raise typer.Exit(1)

@@ -1,0 +1,112 @@
+"""``rosetta optimize`` and ``rosetta evaluate``: search prompt variants for one agent on one
+model, and score what the runtime sends on a labeled split; thin commands over
+:mod:`rosetta.compile.optimize`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from rosetta.cli.common import err, load_agent, out, project_settings, reports_errors
+from rosetta.cli.search import (
+    BaselineOpt,
+    DatasetOpt,
+    DryRunOpt,
+    InvalidAnswers,
+    JobsOpt,
+    MaxCallsOpt,
+    MaxCostOpt,
+    MetricOpt,
+    MinibatchOpt,
+    NearestDemosOpt,
+    OptimizerOpt,
+    ParetoOpt,
+    ProposalsOpt,
+    ProposerOpt,
+    PrunerOpt,
+    SearchFlags,
+    SeedOpt,
+    StorageOpt,
+    TimeoutOpt,
+    TrialsOpt,
+    optimize_targets,
+)
+from rosetta.errors import Problem, UsageError
+
+
+@reports_errors
+def optimize_command(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Argument(help="Agent name or definition path.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="Model to optimize for.")],
+    worker: Annotated[bool, typer.Option("--worker", help="Join the study in --storage and run trials; the "
+                                         "process that started it writes the artifact.")] = False,
+    # The search options: read back from ctx.params by SearchFlags.from_params.
+    metric: MetricOpt = None, dataset: DatasetOpt = None, trials: TrialsOpt = 20, max_calls: MaxCallsOpt = None,
+    max_cost: MaxCostOpt = None, timeout: TimeoutOpt = None, dry_run: DryRunOpt = False, seed: SeedOpt = 0,
+    storage: StorageOpt = None, proposer: ProposerOpt = None, proposals: ProposalsOpt = 3,
+    optimizer: OptimizerOpt = "rosetta", minibatch: MinibatchOpt = 10, pruner: PrunerOpt = "halving",
+    pareto: ParetoOpt = False, baseline: BaselineOpt = False, jobs: JobsOpt = 1,
+    nearest_demos: NearestDemosOpt = True,
+    force: Annotated[bool, typer.Option("--force", help="Search again even if the artifact is up to date.")] = False,
+) -> None:
+    """Search prompt variants for one agent on one model against its labeled examples (optuna), and
+    write the winner as its compiled artifact. Same as `rosetta compile AGENT --model M --optimize`.
+
+    With --worker it joins a shared study (--storage postgresql://...) started by another process.
+    """
+    if worker and not storage:
+        raise UsageError(Problem("--worker needs --storage: the study the workers share", field="--storage"))
+    loaded = load_agent(ctx, agent)
+    if loaded.definition_path is None:
+        raise UsageError(Problem(f"{loaded.name}: no definition to optimize", field="agent"))
+    flags = SearchFlags.from_params(ctx.params)
+    raise typer.Exit(optimize_targets(ctx, [loaded.definition_path], [model], flags, worker=worker))
+
+
+@reports_errors
+def evaluate_command(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Argument(help="Agent name or definition path.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="Model to evaluate on.")],
+    split: Annotated[str, typer.Option("--split", help="train | dev | test.")] = "test",
+    metric: MetricOpt = None, dataset: DatasetOpt = None, jobs: JobsOpt = 1,
+    uncompiled: Annotated[bool, typer.Option("--uncompiled", help="Score the unoptimized render instead of the "
+                                             "compiled artifact.")] = False,
+    format: Annotated[str, typer.Option("--format", "-f", help="text | json (json: one row per example).")] = "text",
+) -> None:
+    """Score what the runtime sends for MODEL (its compiled artifact, else the fallback render) on a
+    labeled split, through the runtime's own call path; compare with the score the artifact recorded."""
+    from rosetta.compile.optimize.target import evaluate
+
+    loaded = load_agent(ctx, agent)
+    if loaded.definition_path is None:
+        raise UsageError(Problem(f"{loaded.name}: no definition found", field="agent"))
+    if format not in ("text", "json"):
+        raise UsageError(Problem(f"unknown format {format!r}", field="--format", expected="text | json"))
+    with Progress(TextColumn("[bold]evaluating"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True) as progress, \
+            InvalidAnswers():
+        task = progress.add_task("evaluate", total=None)
+        report = evaluate(loaded.definition_path, model, settings=project_settings(ctx), split=split, metric=metric,
+                          dataset=dataset, uncompiled=uncompiled, jobs=jobs,
+                          on_progress=lambda done, total: progress.update(task, completed=done, total=total))
+    if format == "json":
+        sys.stdout.write(json.dumps({**vars(report), "reproduced": report.reproduced}, indent=2, ensure_ascii=False,
+                                    default=str) + "\n")
+        return
+    out.print(f"{escape(report.agent)} → {escape(report.model)} on {report.split}: "
+              f"[bold]{report.metric} {report.score:.4f}[/bold] over {report.examples} examples "
+              f"({report.valid} valid, {report.calls} calls)")
+    out.print(f"[dim]prompt: {escape(report.selection)}[/dim]")
+    if report.recorded is not None:
+        style = "green" if report.reproduced else "yellow"
+        out.print(f"[{style}]recorded at compile time: {report.recorded:.4f} — "
+                  f"{'reproduced exactly' if report.reproduced else 'differs'}[/{style}]")
+        for reason in report.differences:
+            out.print(f"  [yellow]•[/yellow] {escape(reason)}", highlight=False)

@@ -1,0 +1,253 @@
+"""The prompt search that both ``rosetta optimize`` and ``rosetta compile --optimize`` run: its
+flags, the loop over (definition, model) targets, and a Rich progress display.
+
+``compile --optimize`` hands over through two names: :meth:`SearchFlags.from_params` gathers the
+search options from the command's parsed options (``ctx.params``), and :func:`optimize_paths`
+runs the search over every definition found under the paths.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Annotated, Any, Self
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from rosetta.cli.common import err, out, project_settings
+from rosetta.errors import Problem, UsageError
+
+
+@dataclass(frozen=True)
+class SearchFlags:
+    """The search flags shared by ``compile --optimize`` and ``optimize``."""
+
+    metric: str | None = None
+    dataset: str | None = None
+    trials: int = 20
+    max_calls: int | None = None
+    max_cost: float | None = None
+    timeout: float | None = None
+    dry_run: bool = False
+    seed: int = 0
+    storage: str | None = None
+    proposer: str | None = None
+    proposals: int = 3
+    optimizer: str = "rosetta"
+    minibatch: int = 10
+    pruner: str = "halving"
+    pareto: bool = False
+    baseline: bool = False
+    jobs: int = 1
+    force: bool = False
+    nearest_demos: bool = True
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any], **overrides: Any) -> SearchFlags:
+        """The flags from a command's parsed options (``ctx.params``), each field from the option of
+        its name unless ``overrides`` gives it; a field that neither gives is a bug in the command."""
+        names = [field.name for field in fields(cls)]
+        values = {name: params[name] for name in names if name in params} | overrides
+        missing = [name for name in names if name not in values]
+        if missing:
+            raise TypeError(f"the command declares no option for {', '.join(missing)}")
+        return cls(**values)
+
+    def settings(self, model: str, worker: bool = False) -> Any:
+        from rosetta.compile.optimize.study import SearchSettings
+
+        proposer = None if (self.proposer or "").lower() == "none" else (self.proposer or model)
+        return SearchSettings(trials=self.trials, max_calls=self.max_calls, max_cost=self.max_cost,
+                              timeout_s=self.timeout, seed=self.seed, minibatch=self.minibatch, pruner=self.pruner,
+                              proposer=proposer, proposals=self.proposals, pareto=self.pareto, jobs=self.jobs,
+                              storage=self.storage, worker=worker, baseline_test=self.baseline,
+                              nearest_demos=self.nearest_demos)
+
+
+MetricOpt = Annotated[str | None, typer.Option("--metric", help="exact | fields | schema_valid | numeric | judge | "
+                                               "module:function.", show_default="the definition's evaluation.metric")]
+DatasetOpt = Annotated[str | None, typer.Option("--dataset", help="Folder of train/dev/test JSONL or CSV, or "
+                                                "hub:owner/name.", show_default="datasets/<agent>/")]
+TrialsOpt = Annotated[int, typer.Option("--trials", min=1, help="Variants to try (study-wide, across resumes and "
+                                        "workers).")]
+MaxCallsOpt = Annotated[int | None, typer.Option("--max-calls", min=1, help="Most model calls for the search "
+                                                 "(the final test pass is extra).")]
+MaxCostOpt = Annotated[float | None, typer.Option("--max-cost", min=0, help="Most USD for the search (litellm "
+                                                  "prices).")]
+TimeoutOpt = Annotated[float | None, typer.Option("--timeout", min=1, help="Stop searching after this many "
+                                                  "seconds.")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the estimated calls and cost; call nothing.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the sampler, demo sets and dev order.")]
+StorageOpt = Annotated[str | None, typer.Option("--storage", help="optuna storage URL (sqlite:///x.db, "
+                                                "postgresql://...) shared by workers.",
+                                                show_default=".rosetta/studies/<agent>/<model>.journal")]
+ProposerOpt = Annotated[str | None, typer.Option("--proposer", help="Model that proposes instruction rewrites, "
+                                                 "or 'none'.", show_default="the target model")]
+ProposalsOpt = Annotated[int, typer.Option("--proposals", min=0, help="Instruction candidates to ask for.")]
+OptimizerOpt = Annotated[str, typer.Option("--optimizer", help="rosetta | dspy-mipro | dspy-bootstrap.")]
+MinibatchOpt = Annotated[int, typer.Option("--minibatch", min=1, help="Dev examples per pruning step.")]
+PrunerOpt = Annotated[str, typer.Option("--pruner", help="halving | median | none.")]
+ParetoOpt = Annotated[bool, typer.Option("--pareto", help="Score vs prompt tokens: take the shortest prompt "
+                                         "within 0.02 of the best score.")]
+BaselineOpt = Annotated[bool, typer.Option("--baseline", help="Also score the unoptimized render on test and "
+                                           "record it.")]
+NearestDemosOpt = Annotated[bool, typer.Option("--nearest-demos/--fixed-demos", help="Also try giving each "
+                                               "request the train rows most similar to it as demos (chosen per "
+                                               "request), or only fixed demo sets.")]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Evaluation calls at once.")]
+
+
+def optimize_paths(ctx: typer.Context, paths: list[Path], models: list[str] | None, flags: SearchFlags, *,
+                   check: bool) -> int:
+    """``rosetta compile --optimize``: :func:`optimize_targets` over every definition under ``paths``."""
+    from rosetta.definition.loader import discover_many
+
+    if not models:
+        raise UsageError(Problem("--optimize needs --model: the model whose answers are scored", field="--model"))
+    if check:
+        raise UsageError(Problem("--check and --optimize do not mix", field="--check"))
+    definitions = []
+    for file, error in discover_many(paths):
+        if error is not None:
+            raise error
+        definitions.append(file)
+    return optimize_targets(ctx, definitions, list(models), flags)
+
+
+def optimize_targets(ctx: typer.Context, definitions: list[Path], models: list[str], flags: SearchFlags, *,
+                     worker: bool = False) -> int:
+    """Optimize every (definition, model) and print what happened; errors raise (exit code 2)."""
+    from rosetta.compile.optimize.target import OptimizeRequest, optimize
+
+    settings = project_settings(ctx)
+    for definition in definitions:
+        for model in models:
+            request = OptimizeRequest(definition=definition, model=model, settings=flags.settings(model, worker),
+                                      metric=flags.metric, dataset=flags.dataset, optimizer=flags.optimizer,
+                                      force=flags.force, dry_run=flags.dry_run)
+            with _Progress(f"{definition.stem} → {model}", flags.trials) as show, InvalidAnswers():
+                report = optimize(request, settings=settings, on_status=show)
+            _print_report(report)
+    return 0
+
+
+class InvalidAnswers:
+    """Counts the runtime's per-answer "does not validate" warnings while many answers are scored,
+    and prints one line instead: the scores already charge those answers 0."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first = ""
+        self._lock = threading.Lock()  # --jobs answers from several threads
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from rosetta.runtime.runner import INVALID_ANSWER
+
+        if getattr(record, "rosetta_event", None) != INVALID_ANSWER:
+            return True
+        with self._lock:
+            self.count += 1
+            self.first = self.first or record.getMessage()[:300]
+        return False
+
+    def __enter__(self) -> Self:
+        logging.getLogger("rosetta.runtime").addFilter(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logging.getLogger("rosetta.runtime").removeFilter(self)
+        if self.count:
+            err.print(f"[yellow]note[/yellow] {self.count} answer{'s' if self.count != 1 else ''} did not validate "
+                      f"and scored 0; the first: {escape(self.first)}", highlight=False)
+
+
+class _Progress:
+    """A Rich progress bar fed by :class:`~rosetta.compile.optimize.study.SearchStatus` updates; where
+    stderr is not a terminal (CI logs, pipes) a plain line per phase and trial instead, and at most one
+    a minute as calls (or test answers) add up within a phase, so an hour-long search does not look stuck."""
+
+    QUIET_S = 60.0
+
+    def __init__(self, title: str, trials: int) -> None:
+        self.title = title
+        self.live = err.is_terminal
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} trials"),
+            TextColumn("best [cyan]{task.fields[best]}[/]"), TextColumn("{task.fields[calls]} calls"),
+            TextColumn("{task.fields[pruned]} pruned"), TimeElapsedColumn(), TimeRemainingColumn(),
+            TextColumn("[dim]{task.fields[phase]}[/]"), console=err, transient=False,
+        )
+        self.task = self.progress.add_task(title, total=trials, best="–", calls="0", pruned=0, phase="")
+        self.note = ""
+        self.started = False
+        self.began = time.monotonic()
+        self.line: tuple[Any, ...] = ()
+        self.line_at = 0.0
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __call__(self, status: Any) -> None:
+        if not self.started:  # shown only once there is work to show (not for up-to-date or dry runs)
+            self.started = True
+            if self.live:
+                self.progress.start()
+        calls = f"{status.calls}" + (f" (${status.cost:.4f})" if status.cost else "")
+        best = "–" if status.best is None else f"{status.best:.3f}"
+        phase = status.phase + (f" ({status.answered}/{status.to_answer})" if status.to_answer else "")
+        self.progress.update(self.task, completed=min(status.trials_done, status.trials_total), best=best,
+                             calls=calls, pruned=status.pruned, phase=escape(phase))
+        if status.note and status.note != self.note:
+            self.note = status.note
+            self.progress.console.print(f"[yellow]note[/yellow] {escape(status.note)}")
+        if not self.live:
+            now = time.monotonic()
+            key = (status.phase, status.trials_done)
+            work = status.calls + status.answered
+            if key != self.line[:2] or (work != self.line[2] and now - self.line_at >= self.QUIET_S):
+                self.line, self.line_at = (*key, work), now
+                spent = f"{status.calls} calls" + (f" (${status.cost:.4f})" if status.cost else "")
+                err.print(f"{escape(self.title)}: {escape(phase or 'working')} · {status.trials_done}/"
+                          f"{status.trials_total} trials · best {best} · {spent} · {status.pruned} pruned · "
+                          f"{now - self.began:.0f}s", highlight=False, soft_wrap=True)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.started and self.live:
+            self.progress.stop()
+
+
+def _print_report(report: Any) -> None:
+    label = f"{report.agent} → {report.model}"
+    if report.status == "dry run":
+        estimate = report.estimate
+        out.print(f"[bold]dry run[/bold] {escape(label)}: at most {estimate['total']} calls "
+                  f"({estimate['proposals']} proposals, {estimate['bootstrap']} bootstrap, "
+                  f"{estimate['search']} search, {estimate['test']} test"
+                  + (f", {estimate['judge']} judge" if estimate["judge"] else "")
+                  + f"), about ${estimate['cost_usd']:.4f}; nothing was called")
+        for note in report.notes:
+            out.print(f"           [dim]{escape(note)}[/dim]")
+        return
+    if report.status == "up to date":
+        out.print(f"[dim]up to date[/dim] {escape(label)}  [dim]{escape(str(report.artifact))} (same definition, "
+                  "data and settings; --force to search again)[/dim]")
+        return
+    if report.status == "worker done":
+        out.print(f"[green]worker done[/green] {escape(label)}")
+        return
+    outcome = report.outcome
+    baseline = "" if outcome.baseline_dev is None else f" (unoptimized {outcome.baseline_dev:.3f})"
+    test = "" if outcome.test_score is None else f", test {outcome.test_score:.3f}"
+    if outcome.baseline_test is not None:
+        test += f" (unoptimized {outcome.baseline_test:.3f})"
+    out.print(f"[green]optimized[/green] {escape(label)}: dev {outcome.dev_score:.3f}{baseline}{test}; "
+              f"{outcome.trials} trials, {outcome.pruned} pruned, {outcome.calls} calls "
+              f"({outcome.paid_calls} paid this run), {report.wall_s:.0f}s  [dim]{escape(str(report.artifact))}[/dim]")
+    if outcome.stopped:
+        out.print(f"           [yellow]stopped early: {escape(outcome.stopped)}[/yellow]")

@@ -1,0 +1,271 @@
+"""One call path for every way of running an agent: a chain over the fallback models, each step
+:func:`~rosetta.runtime.invoke.plan` on that model's own selected prompt, driven by blocking calls
+(``run``), awaited ones (``arun``), a stream (``stream``) or a single explicit prompt (``run_prompt``).
+
+Because all of them drive the same steps, a streamed call sends exactly the request ``run()``
+sends (timeout, limits and health included), and a fallback or correction behaves the same way
+whichever driver asked. Input guardrails run before any token is spent; output rules, typing and
+the agent's ``fallback_behavior`` run on every Result.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Generator, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rosetta.errors import Problem, UsageError
+from rosetta.providers.catalog import load_catalog
+from rosetta.render.prompt import RenderedPrompt
+from rosetta.runtime.selector import Selection
+from rosetta.runtime.traffic import Traffic
+
+log = logging.getLogger("rosetta.runtime")
+
+INVALID_ANSWER = "invalid_answer"
+"""The ``rosetta_event`` of the warning logged per answer that does not validate, so commands that
+score many answers can count these warnings instead of printing each."""
+
+RUN_OPTIONS = frozenset({"fallbacks", "policy", "validation_retries", "retry_temperature", "on_secret", "limiter",
+                         "health"})
+"""Keyword options of a run that are not litellm parameters."""
+
+
+def default_validation_retries(prompt: RenderedPrompt) -> int:
+    """Corrections after an answer that does not validate, when the caller sets none: open models
+    slip more often, so they get two; hosted ones get one."""
+    return 2 if prompt.model_class == "open" else 1
+
+
+def litellm() -> Any:
+    """litellm, imported on first use (with the embedded provider registered)."""
+    from rosetta.providers.litellm_offline import import_litellm
+
+    return import_litellm()
+
+
+@dataclass
+class _ChainState:
+    """What one run has learned so far (kept per call: a Runner serves concurrent calls)."""
+
+    attempts: list[Any] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    overflow_window: int | None = None  # the largest window that overflowed
+
+    def too_small(self, selection: Selection) -> bool:
+        """After a context-window overflow, skip models whose window is no larger."""
+        if self.overflow_window is None:
+            return False
+        window = load_catalog().resolve(selection.model).context_window
+        if window <= self.overflow_window:
+            self.failures.append(f"{selection.model}: skipped, its {window:,}-token window is no larger than "
+                                 "one that overflowed")
+            return True
+        return False
+
+
+class Runner:
+    """Runs one agent: ``agent`` gives its name, spec, model chain and selections; ``traffic`` is
+    its project's limiter and health."""
+
+    def __init__(self, agent: Any, traffic: Traffic) -> None:
+        self.agent, self.traffic = agent, traffic
+        self._models: dict[str, Any] = {}
+
+    # -- drivers ---------------------------------------------------------------------------
+
+    def run(self, inputs: Mapping[str, Any], chain: list[str], *, complete: Any = None,
+            messages: list[dict[str, Any]] | None = None, user_id: object | None = None, **options: Any) -> Any:
+        """The first model of ``chain`` that answers (blocking)."""
+        from rosetta.runtime.invoke import drive
+
+        return drive(self.steps(inputs, chain, options, messages, user_id), complete=complete or litellm().completion)
+
+    async def arun(self, inputs: Mapping[str, Any], chain: list[str], *, acomplete: Any = None,
+                   messages: list[dict[str, Any]] | None = None, user_id: object | None = None,
+                   **options: Any) -> Any:
+        """:meth:`run` for asyncio."""
+        from rosetta.runtime.invoke import adrive
+
+        return await adrive(self.steps(inputs, chain, options, messages, user_id),
+                            acomplete=acomplete or litellm().acompletion)
+
+    def stream(self, inputs: Mapping[str, Any], chain: list[str], *, complete: Any = None,
+               user_id: object | None = None, **options: Any) -> Iterator[Any]:
+        """The first call's text as it arrives, then the final Result (see
+        :func:`~rosetta.runtime.invoke.drive_streaming`)."""
+        from rosetta.runtime.invoke import drive_streaming
+
+        result = yield from drive_streaming(self.steps(inputs, chain, options, None, user_id),
+                                            complete=complete or litellm().completion)
+        yield result
+
+    def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], *, complete: Any = None,
+                   label: str = "candidate", **options: Any) -> Any:
+        """Answer ``inputs`` with an explicit ``prompt`` on its own model, and no fallback chain:
+        the optimizer scores candidates here, so a prompt scores the same at compile time as when
+        the runtime later serves it from its artifact."""
+        from rosetta.runtime.invoke import drive, plan
+
+        spec = self.check_inputs(inputs)
+        selection = Selection(model=prompt.model, kind=label, artifact=None, reason=label, prompt=prompt,
+                              artifact_id=label)
+        result = drive(plan(prompt, inputs, **self.plan_options(selection, options, None)),
+                       complete=complete or litellm().completion)
+        return self.finish(result, selection, spec, [], options)
+
+    def run_manual(self, inputs: Mapping[str, Any], chain: list[str], *, prompt_file: str | os.PathLike[str] | None,
+                   answer: str | None, answer_file: str | os.PathLike[str] | None, user_id: object | None) -> Any:
+        """Manual (copy/paste) mode: write the readable prompt of ``chain[0]`` to ``prompt_file``,
+        read the answer from ``answer``, ``answer_file`` or standard input, and validate it."""
+        import sys
+
+        from rosetta.fileio import write_atomic
+        from rosetta.runtime.answers import read_answer
+        from rosetta.runtime.invoke import Attempt, Result
+
+        spec = self.check_inputs(inputs)
+        selection = self.agent.selector.select(chain[0], None, user_id)
+        prompt_file = Path(prompt_file or f"{self.agent.name}-prompt.md")
+        write_atomic(prompt_file, selection.prompt.render_for_display(inputs))
+        log.info("%s: manual mode, prompt written to %s", self.agent.name, prompt_file)
+        if answer is None:
+            answer = Path(answer_file).read_text(encoding="utf-8") if answer_file else sys.stdin.read()
+        parsed = read_answer(answer, selection.prompt)
+        output_model = self.output_model(selection)
+        output = output_model.model_validate(parsed.data) if output_model and parsed.valid else parsed.data
+        result = Result(output=output, raw=answer, data=parsed.data, model="manual", artifact=selection.artifact_id,
+                        attempts=[Attempt("manual", "ok" if parsed.valid else "invalid", None, 0.0)],
+                        issues=parsed.issues)
+        return self.finish(result, selection, spec, [], {})
+
+    # -- the chain -------------------------------------------------------------------------
+
+    def chain(self, inputs: Mapping[str, Any], model: str | None, fallbacks: list[str] | None) -> list[str]:
+        """The models to try, in order, after the input rules passed (no model is called otherwise)."""
+        self.check_inputs(inputs)
+        preferences = fallbacks if fallbacks is not None else self.agent.model_chain()
+        chain = list(dict.fromkeys(([model] if model else []) + list(preferences)))
+        if not chain:
+            raise UsageError(Problem(f"{self.agent.name}: no model to run",
+                                     hint="pass model=... or set model_preferences"))
+        return chain
+
+    def check_inputs(self, inputs: Mapping[str, Any]) -> Any:
+        """Apply the agent's input rules (raising GuardrailError); returns its spec."""
+        spec = self.agent.spec
+        if spec is not None:
+            from rosetta.runtime.guardrails import check_inputs
+
+            check_inputs(spec.guardrails.input_validation, spec.input_names, inputs, self.agent.name)
+        return spec
+
+    def steps(self, inputs: Mapping[str, Any], chain: list[str], options: Mapping[str, Any],
+              messages: list[dict[str, Any]] | None, user_id: object | None) -> Generator[Any, Any, Any]:
+        """The whole run as plan steps: each model of ``chain`` in turn, on its own selected prompt,
+        until one answers; returns the finished Result or raises ModelCallError."""
+        from rosetta.runtime.invoke import ModelCallError, plan
+        from rosetta.runtime.tracing import span
+
+        spec, state = self.agent.spec, _ChainState()
+        with span("rosetta.run", **{"rosetta.agent": self.agent.name, "gen_ai.request.model": chain[0]}) as current:
+            for name in chain:
+                selection = self.agent.selector.select(name, None, user_id)
+                if state.too_small(selection):
+                    continue
+                try:
+                    result = yield from plan(selection.prompt, inputs,
+                                             **self.plan_options(selection, options, messages))
+                except ModelCallError as error:
+                    self._record_failure(error, selection, state)
+                    continue
+                return _traced(current, self.finish(result, selection, spec, state.attempts, options))
+            raise ModelCallError(Problem(f"{self.agent.name}: every model failed: " + "; ".join(state.failures),
+                                         hint="check the providers' status, or add fallbacks"), state.attempts,
+                                 "exhausted")
+
+    def plan_options(self, selection: Selection, options: Mapping[str, Any],
+                     messages: list[dict[str, Any]] | None) -> dict[str, Any]:
+        """The keyword arguments of :func:`~rosetta.runtime.invoke.plan` for one model."""
+        from rosetta.runtime.invoke import RetryPolicy
+
+        retries = options.get("validation_retries")
+        if retries is None:
+            retries = default_validation_retries(selection.prompt)
+        params = {k: v for k, v in options.items() if k not in RUN_OPTIONS}
+        return {"artifact": selection.artifact_id, "policy": options.get("policy") or RetryPolicy(),
+                "validation_retries": retries, "retry_temperature": options.get("retry_temperature", 0.2),
+                "output_model": self.output_model(selection), "params": params, "messages": messages,
+                "limiter": options.get("limiter") or self.traffic.limiter,
+                "health": options.get("health") or self.traffic.health}
+
+    def finish(self, result: Any, selection: Selection, spec: Any, attempts: list, options: Mapping[str, Any]) -> Any:
+        """The Result as the caller gets it: earlier attempts first, who answered, output rules
+        applied (credentials redacted), and the agent's fallback_behavior for invalid answers."""
+        from rosetta.runtime.answers import read_answer
+        from rosetta.runtime.guardrails import apply_output_rules
+
+        result.attempts = attempts + result.attempts
+        result.agent, result.version = self.agent.name, selection.version
+        result.arm, result.experiment = selection.arm, selection.experiment
+        rules = tuple(spec.guardrails.output_filtering) if spec is not None else ()
+        raw, result.post_checks = apply_output_rules(rules, result.raw, on_secret=options.get("on_secret", "redact"))
+        if raw != result.raw:
+            redacted = read_answer(raw, selection.prompt)
+            output_model = self.output_model(selection)
+            result.raw, result.data, result.output = raw, redacted.data, redacted.data
+            if output_model is not None and redacted.valid:
+                result.output = output_model.model_validate(redacted.data)
+        if not result.valid:
+            self._on_invalid(result, spec)
+        return result
+
+    def output_model(self, selection: Selection) -> Any:
+        """The pydantic model of the selected prompt's output schema (built once per schema)."""
+        schema = selection.prompt.output_schema
+        if schema is None:
+            return None
+        key = repr(sorted(schema.items()))
+        if key not in self._models:
+            from rosetta.schema_types import model_from_schema
+
+            self._models[key] = model_from_schema(schema, name="Output")
+        return self._models[key]
+
+    def _record_failure(self, error: Any, selection: Selection, state: _ChainState) -> None:
+        from rosetta.runtime.invoke import ModelCallError
+
+        state.attempts += error.attempts
+        if error.kind == "hard":
+            raise ModelCallError(error.problems, state.attempts, "hard") from None
+        if error.kind == "context":
+            window = load_catalog().resolve(selection.model).context_window
+            state.overflow_window = max(state.overflow_window or 0, window)
+        state.failures.append(f"{selection.model}: {error.problems[0].message}")
+        log.warning("%s: %s; trying the next model", self.agent.name, error.problems[0].message)
+
+    def _on_invalid(self, result: Any, spec: Any) -> None:
+        from rosetta.runtime.invoke import ModelCallError
+
+        behaviour = spec.guardrails.fallback_behavior.value if spec is not None else "warn_and_retry"
+        issues = "; ".join(f"{i.path}: {i.message}" for i in result.issues)
+        if behaviour == "warn_and_halt":
+            raise ModelCallError(Problem(f"{self.agent.name} on {result.model}: the answer never validated: {issues}",
+                                         hint="guardrails.fallback_behavior is warn_and_halt"),
+                                 result.attempts, "invalid")
+        result.escalated = behaviour == "escalate_to_user"
+        log.warning("%s on %s: returning an answer that does not validate (%s)", self.agent.name, result.model,
+                    issues, extra={"rosetta_event": INVALID_ANSWER})
+
+
+def _traced(current: Any, result: Any) -> Any:
+    """Record a run's outcome on its ``rosetta.run`` span (a no-op without OpenTelemetry)."""
+    from rosetta.runtime.tracing import annotate, usage_attributes
+
+    annotate(current, **{"gen_ai.response.model": result.model, "rosetta.artifact_id": result.artifact,
+                         "rosetta.attempts": len(result.attempts), "rosetta.valid": result.valid,
+                         "rosetta.latency_s": result.latency_s, **usage_attributes(result.usage, result.cost)})
+    return result

@@ -1,0 +1,42 @@
+"""A streamed call sends exactly the request ``run()`` sends (plus ``stream``), on every adapter:
+both drive the same plan, so timeout, generation parameters, tools and response format agree."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rosetta.providers.litellm_offline import import_litellm
+from rosetta.runtime.agent import load
+from rosetta.runtime.invoke import RetryPolicy
+
+MODELS = {"anthropic": "anthropic/claude-sonnet-4", "openai": "openai/gpt-4o", "google": "gemini/gemini-2.5-pro",
+          "open-source": "ollama_chat/llama3.1"}
+ANSWER = json.dumps({"severity": "high", "rationale": "Unauthenticated SQL injection in the login form."})
+REPORT = {"report": "SQL injection in the login form lets an unauthenticated attacker bypass authentication."}
+
+
+def recorder(calls: list[dict]):
+    """litellm itself, answering from ``mock_response`` offline, recording what it was asked."""
+    litellm = import_litellm()
+
+    def complete(**kwargs):
+        calls.append(dict(kwargs))
+        return litellm.completion(**kwargs, mock_response=ANSWER)
+
+    return complete
+
+
+@pytest.mark.parametrize("adapter", sorted(MODELS))
+def test_stream_sends_the_request_run_sends(tree, adapter):
+    agent = load("vuln-triage", project=tree)
+    policy = RetryPolicy(attempts=1, timeout=7.5)
+    ran, streamed = [], []
+    agent.run(REPORT, MODELS[adapter], fallbacks=[], policy=policy, validation_retries=0, complete=recorder(ran),
+              api_key="sk-test-not-a-real-key")
+    *_, result = agent.stream(REPORT, MODELS[adapter], fallbacks=[], policy=policy, validation_retries=0,
+                              complete=recorder(streamed), api_key="sk-test-not-a-real-key")
+    assert streamed[0].pop("stream") is True and "stream" not in ran[0]
+    assert streamed[0] == ran[0] and ran[0]["timeout"] == 7.5
+    assert result.attempts[0].model == agent.prompt_for(MODELS[adapter]).model
