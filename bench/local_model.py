@@ -55,7 +55,7 @@ def main() -> None:
 def run(repeat: int) -> None:
     import llama_cpp
 
-    from rosetta.providers import local_llm, local_weights
+    from rosetta.providers import local_decoder, local_weights
     from rosetta.providers.litellm_offline import import_litellm
 
     litellm = import_litellm()
@@ -69,11 +69,11 @@ def run(repeat: int) -> None:
     local_weights.model_path(MODEL)
     rows.append(("weights: sha256 check (each process's first call)", _ms(began), "ms", ""))
     began = time.perf_counter()
-    loaded = local_llm._load(local_weights.resolve(MODEL))
+    loaded = local_decoder.load_model(local_weights.resolve(MODEL))
     rows.append(("model load (each process's first call)", _ms(began), "ms", ""))
     llm = loaded.llm
-    baseline = llama_cpp.Llama(model_path=str(path), n_ctx=llm.n_ctx(), n_batch=local_llm.BATCH,
-                               n_ubatch=local_llm.BATCH, n_threads=os.cpu_count(), n_threads_batch=os.cpu_count(),
+    baseline = llama_cpp.Llama(model_path=str(path), n_ctx=llm.n_ctx(), n_batch=local_decoder.BATCH,
+                               n_ubatch=local_decoder.BATCH, n_threads=os.cpu_count(), n_threads_batch=os.cpu_count(),
                                verbose=False)
 
     def call(prompt: str, max_tokens: int) -> tuple[float, object]:

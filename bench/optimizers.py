@@ -76,7 +76,8 @@ def main() -> None:
 def run(args: argparse.Namespace, state: Path) -> list[dict]:
     from rosetta.compile.optimize.cache import EvalCache
     from rosetta.compile.optimize.evaluation import Budget, Evaluator
-    from rosetta.compile.optimize.study import SearchSettings, run_search
+    from rosetta.compile.optimize.search import run_search
+    from rosetta.compile.optimize.study import SearchSettings
     from rosetta.compile.optimize.target import load_context
     from rosetta.config import load_settings
     from rosetta.render.prompt import Knobs
@@ -185,7 +186,7 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
     return [row for row in rows if row["key"] != "rosetta"] + ours  # shown last, below the rows it is compared with
 
 
-SEARCH_CODE = ("study.py", "space.py", "pruning.py", "proposer.py")
+SEARCH_CODE = ("search.py", "study.py", "space.py", "pruning.py", "proposer.py")
 """rosetta's search (src/rosetta/compile/optimize/): only the rosetta row depends on these files."""
 
 DSPY_CODE = ("compile/optimize/dspy_backend.py", "compile/optimize/metrics.py", "compile/optimize/labeled.py",

@@ -160,3 +160,15 @@ def test_hub_datasets_load_through_hf_datasets(triage, tmp_path: Path) -> None:
     assert data.dev[0].id == "v0" and data.test[2].file.endswith("[test]") and data.test[2].line == 3
     with pytest.raises(DatasetError, match="cannot load hub dataset"):
         load_labeled(triage, f"hub:{tmp_path / 'missing'}", cache_dir=tmp_path / "cache")
+
+
+def test_a_module_function_metric_is_imported_from_the_project_without_touching_sys_path(triage, tmp_path):
+    import sys
+
+    (tmp_path / "house_metrics_for_test.py").write_text("def lenient(predicted, expected):\n    return 0.5\n")
+    before = list(sys.path)
+    try:
+        metric = resolve_metric("house_metrics_for_test:lenient", Evaluation(), triage, root=tmp_path)
+        assert metric.score({"a": 1}, {"a": 2}, valid=True) == 0.5 and sys.path == before
+    finally:
+        sys.modules.pop("house_metrics_for_test", None)

@@ -78,10 +78,10 @@ BUNDLED = _bundled_schemas()
 def test_llama_cpp_accepts_the_grammar_of_every_bundled_output_schema(name, schema, local_model):
     import llama_cpp
 
-    from rosetta.providers.local_llm import _load
+    from rosetta.providers.local_decoder import load_model
     from rosetta.providers.local_weights import resolve
 
-    vocab = _load(resolve(local_model)).vocab
+    vocab = load_model(resolve(local_model)).vocab
     grammar = schema_to_gbnf(json.loads(json.dumps(schema)))
     sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
     assert sampler, f"llama.cpp rejected the grammar for {name}:\n{grammar}"

@@ -23,7 +23,8 @@ from conftest import REPO
 
 from rosetta.providers.catalog import load_catalog
 from rosetta.providers.litellm_offline import import_litellm
-from rosetta.providers.local_llm import LOOP_WINDOW, completion_prompt, looping
+from rosetta.providers.local_decoder import LOOP_WINDOW, looping
+from rosetta.providers.local_llm import completion_prompt
 from rosetta.runtime.invoke import classify
 
 litellm = import_litellm()
@@ -110,32 +111,32 @@ def test_reused_prompt_blocks_give_bit_identical_logits(monkeypatch: pytest.Monk
     bit for bit (a greedy near-tie flips on any difference)."""
     import numpy as np
 
-    from rosetta.providers import local_llm
+    from rosetta.providers import local_decoder
 
     shared = "Incident log, payments-api, 2024-05-02.\n" + "".join(
         f"{hour:02d}:00 p99 latency {200 + 7 * hour} ms, error rate {hour % 5}.{hour % 3}%\n" for hour in range(12))
     first, second = shared + "Write a long incident summary:", shared + "Which hour had the highest error rate?"
-    reuse, kept = local_llm._reuse, []
+    reuse, kept = local_decoder.reuse, []
 
     def spy(loaded, tokens):
         kept.append(reuse(loaded, tokens))
         return kept[-1]
 
-    seen, gate = [], local_llm._GrammarGate.__call__
+    seen, gate = [], local_decoder.GrammarGate.__call__
 
     def logits(prompt: str):  # what the grammar gate is handed at the first answer token
         seen.clear()
         ask(prompt, max_tokens=1, response_format={"type": "json_object"})
         return seen[0]
 
-    monkeypatch.setattr(local_llm._GrammarGate, "__call__",
+    monkeypatch.setattr(local_decoder.GrammarGate, "__call__",
                         lambda self, ids, scores: seen.append(np.array(scores, copy=True)) or gate(self, ids, scores))
-    monkeypatch.setattr(local_llm, "_reuse", lambda loaded, tokens: 0)
+    monkeypatch.setattr(local_decoder, "reuse", lambda loaded, tokens: 0)
     expected = logits(second)  # evaluated from position 0
-    monkeypatch.setattr(local_llm, "_reuse", spy)
+    monkeypatch.setattr(local_decoder, "reuse", spy)
     ask(first, max_tokens=150)
     assert np.array_equal(logits(second), expected)
-    assert kept[-1] >= 3 * local_llm.BATCH  # the shared blocks really came from the cache
+    assert kept[-1] >= 3 * local_decoder.BATCH  # the shared blocks really came from the cache
 
 
 @pytest.mark.parametrize("schema, inputs", [
@@ -288,14 +289,14 @@ GEMMA_CHAT_TEMPLATE = (
 
 
 def test_a_gguf_with_a_chat_template_is_prompted_through_its_template(tmp_path: Path, gguf: Path):
-    from rosetta.providers.local_llm import _load
+    from rosetta.providers.local_decoder import load_model
     from rosetta.providers.local_weights import resolve
 
     chat = tmp_path / "gemma-chat.gguf"  # the same weights, with a chat template in the metadata
     subprocess.run([sys.executable, "-m", "gguf.scripts.gguf_new_metadata", str(gguf), str(chat),
                     "--chat-template", GEMMA_CHAT_TEMPLATE, "--force"], check=True, capture_output=True, timeout=300)
     model = f"local/{chat}"
-    loaded = _load(resolve(model))
+    loaded = load_model(resolve(model))
     assert loaded.style == "chat"
     assert loaded.formatter(messages=[{"role": "user", "content": "Hi"}]).prompt == (
         "<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model")  # Jinja drops the last newline

@@ -45,6 +45,17 @@ def test_reasoning_is_injected_for_open_models_only_under_adaptive(triage):
     assert instruction in render(triage, "sonnet", Knobs(reasoning=True)).system
 
 
+def test_models_that_reason_on_their_own_get_no_reasoning_instruction(triage):
+    from dataclasses import replace
+
+    from rosetta.providers.catalog import load_catalog
+
+    llama = load_catalog().resolve("ollama_chat/llama3.1")
+    thinker = replace(llama, capabilities=replace(llama.capabilities, builtin_reasoning=True))
+    assert render(triage, llama).knobs.reasoning is True  # the open-source adapter injects for open models
+    assert render(triage, thinker).knobs.reasoning is False
+
+
 def test_explicit_cot_and_none_strategies():
     assert "step by step" in render(bundled("log-summarizer-open"), "openai/gpt-4o").system
     assert "step by step" not in render(bundled("advisory-extractor"), "ollama/llama3.1").system.split("FORMAT:")[1]

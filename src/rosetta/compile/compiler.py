@@ -27,7 +27,7 @@ from rosetta.store.artifact import (
     artifact_path,
     dump_artifact,
     inputs_digest,
-    read_header,
+    stored_header,
 )
 from rosetta.store.index import IndexEntry, files_digest, read_index
 from rosetta.store.publish import publish, save_index
@@ -229,13 +229,9 @@ _CHECK_MESSAGES = {
 
 
 def _current_status(path: Path, inputs_sha: str) -> Status:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    header = stored_header(path)
+    if header is None:
         return Status.MISSING
-    except (OSError, UnicodeDecodeError):
-        return Status.INVALID
-    header = read_header(text)
     if not header.intact:
         return Status.INVALID
     return Status.UP_TO_DATE if header.inputs_sha256 == inputs_sha else Status.STALE

@@ -6,47 +6,29 @@
 public way to do the same before handing litellm to other code (``dspy.LM("local/...")``).
 Registering is cheap: ``llama_cpp`` is imported and the model loaded on the first local call.
 
-Design notes:
+Design notes (the decoder itself — loading, KV-cache reuse, grammars, the loop check — is
+:mod:`rosetta.providers.local_decoder`):
 
-- One ``llama_cpp.Llama`` per model file per process, loaded lazily and kept; llama.cpp is not
-  thread-safe, so loading and each generation hold that model's lock. Async calls do the locked
-  work in a worker thread, so ``asyncio.gather`` of many calls neither blocks the loop nor races.
-  The KV cache of the previous prompt is reused in whole 32-token blocks (:func:`_reuse`): a
-  fixed instruction block is evaluated once, and answers stay bit-identical to a fresh run.
+- Async calls do the locked work in a worker thread, so ``asyncio.gather`` of many calls neither
+  blocks the loop nor races; a stream is generated in its own thread, so its reader never holds
+  the model's lock.
 - Base models (``prompt_style: completion``, or a GGUF without a chat template) get the messages
   as one plain text — no chat template (see :func:`completion_prompt`); the answer's leading
   whitespace is dropped. Other GGUFs get their own chat template.
-- Generation is one token loop for streamed and whole answers, so both give the same text and
-  exact token counts. Stop strings are never emitted, not even in part.
-- ``response_format`` ``json_schema`` constrains decoding with a llama.cpp grammar built from the
-  schema (:mod:`rosetta.providers.local_grammar`), ``json_object`` with a generic JSON grammar: the
-  answer parses, and validates where the grammar can express the schema, *unless* it is cut off by ``max_tokens``
-  (``finish_reason == "length"``) — give a budget that fits the largest answer the schema allows.
-- ``temperature: 0`` is greedy decoding, deterministic for the same prompt; ``seed`` seeds sampling.
-  A greedy answer caught in a loop (its last tokens are one cycle repeated: a short cycle over
-  :data:`LOOP_WINDOW` tokens, or a cycle of up to :data:`LOOP_PERIOD` tokens — a whole JSON item —
-  three times) ends there with ``finish_reason == "length"``: greedy decoding of a small model
-  practically never leaves such a loop, so running on to ``max_tokens`` would give the same
-  cut-off answer many seconds later.
-  Unknown parameters (``num_retries``, ``rollout_id``, ...) are ignored; ``tools`` are refused.
+- A ``json_schema`` answer parses, and validates where the grammar can express the schema,
+  *unless* it is cut off by ``max_tokens`` (``finish_reason == "length"``) — give a budget that
+  fits the largest answer the schema allows.
+- Unknown parameters (``num_retries``, ``rollout_id``, ...) are ignored; ``tools`` are refused.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
-import codecs
-import ctypes
 import functools
-import json
-import logging
-import os
 import queue
 import random
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -58,28 +40,21 @@ from litellm.types.utils import GenericStreamingChunk, ModelResponse  # noqa: E4
 
 from rosetta.errors import Problem, RosettaError, UsageError  # noqa: E402
 from rosetta.providers.kinds import ANSWER_CUE  # noqa: E402
-from rosetta.providers.local_weights import (  # noqa: E402
-    INSTALL_HINT,
-    LocalModel,
-    catalog_models,
-    prompt_style,
-    resolve,
+from rosetta.providers.local_decoder import (  # noqa: E402
+    PROVIDER,
+    GrammarGate,
+    Piece,
+    Request,
+    generate,
+    grammar_for,
+    hard,
+    load_model,
 )
+from rosetta.providers.local_weights import catalog_models, resolve  # noqa: E402
 
-PROVIDER = "local"
-CONTEXT_TOKENS = 8192
-"""KV-cache size per loaded model (≈150 MB for Gemma 3 270M); longer prompts are refused as context errors."""
-BATCH = 32
-"""Prompt tokens per llama.cpp batch, and the unit of KV-cache reuse (see :func:`_reuse`)."""
 DEFAULT_MAX_TOKENS = 512
 """Answer budget when the caller gives none and the catalog has no ``max_output``."""
 DEFAULT_TEMPERATURE = 0.8  # llama.cpp's default
-LOOP_WINDOW = 96
-"""Tokens a greedy answer must have repeated one cycle for before it is stopped as a loop."""
-LOOP_REPEATS = 3
-"""...and at least this many whole repeats of a longer cycle."""
-LOOP_PERIOD = 64
-"""Longest cycle (in tokens) the loop check looks for."""
 
 
 def register() -> None:
@@ -150,11 +125,6 @@ class LocalLLM(CustomLLM):
 
 # -- errors -----------------------------------------------------------------------------------
 
-def _hard(message: str, model: str) -> Exception:
-    """A caller mistake, as litellm's BadRequestError: rosetta's retry policy does not retry it."""
-    return litellm.BadRequestError(message=message, model=model, llm_provider=PROVIDER)
-
-
 def _errors_as_litellm(function: Callable[..., Any]) -> Callable[..., Any]:
     """Turn rosetta's UsageError (bad name, missing extra, tampered file) into BadRequestError."""
     @functools.wraps(function)
@@ -162,129 +132,25 @@ def _errors_as_litellm(function: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return function(kwargs)
         except RosettaError as exc:
-            raise _hard(str(exc), f"{PROVIDER}/{kwargs.get('model')}") from exc
+            raise hard(str(exc), f"{PROVIDER}/{kwargs.get('model')}") from exc
     return wrapper
-
-
-# -- loading ----------------------------------------------------------------------------------
-
-@dataclass
-class _Loaded:
-    """A model kept in memory, with the lock every use of it holds."""
-
-    llm: Any  # llama_cpp.Llama
-    vocab: Any  # for end-of-generation checks
-    style: str  # "completion" | "chat"
-    lock: threading.Lock
-    formatter: Any = None  # llama_cpp Jinja2ChatFormatter for chat models
-    cached: list[int] = field(default_factory=list)  # prompt tokens whose KV cache is reusable (see _reuse)
-
-
-_models: dict[tuple[str, int, int], _Loaded] = {}
-_model_locks: dict[tuple[str, int, int], threading.Lock] = {}
-_registry_lock = threading.Lock()
-_log_callback: Any = None
-log = logging.getLogger("rosetta.local.llama_cpp")
-
-
-def _llama_cpp(model: str) -> ModuleType:
-    try:
-        import llama_cpp
-    except ImportError:
-        raise _hard(f"{model} runs on llama.cpp, which is not installed: {INSTALL_HINT}", model) from None
-    global _log_callback
-    if _log_callback is None:  # llama.cpp's own messages go to logging, not straight to stderr
-        @llama_cpp.llama_log_callback
-        def callback(level: int, text: bytes, user_data: Any) -> None:
-            # ggml levels: 1 debug, 2 info, 3 warn, 4 error, 5 continued; llama.cpp warns about trivia
-            log.log(logging.ERROR if level == 4 else logging.DEBUG, "%s", text.decode("utf-8", "replace").rstrip())
-
-        _log_callback = callback  # ctypes needs the callback object kept alive
-        llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
-    return llama_cpp
-
-
-def _load(local: LocalModel) -> _Loaded:
-    """The loaded model for ``local``, loading it on first use."""
-    stat = local.path.stat()
-    key = (str(local.path), stat.st_size, stat.st_mtime_ns)
-    with _registry_lock:
-        loaded = _models.get(key)
-        if loaded is not None:
-            return loaded
-        lock = _model_locks.setdefault(key, threading.Lock())
-    with lock:
-        loaded = _models.get(key)
-        if loaded is None:
-            if not _models:
-                atexit.register(_close_all)
-            loaded = _models[key] = _new_model(local, lock)
-    return loaded
-
-
-def _close_all() -> None:
-    """Free the models while llama_cpp still exists: left to interpreter shutdown, its finalizers
-    run after the module's globals are gone and print tracebacks."""
-    for loaded in list(_models.values()):
-        if loaded.lock.acquire(timeout=5):  # an abandoned stream's thread may still be generating
-            loaded.llm.close()
-            loaded.lock.release()
-    _models.clear()
-
-
-def _new_model(local: LocalModel, lock: threading.Lock) -> _Loaded:
-    llama_cpp = _llama_cpp(local.id)
-    threads = os.cpu_count() or 1
-    n_ctx = min(local.context_window or CONTEXT_TOKENS, CONTEXT_TOKENS)
-    try:
-        llm = llama_cpp.Llama(model_path=str(local.path), n_ctx=n_ctx, n_batch=BATCH, n_ubatch=BATCH,
-                              n_threads=threads, n_threads_batch=threads, verbose=False)
-    except (ValueError, RuntimeError) as exc:
-        raise _hard(f"llama.cpp cannot load {local.path}: {exc}", local.id) from None
-    style = prompt_style(local, llm.metadata)
-    formatter = None
-    if style == "chat":
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        def text(token: int) -> str:
-            return llm._model.token_get_text(token) if token != -1 else ""
-
-        formatter = Jinja2ChatFormatter(template=llm.metadata["tokenizer.chat_template"],
-                                        eos_token=text(llm.token_eos()), bos_token=text(llm.token_bos()))
-    return _Loaded(llm, llama_cpp.llama_model_get_vocab(llm.model), style, lock, formatter)
 
 
 # -- requests ---------------------------------------------------------------------------------
 
-@dataclass
-class _Request:
-    """One generation, fully checked and tokenized, ready to run under the model's lock."""
-
-    model: str  # "local/<name>"
-    loaded: _Loaded
-    tokens: list[int]
-    max_tokens: int
-    stop: list[str]
-    sampling: dict[str, Any]
-    seed: int
-    gate: _GrammarGate | None  # constrains decoding to a JSON grammar
-    strip: bool  # drop the answer's leading whitespace (completion style)
-    created: int = field(default_factory=lambda: int(time.time()))
-
-
 @_errors_as_litellm
-def _prepare(kwargs: dict[str, Any]) -> _Request:
+def _prepare(kwargs: dict[str, Any]) -> Request:
     """Resolve the model, load it, build the prompt and check every parameter."""
     local = resolve(f"{PROVIDER}/{kwargs['model']}")  # litellm passes the name without its provider
     model = local.id
     params: Mapping[str, Any] = kwargs.get("optional_params") or {}
     if params.get("tools") or params.get("functions"):
-        raise _hard(f"local models cannot call tools ({model}); ask for a JSON answer instead", model)
+        raise hard(f"local models cannot call tools ({model}); ask for a JSON answer instead", model)
     if (params.get("n") or 1) != 1:
-        raise _hard(f"{model} gives one answer per call (n={params['n']})", model)
-    grammar = _grammar_for(params.get("response_format"), model)
+        raise hard(f"{model} gives one answer per call (n={params['n']})", model)
+    grammar = grammar_for(params.get("response_format"), model)
     messages = list(kwargs.get("messages") or [])
-    loaded = _load(local)
+    loaded = load_model(local)
     llm = loaded.llm
     if loaded.style == "completion":
         tokens = llm.tokenize(completion_prompt(messages).encode("utf-8"), add_bos=True, special=False)
@@ -307,8 +173,8 @@ def _prepare(kwargs: dict[str, Any]) -> _Request:
             sampling[target] = kind(params[name])
     seed = params.get("seed")
     seed = random.getrandbits(32) if seed is None else int(seed)  # llama.cpp would reuse its last seed
-    gate = None if grammar is None else _GrammarGate(loaded, grammar, sampling.get("top_k", 40), model)
-    return _Request(model, loaded, tokens, max(1, min(int(requested), room)), _stops(params.get("stop")) + extra_stop,
+    gate = None if grammar is None else GrammarGate(loaded, grammar, sampling.get("top_k", 40), model)
+    return Request(model, loaded, tokens, max(1, min(int(requested), room)), _stops(params.get("stop")) + extra_stop,
                     sampling, seed, gate, loaded.style == "completion")
 
 
@@ -340,220 +206,19 @@ def _stops(stop: Any) -> list[str]:
     return [s for s in ([stop] if isinstance(stop, str) else stop) if s]
 
 
-def _grammar_for(response_format: Any, model: str) -> Any:
-    """The llama.cpp grammar ``response_format`` asks for, or None for free text."""
-    if response_format is None:
-        return None
-    if isinstance(response_format, type) and hasattr(response_format, "model_json_schema"):  # a pydantic model
-        return _grammar(json.dumps(response_format.model_json_schema()), model)
-    if not isinstance(response_format, Mapping):
-        raise _hard(f"unsupported response_format {response_format!r}", model)
-    kind = response_format.get("type")
-    if kind in (None, "text"):
-        return None
-    schema = None
-    if kind == "json_schema":
-        spec = response_format.get("json_schema") or {}
-        schema = spec.get("schema") if isinstance(spec, Mapping) else None
-    elif kind != "json_object":
-        raise _hard(f"unsupported response_format type {kind!r} (use json_schema or json_object)", model)
-    return _grammar(None if schema is None else json.dumps(schema), model)  # key order is the answer's order
-
-
-@functools.lru_cache(maxsize=64)
-def _cached_grammar(schema: str | None) -> Any:
-    from llama_cpp import LlamaGrammar
-
-    from rosetta.providers.local_grammar import schema_to_gbnf
-
-    return LlamaGrammar.from_string(schema_to_gbnf(None if schema is None else json.loads(schema)), verbose=False)
-
-
-def _grammar(schema: str | None, model: str) -> Any:
-    """A grammar per schema text, built once (the schema-to-GBNF conversion is pure Python)."""
-    _llama_cpp(model)
-    try:
-        return _cached_grammar(schema)
-    except Exception as exc:  # the converter raises bare Exceptions for refs and features it cannot express
-        raise _hard(f"cannot turn the response_format JSON Schema into a llama.cpp grammar: {exc}", model) from None
-
-
-# -- generation -------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class _Piece:
-    text: str
-    finish: str | None = None  # set on the last piece, with the token counts
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-
-def _generate(request: _Request, cancelled: threading.Event | None = None) -> Iterator[_Piece]:
-    """The answer, piece by piece; the caller holds the model's lock for the whole iteration."""
-    loaded, stop = request.loaded, request.stop
-    llm, gate = loaded.llm, request.gate
-    llm.set_seed(request.seed)
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    raw, sent, count, finish = "", 0, 0, "length"
-    answer: list[int] = []
-    greedy = request.sampling["temp"] <= 0
-    llm.n_tokens = _reuse(loaded, request.tokens)
-    loaded.cached = []  # until the new prompt is evaluated
-    tokens = llm.generate(request.tokens, logits_processor=None if gate is None else [gate], **request.sampling)
-    try:
-        for token in tokens:
-            if not loaded.cached:
-                loaded.cached = request.tokens[:len(request.tokens) // BATCH * BATCH]
-            if _is_end(loaded, token):
-                finish = "stop"
-                break
-            count += 1
-            if gate is not None:
-                gate.accept(token)
-            raw += decoder.decode(llm.detokenize([token]))
-            hits = [i for i in (raw.find(s) for s in stop) if i >= 0]
-            if hits:
-                raw, finish = raw[:min(hits)], "stop"
-                break
-            answer.append(token)
-            if count >= request.max_tokens or (cancelled is not None and cancelled.is_set()) \
-                    or (greedy and looping(answer)):
-                break
-            text = raw.lstrip() if request.strip else raw
-            ready = len(text) - _held_back(text, stop)
-            if gate is not None:  # the grammar may end in whitespace; the JSON does not
-                ready = min(ready, len(text.rstrip()))
-            if ready > sent:
-                yield _Piece(text[sent:ready])
-                sent = ready
-    finally:
-        tokens.close()
-        if gate is not None:
-            gate.close()
-    if finish == "length":
-        raw += decoder.decode(b"", final=True)
-    text = raw.lstrip() if request.strip else raw
-    if gate is not None:
-        text = text.rstrip()
-    yield _Piece(text[sent:], finish, len(request.tokens), count)
-
-
-class _GrammarGate:
-    """Grammar-constrained decoding as a logits processor that checks the model's top candidates
-    first and scans the whole vocabulary only when none of them fits the grammar.
-
-    Adding the grammar to llama-cpp-python's sampler chain applies it to every token of the
-    vocabulary at every step (262k for Gemma: ~4x slower than the model itself); llama.cpp's own
-    common sampler checks the chosen token first for the same reason. Greedy decoding picks the
-    same token either way: the best allowed token is the first allowed one among the best.
-    """
-
-    def __init__(self, loaded: _Loaded, grammar: Any, top_k: int, model: str) -> None:
-        import llama_cpp
-        import numpy as np
-
-        self._llama_cpp, self._np = llama_cpp, np
-        self._sampler = llama_cpp.llama_sampler_init_grammar(
-            loaded.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
-        if not self._sampler:
-            raise _hard("llama.cpp rejected the grammar built from response_format", model)
-        self._top_k = top_k if top_k > 0 else 40
-        self._dtype = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
-
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        np = self._np
-        size = scores.shape[0]
-        for k in (self._top_k, 2048):  # the best few, then the best 2048 (~2 ms), then everything (~40 ms)
-            if k < size:
-                allowed = self._allowed(np.argpartition(-scores, k - 1)[:k], scores)
-                if allowed.size:
-                    break
-        else:
-            allowed = self._allowed(np.arange(size, dtype=np.intc), scores)
-        masked = np.full_like(scores, -np.inf)
-        masked[allowed] = scores[allowed]
-        return masked
-
-    def _allowed(self, ids: Any, scores: Any) -> Any:
-        llama_cpp, np = self._llama_cpp, self._np
-        data = np.empty(ids.shape[0], dtype=self._dtype)
-        data["id"], data["logit"], data["p"] = ids, scores[ids], 0.0
-        array = llama_cpp.llama_token_data_array(
-            data=data.ctypes.data_as(llama_cpp.llama_token_data_p), size=data.shape[0], selected=-1, sorted=False)
-        llama_cpp.llama_sampler_apply(self._sampler, ctypes.byref(array))
-        return data["id"][np.isfinite(data["logit"])]
-
-    def accept(self, token: int) -> None:
-        self._llama_cpp.llama_sampler_accept(self._sampler, token)
-
-    def close(self) -> None:
-        if getattr(self, "_sampler", None):
-            self._llama_cpp.llama_sampler_free(self._sampler)
-            self._sampler = None
-
-    __del__ = close  # a stream nobody read still frees its grammar
-
-
-def _reuse(loaded: _Loaded, tokens: list[int]) -> int:
-    """How many leading prompt tokens to keep from the KV cache, so the answer is bit-identical to a
-    fresh evaluation.
-
-    llama.cpp's kernels depend on the batch shape: the same token evaluated alone or inside a batch
-    of 5 gets slightly different logits, enough to flip a greedy choice between near-ties. So we keep
-    only whole BATCH-sized blocks that a previous prompt evaluated at the same positions (never
-    generated tokens) and evaluate the rest in the same blocks a fresh run would use. A repeated
-    prompt costs at most BATCH tokens instead of all of them.
-    """
-    common = 0
-    for cached, token in zip(loaded.cached, tokens):
-        if cached != token:
-            break
-        common += 1
-    keep = min(common, len(tokens) - 1) // BATCH * BATCH
-    return min(keep, loaded.llm.n_tokens)
-
-
-def looping(tokens: list[int], window: int = LOOP_WINDOW, longest: int = LOOP_PERIOD,
-            repeats: int = LOOP_REPEATS) -> bool:
-    """Whether the answer ends in one cycle of at most ``longest`` tokens, repeated over the last
-    ``window`` tokens and at least ``repeats`` times."""
-    for period in range(1, min(longest, len(tokens) // repeats) + 1):
-        span = max(window, repeats * period)
-        if len(tokens) >= span and tokens[-span + period:] == tokens[-span:-period]:
-            return True
-    return False
-
-
-def _is_end(loaded: _Loaded, token: int) -> bool:
-    import llama_cpp
-
-    return bool(llama_cpp.llama_vocab_is_eog(loaded.vocab, token))
-
-
-def _held_back(text: str, stops: list[str]) -> int:
-    """How many trailing characters could be the start of a stop string (not to be sent yet)."""
-    held = 0
-    for stop in stops:
-        for size in range(min(len(stop) - 1, len(text)), held, -1):
-            if text.endswith(stop[:size]):
-                held = size
-                break
-    return held
-
-
-def _collect(request: _Request) -> tuple[str, str, dict[str, int]]:
+def _collect(request: Request) -> tuple[str, str, dict[str, int]]:
     with request.loaded.lock:
-        pieces = list(_generate(request))
+        pieces = list(generate(request))
     last = pieces[-1]
     return "".join(p.text for p in pieces), last.finish or "stop", _usage(last)
 
 
-def _usage(piece: _Piece) -> dict[str, int]:
+def _usage(piece: Piece) -> dict[str, int]:
     return {"prompt_tokens": piece.prompt_tokens, "completion_tokens": piece.completion_tokens,
             "total_tokens": piece.prompt_tokens + piece.completion_tokens}
 
 
-def _response(response: ModelResponse, request: _Request, text: str, finish: str,
+def _response(response: ModelResponse, request: Request, text: str, finish: str,
               usage: dict[str, int]) -> ModelResponse:
     response.choices[0].message.content = text  # type: ignore[union-attr]
     response.choices[0].finish_reason = finish
@@ -563,7 +228,7 @@ def _response(response: ModelResponse, request: _Request, text: str, finish: str
     return response
 
 
-def _chunk(piece: _Piece) -> GenericStreamingChunk:
+def _chunk(piece: Piece) -> GenericStreamingChunk:
     last = piece.finish is not None
     return GenericStreamingChunk(text=piece.text, tool_use=None, is_finished=last, finish_reason=piece.finish or "",
                                  usage=_usage(piece) if last else None, index=0)  # type: ignore[typeddict-item]
@@ -572,21 +237,21 @@ def _chunk(piece: _Piece) -> GenericStreamingChunk:
 _DONE = object()
 
 
-def _produce(request: _Request, put: Callable[[Any], None], cancelled: threading.Event) -> None:
+def _produce(request: Request, put: Callable[[Any], None], cancelled: threading.Event) -> None:
     """Run a generation in its own thread, handing each piece (then _DONE, or the error) to ``put``.
 
     The consumer never holds the model's lock, so it may call the same model while it reads.
     """
     try:
         with request.loaded.lock:
-            for piece in _generate(request, cancelled):
+            for piece in generate(request, cancelled):
                 put(piece)
     except BaseException as exc:  # handed to the consumer, which raises it
         put(exc)
     put(_DONE)
 
 
-def _stream(request: _Request) -> Iterator[GenericStreamingChunk]:
+def _stream(request: Request) -> Iterator[GenericStreamingChunk]:
     pieces: queue.SimpleQueue[Any] = queue.SimpleQueue()
     cancelled = threading.Event()
     threading.Thread(target=_produce, args=(request, pieces.put, cancelled), daemon=True,
@@ -600,7 +265,7 @@ def _stream(request: _Request) -> Iterator[GenericStreamingChunk]:
         cancelled.set()  # the reader stopped early: end the generation at the next token
 
 
-async def _astream(request: _Request) -> AsyncIterator[GenericStreamingChunk]:
+async def _astream(request: Request) -> AsyncIterator[GenericStreamingChunk]:
     loop = asyncio.get_running_loop()
     pieces: asyncio.Queue[Any] = asyncio.Queue()
     cancelled = threading.Event()

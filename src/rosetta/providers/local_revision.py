@@ -8,7 +8,7 @@ import hashlib
 from importlib import metadata
 from pathlib import Path
 
-DECODER_MODULES = ("providers/local_llm.py", "providers/local_grammar.py")
+DECODER_MODULES = ("providers/local_llm.py", "providers/local_decoder.py", "providers/local_grammar.py")
 """The modules that turn a request into the embedded model's answer (decoding loop, loop check,
 grammar), relative to the ``rosetta`` package."""
 

@@ -45,7 +45,11 @@ def render(
     adapters: dict[str, Adapter] | None = None,
 ) -> RenderedPrompt:
     """The prompt for ``model`` (a name or catalog entry); raises :class:`RenderError` when the agent
-    cannot work on that model. ``adapters`` defaults to the bundled ones."""
+    cannot work on that model. ``adapters`` defaults to the bundled ones.
+
+    Long on purpose: every decision is a named helper below, and this body is their wiring in the
+    order the prompt is built (placement, delimiter, reasoning, mechanism, tools, budget, demos),
+    which reads best in one place."""
     knobs = knobs or Knobs()
     adapters = adapters if adapters is not None else bundled_adapters()
     if isinstance(model, str):
@@ -193,8 +197,8 @@ def _reasoning(signature: Signature, adapter: Adapter, model: CatalogModel, knob
         return False  # a base model continues text; it does not follow "think step by step"
     if signature.reasoning_strategy is ReasoningStrategy.EXPLICIT_COT:
         return True
-    if signature.reasoning_strategy is ReasoningStrategy.NONE:
-        return False
+    if signature.reasoning_strategy is ReasoningStrategy.NONE or model.capabilities.builtin_reasoning:
+        return False  # a model that reasons before it answers needs no instruction to
     return adapter.reasoning[model.model_class] is ReasoningMode.INJECT
 
 

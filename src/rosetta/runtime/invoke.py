@@ -167,6 +167,10 @@ def plan(
 
     ``messages`` replaces the rendered turn (a conversation's history plus its new user turn);
     ``limiter`` paces calls per API key and ``health`` stops calling an endpoint that cools down.
+
+    One function on purpose: the two nested retry loops (transient errors inside, corrections
+    outside) share the attempt list, the usage totals and the request being corrected, and read
+    top to bottom as the policy they implement.
     """
     kwargs = prompt.to_litellm(inputs, messages=messages)
     kwargs.update(params or {})

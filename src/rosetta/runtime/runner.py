@@ -35,9 +35,11 @@ RUN_OPTIONS = frozenset({"fallbacks", "policy", "validation_retries", "retry_tem
 
 
 def default_validation_retries(prompt: RenderedPrompt) -> int:
-    """Corrections after an answer that does not validate, when the caller sets none: open models
-    slip more often, so they get two; hosted ones get one."""
-    return 2 if prompt.model_class == "open" else 1
+    """Corrections after an answer that does not validate, when the caller sets none: the runtime
+    policy of the prompt's model class (``providers/runtime_policy.yaml``)."""
+    from rosetta.providers.policy import validation_retries
+
+    return validation_retries(prompt.model_class)
 
 
 def litellm() -> Any:
@@ -97,10 +99,13 @@ class Runner:
                user_id: object | None = None, **options: Any) -> Iterator[Any]:
         """The first call's text as it arrives, then the final Result (see
         :func:`~rosetta.runtime.invoke.drive_streaming`)."""
-        from rosetta.runtime.invoke import drive_streaming
+        from rosetta.runtime.invoke import drive, drive_streaming
 
-        result = yield from drive_streaming(self.steps(inputs, chain, options, None, user_id),
-                                            complete=complete or litellm().completion)
+        steps, complete = self.steps(inputs, chain, options, None, user_id), complete or litellm().completion
+        if load_catalog().resolve(chain[0]).capabilities.streaming:
+            result = yield from drive_streaming(steps, complete=complete)
+        else:  # the model cannot stream: its answer comes whole
+            result = drive(steps, complete=complete)
         yield result
 
     def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], *, complete: Any = None,

@@ -142,6 +142,27 @@ def read_header(text: str) -> Header:
     return Header(match.group(1), inputs and inputs.group(1), source and source.group(1), intact)
 
 
+def stored_header(path: Path) -> Header | None:
+    """The header of the artifact at ``path`` (not intact when unreadable); None when there is none."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError):
+        return Header("", None, None, False)
+    return read_header(text)
+
+
+def read_artifact(path: Path) -> Artifact:
+    """The verified artifact at ``path``; :class:`ArtifactError` says what is wrong with it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ArtifactError(Problem(f"artifact cannot be read: {exc}", Location(str(path)),
+                                    hint="recompile it with `rosetta compile --force`")) from None
+    return parse_artifact(text, path=str(path))
+
+
 def parse_artifact(text: str, *, path: str) -> Artifact:
     """Verify and load an artifact; raise :class:`ArtifactError` saying what is wrong with it."""
     from rosetta.definition.yaml_source import parse_yaml

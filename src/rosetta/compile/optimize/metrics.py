@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rosetta.errors import Problem, UsageError
@@ -51,9 +52,10 @@ class Metric:
         return {"name": self.name, **self.settings}
 
 
-def resolve_metric(name: str | None, evaluation: Any, signature: Any, *, judge: Callable[..., float] | None = None
-                   ) -> Metric:
-    """The metric called ``name`` (or the definition's ``evaluation.metric``, or the default)."""
+def resolve_metric(name: str | None, evaluation: Any, signature: Any, *, judge: Callable[..., float] | None = None,
+                   root: Path | None = None) -> Metric:
+    """The metric called ``name`` (or the definition's ``evaluation.metric``, or the default); a
+    ``module:function`` metric is imported from the project at ``root`` (or the import path)."""
     name = name or getattr(evaluation, "metric", None) or ("fields" if signature.output_schema else "exact")
     tolerance = float(getattr(evaluation, "tolerance", 0.0) or 0.0)
     weights = dict(getattr(evaluation, "fields", {}) or {})
@@ -84,22 +86,44 @@ def resolve_metric(name: str | None, evaluation: Any, signature: Any, *, judge: 
                       model_calls=lambda: int(getattr(judge, "calls", 0)),
                       worst_case_calls=getattr(judge, "worst_case_calls", lambda: 1))
     if ":" in name:
-        return Metric(name, _import_metric(name))
+        return Metric(name, _import_metric(name, root))
     raise UsageError(Problem(f"unknown metric {name!r}", field="metric",
                              expected=" | ".join(BUILT_IN) + " | module:function"))
 
 
-def _import_metric(reference: str) -> Callable[[Any, Any], float]:
+def _import_metric(reference: str, root: Path | None) -> Callable[[Any, Any], float]:
     module_name, _, attribute = reference.partition(":")
     try:
+        _load_top_package(module_name.split(".")[0], root)
         function = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
         raise UsageError(Problem(f"cannot import metric {reference!r}: {exc}", field="metric",
-                                 hint="name an importable function as module:function (the project root is on "
-                                      "sys.path)")) from None
+                                 hint="name a function as module:function, the module in the project root or "
+                                      "importable")) from None
     if not callable(function):
         raise UsageError(Problem(f"metric {reference!r} is not callable", field="metric"))
     return function
+
+
+def _load_top_package(name: str, root: Path | None) -> None:
+    """Import the project's own module (or package) ``name`` from ``root``, without putting the
+    project on sys.path for the rest of the process; its submodules then import as usual."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    if root is None or name in sys.modules:
+        return
+    spec = importlib.machinery.PathFinder.find_spec(name, [str(root)])
+    if spec is None or spec.loader is None:
+        return  # not in the project: the normal import path decides
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
 
 
 # -- the built-in rules ----------------------------------------------------------------------

@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rosetta.compile.optimize.cache import Answer, EvalCache, prompt_key
+from rosetta.compile.optimize.cache import Answer
 from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator
 from rosetta.compile.optimize.labeled import LabeledData
 from rosetta.compile.optimize.metrics import Metric
 from rosetta.compile.optimize.proposer import Proposals, propose
-from rosetta.compile.optimize.space import SPACE_VERSION, build_space, label_function
+from rosetta.compile.optimize.space import label_function
 from rosetta.errors import Problem, UsageError
 from rosetta.parts import Demo
 
@@ -119,7 +119,7 @@ class SearchOutcome:
     notes: list[str] = field(default_factory=list)
 
 
-class _Surplus(Exception):
+class Surplus(Exception):
     """A worker started a trial after the study had its trials; it is discarded."""
 
 
@@ -166,219 +166,7 @@ def _safe_url(url: str) -> str:
     return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
 
 
-def run_search(agent: Any, signature: Any, model: Any, adapter: Any, data: LabeledData, metric: Metric,
-               settings: SearchSettings, *, cache: EvalCache, default_storage: Path, complete: Any = None,
-               proposer_complete: Any = None, on_status: Callable[[SearchStatus], None] | None = None,
-               identity: dict[str, Any] | None = None) -> SearchOutcome | None:
-    """Search, or join the study as a worker (returns None then)."""
-    import optuna
-
-    from rosetta.render.render import render
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    status = SearchStatus(trials_total=settings.trials, phase="starting")
-    budget = Budget(settings.max_calls, settings.max_cost, settings.timeout_s)
-    evaluator = Evaluator(agent, metric, cache, budget, jobs=settings.jobs, complete=complete)
-
-    def report(phase: str | None = None, note: str | None = None) -> None:
-        if phase is not None:
-            status.phase = phase
-        if note is not None:
-            status.note = note
-        status.calls, status.cost, status.paid_calls = budget.calls + budget.carried_calls, budget.cost, \
-            budget.paid_calls
-        if on_status is not None:
-            on_status(status)
-
-    evaluator.on_answer = report
-    name = study_name(signature.name, model.id, {**(identity or {}), **settings.identity(), "space": SPACE_VERSION})
-    storage, storage_label = open_storage(settings.storage, default_storage)
-    if settings.worker:
-        # its own seed: two workers with one seed would propose the same variants
-        sampler, pruner = _sampler_and_pruner(settings, len(data.dev), seed=settings.seed + os.getpid())
-        study = _wait_for_study(name, storage, storage_label, sampler, pruner, report)
-    else:
-        study = _create_study(name, storage, settings, len(data.dev))
-    _fail_stale_trials(study)
-
-    base_prompt = render(signature, model, adapters={adapter.name: adapter})
-    if settings.worker:  # the main process decides proposals and bootstrapped demos; workers reuse them
-        report("waiting for the study's setup")
-        proposals, bootstrapped = _wait_for_setup(study, budget)
-    else:
-        # 1. instruction candidates, asked once per study
-        proposals = _proposals(study, signature, data, settings, budget, proposer_complete or _completion(), report)
-        # 2. bootstrapped demos: train rows the default prompt answers perfectly
-        bootstrapped = _bootstrap(study, signature, data, metric, settings, evaluator, base_prompt, report)
-    report(note=proposals.note)
-
-    space = build_space(signature, model, adapter, data.train, instructions=proposals.usable,
-                        bootstrapped=tuple(bootstrapped), demo_sets=settings.demo_sets, seed=settings.seed,
-                        label_of=label_function(signature), nearest=settings.nearest_demos)
-    searchable = signature.model_copy(update={"demos": space.demos})
-    dev_order = list(data.dev)
-    random.Random(settings.seed).shuffle(dev_order)
-    if not settings.worker and not study.user_attrs.get("default_enqueued"):
-        study.enqueue_trial(space.default_params(), user_attrs={"default": True})
-        few_shot = space.few_shot_params()
-        if few_shot is not None:
-            study.enqueue_trial(few_shot, user_attrs={"few_shot": True})
-        nearest = space.nearest_params()
-        if nearest is not None:
-            study.enqueue_trial(nearest, user_attrs={"nearest": True})
-        study.set_user_attr("default_enqueued", True)
-    mine: set[int] = set()
-    stopped: list[str] = []
-
-    def objective(trial: Any) -> Any:
-        everything = study.get_trials(deepcopy=False)
-        finished = [t for t in everything if t.state.name in FINISHED]
-        earlier = [t for t in everything if t.state.name == "RUNNING" and t.number < trial.number]
-        if len(finished) + len(earlier) >= settings.trials:  # other workers' trials fill the study
-            raise _Surplus()
-        mine.add(trial.number)
-        budget.carried_calls = sum(int(t.user_attrs.get("calls", 0)) for t in finished if t.number not in mine)
-        trial.set_user_attr("host", socket.gethostname())
-        trial.set_user_attr("pid", os.getpid())
-        params = space.suggest(trial)
-        prompt = render(searchable, model, space.knobs(params), adapters={adapter.name: adapter})
-        digest = prompt_key(prompt)
-        trial.set_user_attr("prompt_sha256", digest)
-        trial.set_user_attr("prompt_tokens", prompt.tokens.get("total", 0))
-        twin = _same_prompt(study, trial.number, digest)
-        if twin is not None:  # another trial (or worker) already scores this exact prompt
-            trial.set_user_attr("duplicate_of", twin.number)
-            if twin.state.name == "COMPLETE":
-                return twin.values if settings.pareto else twin.value
-            raise optuna.TrialPruned()
-        spent_before, cost_before = budget.calls, budget.cost
-
-        def record() -> None:
-            trial.set_user_attr("calls", budget.calls - spent_before)
-            trial.set_user_attr("cost", budget.cost - cost_before)
-        scores: list[float] = []
-        try:
-            for start in range(0, len(dev_order), max(1, settings.minibatch)):
-                batch = dev_order[start:start + settings.minibatch]
-                scores += evaluator.scores(prompt, batch)
-                mean = sum(scores) / len(scores)
-                record()
-                if settings.pareto:
-                    continue
-                trial.report(mean, step=len(scores))
-                if trial.should_prune():
-                    trial.set_user_attr("scored", len(scores))
-                    status.pruned += 1
-                    raise optuna.TrialPruned()
-        except BudgetExhausted as exhausted:
-            stopped.append(exhausted.reason)
-            record()
-            trial.set_user_attr("stopped", exhausted.reason)
-            raise optuna.TrialPruned() from None
-        record()
-        mean = sum(scores) / len(scores)
-        if status.best is None or mean > status.best:
-            status.best = mean
-        if _nothing_to_gain(study, settings, mean):
-            stopped.append(PERFECT)
-        return (mean, prompt.tokens.get("total", 0)) if settings.pareto else mean
-
-    done = sum(1 for t in study.get_trials(deepcopy=False) if t.state.name in FINISHED)
-    status.trials_done = done
-    spent = _budget_spent(study, budget) or _nothing_to_gain(study, settings)
-    if spent:
-        stopped.append(spent)
-    if done < settings.trials and not spent:
-        report("searching", proposals.note or f"{space.size():,} variants in the space")
-        _search_loop(study, objective, settings, len(data.dev), stopped, status, report, budget, mine)
-    if settings.worker:
-        report("done")
-        return None
-
-    # 4. the winner, scored once on test
-    trials = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
-    if not trials:
-        raise UsageError(Problem("the budget ran out before any variant was scored on the whole dev set",
-                                 field="--max-calls", hint=f"allow at least {len(data.dev)} calls "
-                                                           f"(one dev pass), or shrink dev"))
-    winner = _winner(trials, settings)
-    default = next((t for t in trials if t.user_attrs.get("default")), None)
-    knobs = space.knobs(winner.params)
-    prompt = render(searchable, model, knobs, adapters={adapter.name: adapter})
-    def answered() -> None:
-        status.answered += 1
-        report()
-
-    def testing(phase: str) -> None:
-        status.answered, status.to_answer = 0, len(data.test)
-        report(phase)
-
-    testing("scoring the winner on test")
-    test_budget = Budget()
-    test_evaluator = Evaluator(agent, metric, cache, test_budget, jobs=settings.jobs, complete=complete,
-                               on_answer=answered)
-    test_scores = test_evaluator.scores(prompt, data.test) if data.test else []
-    baseline_test = None
-    if settings.baseline_test and data.test:
-        testing("scoring the unoptimized render on test")
-        baseline = test_evaluator.scores(base_prompt, data.test)
-        baseline_test = sum(baseline) / len(baseline)
-    all_trials = [t for t in study.get_trials(deepcopy=False) if t.state.name in FINISHED]
-    setup = study.user_attrs
-    calls = proposals.calls + int(setup.get("bootstrap_calls", 0)) \
-        + sum(int(t.user_attrs.get("calls", 0)) for t in all_trials)
-    cost = proposals.cost + float(setup.get("bootstrap_cost", 0.0)) \
-        + sum(float(t.user_attrs.get("cost", 0.0)) for t in all_trials)
-    status.to_answer = 0
-    report("done")
-    return SearchOutcome(
-        prompt=prompt, params=dict(winner.params),
-        dev_score=_value(winner, settings), baseline_dev=_value(default, settings) if default else None,
-        test_score=sum(test_scores) / len(test_scores) if test_scores else None, baseline_test=baseline_test,
-        trials=len(all_trials), pruned=sum(1 for t in all_trials if t.state.name == "PRUNED"),
-        calls=calls, cost=cost, paid_calls=budget.paid_calls,
-        test_calls=test_budget.calls, proposals=proposals, space=space.describe(), study=name,
-        storage=storage_label, stopped=stopped[0] if stopped else None,
-        notes=[n for n in (proposals.note, *space.notes) if n],
-    )
-
-
-def _search_loop(study: Any, objective: Callable[[Any], Any], settings: SearchSettings, dev_size: int,
-                 stopped: list[str], status: SearchStatus, report: Callable[..., None], budget: Budget,
-                 mine: set[int]) -> None:
-    """Ask, evaluate, tell — until the trials are done, the budget is spent or nothing is left to
-    gain. Each trial's sampler is seeded from the number of finished trials, so a resumed study
-    proposes exactly what the uninterrupted one would have."""
-    import optuna
-
-    seed = settings.seed + (os.getpid() if settings.worker else 0)
-    while not stopped:
-        finished = sum(1 for t in study.get_trials(deepcopy=False) if t.state.name in FINISHED)
-        if finished >= settings.trials:
-            break
-        reason = _budget_spent(study, budget, mine) or _nothing_to_gain(study, settings)  # other workers count
-        if reason:
-            stopped.append(reason)
-            break
-        study.sampler, _ = _sampler_and_pruner(settings, dev_size, seed=seed + finished)
-        trial = study.ask()
-        try:
-            value = objective(trial)
-        except optuna.TrialPruned:
-            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-        except _Surplus:
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
-            break
-        except BaseException:
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
-            raise
-        else:
-            study.tell(trial, value)
-        status.trials_done = sum(1 for t in study.get_trials(deepcopy=False) if t.state.name in FINISHED)
-        report()
-
-
-def _sampler_and_pruner(settings: SearchSettings, dev_size: int, seed: int) -> tuple[Any, Any]:
+def sampler_and_pruner(settings: SearchSettings, dev_size: int, seed: int) -> tuple[Any, Any]:
     import optuna
 
     from rosetta.compile.optimize.pruning import RacePruner
@@ -399,10 +187,10 @@ def _sampler_and_pruner(settings: SearchSettings, dev_size: int, seed: int) -> t
     return sampler, pruner
 
 
-def _create_study(name: str, storage: Any, settings: SearchSettings, dev_size: int) -> Any:
+def create_study(name: str, storage: Any, settings: SearchSettings, dev_size: int) -> Any:
     import optuna
 
-    sampler, pruner = _sampler_and_pruner(settings, dev_size, seed=settings.seed)
+    sampler, pruner = sampler_and_pruner(settings, dev_size, seed=settings.seed)
     if settings.pareto:
         return optuna.create_study(study_name=name, storage=storage, sampler=sampler, load_if_exists=True,
                                    directions=["maximize", "minimize"])
@@ -410,7 +198,7 @@ def _create_study(name: str, storage: Any, settings: SearchSettings, dev_size: i
                                load_if_exists=True, direction="maximize")
 
 
-def _fail_stale_trials(study: Any) -> None:
+def fail_stale_trials(study: Any) -> None:
     """Trials left RUNNING by a process on this host that no longer exists (killed) are failed, and
     their params enqueued again: their answers are in the cache, so only the calls in flight are lost."""
     import optuna
@@ -443,7 +231,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _same_prompt(study: Any, number: int, digest: str) -> Any:
+def same_prompt(study: Any, number: int, digest: str) -> Any:
     for other in study.get_trials(deepcopy=False):
         if other.number != number and other.user_attrs.get("prompt_sha256") == digest \
                 and other.state.name in ("COMPLETE", "RUNNING") and "duplicate_of" not in other.user_attrs:
@@ -451,7 +239,7 @@ def _same_prompt(study: Any, number: int, digest: str) -> Any:
     return None
 
 
-def _proposals(study: Any, signature: Any, data: LabeledData, settings: SearchSettings, budget: Budget,
+def proposals_for(study: Any, signature: Any, data: LabeledData, settings: SearchSettings, budget: Budget,
                complete: Any, report: Callable[..., None]) -> Proposals:
     stored = study.user_attrs.get("proposals")
     if stored is not None:
@@ -472,7 +260,7 @@ def _proposals(study: Any, signature: Any, data: LabeledData, settings: SearchSe
     return proposals
 
 
-def _bootstrap(study: Any, signature: Any, data: LabeledData, metric: Metric, settings: SearchSettings,
+def bootstrap(study: Any, signature: Any, data: LabeledData, metric: Metric, settings: SearchSettings,
                evaluator: Evaluator, base_prompt: Any, report: Callable[..., None]) -> list[Demo]:
     bootstrapped: list[Demo] = []
     if settings.bootstrap and signature.demo_range[1] > 0:
@@ -491,7 +279,7 @@ def _bootstrap(study: Any, signature: Any, data: LabeledData, metric: Metric, se
     return bootstrapped
 
 
-def _wait_for_study(name: str, storage: Any, label: str, sampler: Any, pruner: Any, report: Callable[..., None],
+def wait_for_study(name: str, storage: Any, label: str, sampler: Any, pruner: Any, report: Callable[..., None],
                     timeout_s: float = 900.0) -> Any:
     """A worker may start before the process that creates the study: wait for it to appear."""
     import time
@@ -511,7 +299,7 @@ def _wait_for_study(name: str, storage: Any, label: str, sampler: Any, pruner: A
             time.sleep(1.0)
 
 
-def _wait_for_setup(study: Any, budget: Budget, timeout_s: float = 900.0) -> tuple[Proposals, list[Demo]]:
+def wait_for_setup(study: Any, budget: Budget, timeout_s: float = 900.0) -> tuple[Proposals, list[Demo]]:
     import time
 
     deadline = time.monotonic() + timeout_s
@@ -532,7 +320,7 @@ def _wait_for_setup(study: Any, budget: Budget, timeout_s: float = 900.0) -> tup
 PERFECT = "a variant scored 1.0 on dev: nothing left to gain"
 
 
-def _nothing_to_gain(study: Any, settings: SearchSettings, latest: float | None = None) -> str | None:
+def nothing_to_gain(study: Any, settings: SearchSettings, latest: float | None = None) -> str | None:
     """A perfect dev score cannot be beaten; more trials could only tie (Pareto mode still looks
     for shorter prompts)."""
     if settings.pareto:
@@ -544,7 +332,7 @@ def _nothing_to_gain(study: Any, settings: SearchSettings, latest: float | None 
     return PERFECT if best >= 1.0 else None
 
 
-def _budget_spent(study: Any, budget: Budget, mine: set[int] | frozenset[int] = frozenset()) -> str | None:
+def budget_spent(study: Any, budget: Budget, mine: set[int] | frozenset[int] = frozenset()) -> str | None:
     """Why the budget allows no more trials, or None. Trials of earlier runs and other workers
     count too (``mine``, this process's own trials, are already in the budget)."""
     budget.carried_calls = sum(int(t.user_attrs.get("calls", 0)) for t in study.get_trials(deepcopy=False)
@@ -556,19 +344,19 @@ def _budget_spent(study: Any, budget: Budget, mine: set[int] | frozenset[int] = 
     return None
 
 
-def _value(trial: Any, settings: SearchSettings) -> float:
+def trial_value(trial: Any, settings: SearchSettings) -> float:
     return float(trial.values[0] if settings.pareto else trial.value)
 
 
-def _winner(trials: list[Any], settings: SearchSettings) -> Any:
+def winner_of(trials: list[Any], settings: SearchSettings) -> Any:
     def tokens(trial: Any) -> int:
         return int(trial.user_attrs.get("prompt_tokens", 0))
 
     if settings.pareto:
-        best = max(_value(t, settings) for t in trials)
-        close = [t for t in trials if _value(t, settings) >= best - settings.pareto_tolerance]
-        return min(close, key=lambda t: (tokens(t), -_value(t, settings), t.number))
-    return min(trials, key=lambda t: (-_value(t, settings), tokens(t), t.number))
+        best = max(trial_value(t, settings) for t in trials)
+        close = [t for t in trials if trial_value(t, settings) >= best - settings.pareto_tolerance]
+        return min(close, key=lambda t: (tokens(t), -trial_value(t, settings), t.number))
+    return min(trials, key=lambda t: (-trial_value(t, settings), tokens(t), t.number))
 
 
 def _schema_output(model: str | None) -> bool:
@@ -583,7 +371,7 @@ def _schema_output(model: str | None) -> bool:
         return False
 
 
-def _completion() -> Any:
+def completion() -> Any:
     from rosetta.providers.litellm_offline import import_litellm
 
     return import_litellm().completion

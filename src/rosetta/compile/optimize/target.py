@@ -17,7 +17,8 @@ from typing import Any
 from rosetta.compile.optimize.evaluation import sampling_seed
 from rosetta.compile.optimize.labeled import LabeledData, default_location, load_labeled
 from rosetta.compile.optimize.metrics import Metric, resolve_metric
-from rosetta.compile.optimize.study import SearchSettings, SearchStatus, estimate, run_search
+from rosetta.compile.optimize.search import run_search
+from rosetta.compile.optimize.study import SearchSettings, SearchStatus, estimate
 from rosetta.errors import Problem, UsageError
 from rosetta.providers.local_revision import answerer_build, answerer_revision
 
@@ -80,15 +81,11 @@ def load_context(definition_path: Path, model_name: str, *, settings: Any, metri
     adapters = adapters if adapters is not None else load_adapters(settings.adapter_dirs)
     model = load_catalog().resolve(model_name, adapters)
     evaluation = definition.spec.evaluation
-    if metric and ":" in metric or evaluation.metric and ":" in evaluation.metric:
-        import sys
-
-        if str(settings.root) not in sys.path:  # module:function metrics live in the project
-            sys.path.insert(0, str(settings.root))
     location = dataset or default_location(settings.datasets_dir, signature.name, evaluation.dataset, settings.root)
     data = load_labeled(signature, location, cache_dir=settings.cache_dir)
     agent = load(definition_path, project=settings.root)
-    metric_ = resolve_metric(metric, evaluation, signature, judge=_judge_for(settings, evaluation, model.id))
+    metric_ = resolve_metric(metric, evaluation, signature, judge=_judge_for(settings, evaluation, model.id),
+                             root=settings.root)
     return Context(signature, definition, model, adapters[model.adapter], data, metric_, agent, settings,
                    settings.root / ".rosetta")
 
@@ -104,9 +101,8 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
         model_fingerprint,
         relative_to,
     )
-    from rosetta.compile.optimize.cache import EvalCache
     from rosetta.signature import source_digest
-    from rosetta.store.artifact import Artifact, Provenance, dump_artifact, parse_artifact
+    from rosetta.store.artifact import Artifact, Provenance, dump_artifact
     from rosetta.store.publish import publish
 
     if request.optimizer not in OPTIMIZERS:
@@ -128,33 +124,18 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
     report = OptimizeReport(signature.name, model.id, "", str(path))
     if request.dry_run:
         report.status = "dry run"
-        report.estimate = {**estimate(context.data, search, signature, context.metric), "cost_usd": _cost_estimate(context, search)}
+        report.estimate = {**estimate(context.data, search, signature, context.metric),
+                           "cost_usd": _cost_estimate(context, search)}
         report.notes.append(context.data.summary())
         return report
     answerer = answerer_revision(model.id)  # a new decoder build makes recorded scores and trials stale
-    if not request.force and not search.worker and path.exists():
-        try:
-            existing = parse_artifact(path.read_text(encoding="utf-8"), path=str(path))
-        except Exception:  # unreadable or tampered: optimize again
-            existing = None
-        if existing is not None and existing.provenance.inputs_sha256 == inputs_sha \
-                and existing.provenance.optimizer.get("identity") == identity \
-                and existing.provenance.scores.get("answerer_sha256", "") == answerer:
-            report.status = "up to date"
-            return report
-    cache = EvalCache(context.project_state / "eval-cache.sqlite")
-    journal = context.project_state / "studies" / signature.name / (model.id.replace("/", "__") + ".journal")
-    if request.optimizer == "rosetta":
-        outcome = run_search(context.agent, signature, model, adapter, context.data, context.metric, search,
-                             cache=cache, default_storage=journal, complete=complete,
-                             proposer_complete=proposer_complete, on_status=on_status,
-                             identity={"dataset": context.data.sha256, "metric": context.metric.describe(),
-                                       "source": source_sha, "model": model_fingerprint(model),
-                                       **({"answerer": answerer} if answerer else {})})
-    else:
-        from rosetta.compile.optimize.dspy_backend import run_dspy
-
-        outcome = run_dspy(request.optimizer, context, search, cache=cache, complete=complete, on_status=on_status)
+    if not request.force and not search.worker and _optimized_already(path, inputs_sha, identity, answerer):
+        report.status = "up to date"
+        return report
+    study_identity = {"dataset": context.data.sha256, "metric": context.metric.describe(), "source": source_sha,
+                      "model": model_fingerprint(model), **({"answerer": answerer} if answerer else {})}
+    outcome = _search(request, context, study_identity, on_status=on_status, complete=complete,
+                      proposer_complete=proposer_complete)
     report.wall_s = time.monotonic() - started
     if outcome is None:
         report.status = "worker done"
@@ -165,15 +146,8 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
             inputs_sha256=inputs_sha, source_sha256=source_sha,
             source_files=tuple(relative_to(f, settings.root) for f in context.definition.source.files),
             adapter_sha256=adapter.sha256, model_sha256=model_fingerprint(model), compiler_version=COMPILER_VERSION,
-            knobs=_chosen_knobs(outcome),
-            dataset_sha256=context.data.sha256,
-            scores=_scores(outcome, context),
-            budget={"calls": outcome.calls, "cost_usd": round(outcome.cost, 6), "test_calls": outcome.test_calls,
-                    **({"stopped": outcome.stopped} if outcome.stopped else {})},
-            optimizer={"name": request.optimizer, "identity": identity, "study": outcome.study,
-                       "trials": outcome.trials, "pruned": outcome.pruned, "space": outcome.space,
-                       "proposer": outcome.proposals.describe(), **({"notes": outcome.notes} if outcome.notes
-                                                                    else {})},
+            knobs=_chosen_knobs(outcome), dataset_sha256=context.data.sha256, scores=_scores(outcome, context),
+            budget=_budget(outcome), optimizer=_optimizer(request.optimizer, identity, outcome),
         ),
         prompt=outcome.prompt,
         extensions=signature.extensions,
@@ -183,6 +157,49 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
     report.outcome = outcome
     report.notes = list(outcome.notes)
     return report
+
+
+def _search(request: OptimizeRequest, context: Any, identity: dict[str, Any], *, on_status: Any, complete: Any,
+            proposer_complete: Any) -> Any:
+    """The chosen optimizer's outcome (None for a worker that joined someone else's study)."""
+    from rosetta.compile.optimize.cache import EvalCache
+
+    cache = EvalCache(context.project_state / "eval-cache.sqlite")
+    if request.optimizer != "rosetta":
+        from rosetta.compile.optimize.dspy_backend import run_dspy
+
+        return run_dspy(request.optimizer, context, request.settings, cache=cache, complete=complete,
+                        on_status=on_status)
+    journal = context.project_state / "studies" / context.signature.name / (
+        context.model.id.replace("/", "__") + ".journal")
+    return run_search(context.agent, context.signature, context.model, context.adapter, context.data,
+                      context.metric, request.settings, cache=cache, default_storage=journal, complete=complete,
+                      proposer_complete=proposer_complete, on_status=on_status, identity=identity)
+
+
+def _optimized_already(path: Path, inputs_sha: str, identity: dict[str, Any], answerer: str) -> bool:
+    """Whether the artifact at ``path`` came from this very search (same inputs, search identity
+    and decoder build): then there is nothing to redo."""
+    from rosetta.store.artifact import ArtifactError, read_artifact
+
+    try:
+        existing = read_artifact(path)
+    except ArtifactError:  # missing, unreadable or tampered: optimize again
+        return False
+    return existing.provenance.inputs_sha256 == inputs_sha \
+        and existing.provenance.optimizer.get("identity") == identity \
+        and existing.provenance.scores.get("answerer_sha256", "") == answerer
+
+
+def _budget(outcome: Any) -> dict[str, Any]:
+    return {"calls": outcome.calls, "cost_usd": round(outcome.cost, 6), "test_calls": outcome.test_calls,
+            **({"stopped": outcome.stopped} if outcome.stopped else {})}
+
+
+def _optimizer(name: str, identity: dict[str, Any], outcome: Any) -> dict[str, Any]:
+    return {"name": name, "identity": identity, "study": outcome.study, "trials": outcome.trials,
+            "pruned": outcome.pruned, "space": outcome.space, "proposer": outcome.proposals.describe(),
+            **({"notes": outcome.notes} if outcome.notes else {})}
 
 
 def _chosen_knobs(outcome: Any) -> dict[str, Any]:
@@ -281,9 +298,9 @@ def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "
         used = selection.artifact or f"uncompiled: {selection.reason}"
     recorded, artifact = None, None
     if selection.artifact and not uncompiled:
-        from rosetta.store.artifact import parse_artifact
+        from rosetta.store.artifact import read_artifact
 
-        artifact = parse_artifact(Path(selection.artifact).read_text(encoding="utf-8"), path=selection.artifact)
+        artifact = read_artifact(Path(selection.artifact))
         recorded = artifact.provenance.scores.get(split)
     done = 0
 
