@@ -265,17 +265,10 @@ async def ainvoke(prompt: RenderedPrompt, inputs: Mapping[str, Any], *, acomplet
 
 def drive(steps: Steps, *, complete: Callable[..., Any], sleep: Callable[[float], None] = time.sleep) -> Any:
     """Run ``steps`` with blocking calls and sleeps; return what the plan returns."""
-    reply: Any = None
+    silent = drive_streaming(steps, complete=complete, sleep=sleep, stream=False)
     try:
         while True:
-            step = steps.send(reply)
-            if isinstance(step, Wait):
-                sleep(step.seconds)
-                reply = None
-                continue
-            with span("rosetta.llm_call", **_call_attributes(step)) as current:
-                reply = _reply(complete, step)
-                _annotate_call(current, reply)
+            next(silent)  # yields no text when nothing streams
     except StopIteration as done:
         return done.value
 
@@ -302,13 +295,13 @@ async def adrive(steps: Steps, *, acomplete: Callable[..., Any]) -> Any:
         return done.value
 
 
-def drive_streaming(steps: Steps, *, complete: Callable[..., Any],
-                    sleep: Callable[[float], None] = time.sleep) -> Generator[str, None, Any]:
+def drive_streaming(steps: Steps, *, complete: Callable[..., Any], sleep: Callable[[float], None] = time.sleep,
+                    stream: bool = True) -> Generator[str, None, Any]:
     """:func:`drive`, streaming the first call: yields its text as it arrives (the same request a
     plain run sends, plus ``stream``), then sends the assembled response back into the plan like
     any other; later calls (retries, corrections, fallbacks) are plain. Returns the plan's value."""
     reply: Any = None
-    streamed = False
+    pending = stream  # the first call is still to stream
     try:
         while True:
             step = steps.send(reply)
@@ -316,12 +309,13 @@ def drive_streaming(steps: Steps, *, complete: Callable[..., Any],
                 sleep(step.seconds)
                 reply = None
                 continue
-            with span("rosetta.llm_call", **_call_attributes(step), **{"rosetta.stream": not streamed}) as current:
-                if streamed:
-                    reply = _reply(complete, step)
-                else:
-                    streamed = True
+            marks = {"rosetta.stream": pending} if stream else {}
+            with span("rosetta.llm_call", **_call_attributes(step), **marks) as current:
+                if pending:
+                    pending = False
                     reply = yield from _streamed_reply(complete, step)
+                else:
+                    reply = _reply(complete, step)
                 _annotate_call(current, reply)
     except StopIteration as done:
         return done.value
