@@ -132,7 +132,7 @@ class Runner:
         from rosetta.runtime.answers import read_answer
         from rosetta.runtime.invoke import Attempt, Result
 
-        spec = self.check_inputs(inputs)
+        spec = self.agent.spec  # the input rules ran when the chain was made
         selection = self.agent.selector.select(chain[0], None, user_id)
         prompt_file = Path(prompt_file or f"{self.agent.name}-prompt.md")
         write_atomic(prompt_file, selection.prompt.render_for_display(inputs))
