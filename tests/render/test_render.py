@@ -224,3 +224,14 @@ def test_base_models_get_one_completion_prompt_that_ends_where_the_answer_begins
     schema = prompt.request_params["response_format"]["json_schema"]["schema"]  # llama.cpp grammar
     assert schema["properties"]["severity"]["enum"][0] == "critical"
     assert prompt.render_for_display({"report": "Heap overflow in the parser."}) == text + "\n"
+
+
+def test_every_structured_output_mechanism_has_its_rules_in_one_table(triage):
+    from rosetta.providers.kinds import StructuredOutput
+    from rosetta.render.mechanisms import MECHANISMS
+
+    assert set(MECHANISMS) == set(StructuredOutput)
+    for mechanism, rules in MECHANISMS.items():
+        prompt = render(triage, "sonnet", Knobs(structured_output=mechanism))
+        assert rules.instruction(prompt.provider_schema) in prompt.system
+        assert bool(prompt.request_params.get("tools")) is rules.answer_in_tool

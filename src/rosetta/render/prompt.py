@@ -19,9 +19,6 @@ from rosetta.parts import Demo, InputField, ToolSpec
 from rosetta.providers.kinds import ANSWER_CUE, Delimiter, StructuredOutput, SystemPlacement, ToolEnvelope
 from rosetta.render.nearest import input_text, nearest
 
-RESPOND_TOOL = "respond"
-"""Name of the tool that carries the answer when structured output is a forced tool call."""
-
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 

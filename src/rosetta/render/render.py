@@ -27,7 +27,8 @@ from rosetta.render.assemble import (
     identity_text,
     input_block,
 )
-from rosetta.render.prompt import RESPOND_TOOL, DemoPool, Knobs, Message, RenderedPrompt, demo_turns, tool_envelope
+from rosetta.render.mechanisms import MECHANISMS, Request
+from rosetta.render.prompt import DemoPool, Knobs, Message, RenderedPrompt, demo_turns, tool_envelope
 from rosetta.render.schemas import gemini_subset, inline_refs, sanitize
 from rosetta.signature import Demo, Signature, ToolSpec
 
@@ -89,7 +90,7 @@ def render(
     fixed_tokens = {
         "tools": estimate_tokens(json.dumps([asdict(s) for s in tool_specs], **compact)) if tool_specs else 0,
         "schema": estimate_tokens(json.dumps(provider_schema, **compact))
-        if provider_schema is not None and mechanism is not StructuredOutput.PROMPT_SCHEMA else 0,
+        if provider_schema is not None and MECHANISMS[mechanism].schema_in_request else 0,
     }
 
     user_blocks = tuple((field.name, input_block(field, delimiter)) for field in signature.inputs)
@@ -217,26 +218,14 @@ def _structured_output(signature: Signature, adapter: Adapter, model: CatalogMod
                        mechanism: StructuredOutput | None, warnings: list[str]) -> tuple[dict | None, dict[str, Any]]:
     if mechanism is None or signature.output_schema is None:
         return None, {}
-    transforms = adapter.schema_transforms
-    if mechanism is StructuredOutput.PROMPT_SCHEMA:
-        transforms = [t for t in transforms if t.value == "inline_refs"]
-    schema, notes = sanitize(signature.output_schema, list(transforms), model.id)
+    rules = MECHANISMS[mechanism]
+    transforms = [t for t in adapter.schema_transforms
+                  if rules.only_transforms is None or t.value in rules.only_transforms]
+    schema, notes = sanitize(signature.output_schema, transforms, model.id)
     warnings += notes
     name = re.sub(r"[^A-Za-z0-9_-]", "_", signature.name)[:48] + "_output"
-    if mechanism is StructuredOutput.JSON_SCHEMA_STRICT:
-        return schema, {"response_format": {"type": "json_schema",
-                                            "json_schema": {"name": name, "schema": schema, "strict": True}}}
-    if mechanism is StructuredOutput.RESPONSE_SCHEMA:
-        return schema, {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}}
-    if mechanism is StructuredOutput.FORCED_TOOL:
-        tool = {"type": "function", "function": {
-            "name": RESPOND_TOOL, "description": "Give the final answer in the required structure.",
-            "parameters": schema}}
-        choice: Any = "required" if signature.tools else {"type": "function", "function": {"name": RESPOND_TOOL}}
-        return schema, {"tools": [tool], "tool_choice": choice}
-    if model.capabilities.constrained_decoding:  # llama.cpp grammars: the schema constrains decoding too
-        return schema, {"response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}}
-    return schema, ({"response_format": {"type": "json_object"}} if model.capabilities.json_mode else {})
+    return schema, rules.request(Request(schema, name, bool(signature.tools), model.capabilities.json_mode,
+                                         model.capabilities.constrained_decoding))
 
 
 def _tool_for(spec: ToolSpec, adapter: Adapter, model: CatalogModel, warnings: list[str]) -> ToolSpec:
@@ -320,13 +309,8 @@ def _system_text(signature: Signature, sections: tuple[Section, ...], delimiter:
     if signature.output_location:
         format_extra.append(f"Your answer is saved as `{signature.output_location}`: write it as that "
                             "document's complete content.")
-    if mechanism is StructuredOutput.PROMPT_SCHEMA and provider_schema is not None:
-        format_extra.append("Respond with a single JSON object that is valid against this JSON Schema, and nothing "
-                            "after it:\n```json\n" + json.dumps(provider_schema, indent=2) + "\n```")
-    elif mechanism is StructuredOutput.FORCED_TOOL:
-        format_extra.append(f"Give your final answer by calling the `{RESPOND_TOOL}` tool.")
-    elif mechanism is not None:
-        format_extra.append("Respond in JSON matching the response schema.")
+    if mechanism is not None and provider_schema is not None:
+        format_extra.append(MECHANISMS[mechanism].instruction(provider_schema))
     if reasoning:
         format_extra.append(adapter.reasoning_instruction)
     tools_text = "\n".join(f"- `{t.name}`: {t.description}" for t in signature.tools)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from rosetta.providers.kinds import StructuredOutput
-from rosetta.render.prompt import RESPOND_TOOL, RenderedPrompt
+from rosetta.render.mechanisms import MECHANISMS, RESPOND_TOOL
+from rosetta.render.prompt import RenderedPrompt
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.DOTALL)
 
@@ -44,7 +44,7 @@ class Answer:
 
 def answer_text(message: Any, prompt: RenderedPrompt) -> str:
     """The part of a chat completion message that holds the answer (tool arguments for forced tools)."""
-    if prompt.structured_output is StructuredOutput.FORCED_TOOL:
+    if prompt.structured_output is not None and MECHANISMS[prompt.structured_output].answer_in_tool:
         for call in _get(message, "tool_calls") or []:
             function = _get(call, "function")
             if _get(function, "name") == RESPOND_TOOL:
