@@ -1,10 +1,44 @@
-"""Atomic file writes: readers see the old file or the new one, never half of either."""
+"""Atomic file writes: readers see the old file or the new one, never half of either; and reads
+that refuse what is not a plain file instead of following or blocking on it."""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
+
+MAX_READ = 64 * 1024 * 1024
+"""Bytes :func:`read_regular` reads at most: a generated file past this is not one rosetta wrote."""
+
+
+class NotRegularFile(OSError):
+    """A symlink, FIFO, device or directory where a plain file was expected."""
+
+
+def read_regular(path: str | os.PathLike[str]) -> str:
+    """The UTF-8 text of ``path``, which must be a plain file: a symlink, FIFO, socket or device is
+    refused at once (a FIFO would block the reader forever, a symlink could serve another file)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    kind = os.lstat(path).st_mode
+    if not stat.S_ISREG(kind):
+        raise NotRegularFile(f"{path} is {_describe(kind)}, not a regular file")
+    handle = os.open(path, flags)
+    with os.fdopen(handle, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):  # swapped between lstat and open
+            raise NotRegularFile(f"{path} is not a regular file")
+        data = stream.read(MAX_READ + 1)
+    if len(data) > MAX_READ:
+        raise NotRegularFile(f"{path} is larger than {MAX_READ // (1024 * 1024)} MiB")
+    return data.decode("utf-8")
+
+
+def _describe(mode: int) -> str:
+    for test, name in ((stat.S_ISLNK, "a symlink"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device")):
+        if test(mode):
+            return name
+    return "not a plain file"
 
 
 def write_temporary(path: str | os.PathLike[str], text: str | bytes) -> Path:

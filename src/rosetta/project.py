@@ -68,6 +68,8 @@ class ProjectDirs:
     health: HealthPolicy = HealthPolicy()
     cache_dir: Path = Path()  # downloads and assembled local models
     local_models: dict[str, Path] = field(default_factory=dict)  # local/<name> → GGUF file
+    adapter_dirs: tuple[Path, ...] = ()  # project adapters beside the bundled ones
+    section_roles: dict[str, str] = field(default_factory=dict)  # heading → RCCF role, project-wide
 
 
 def project_dirs(start: str | os.PathLike[str] | None = None, **overrides: object) -> ProjectDirs:
@@ -104,9 +106,16 @@ def project_dirs(start: str | os.PathLike[str] | None = None, **overrides: objec
     cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     local_models = {str(name): _absolute(Path(str(path)).expanduser(), root)
                     for name, path in _table(table, "local_models", where).items()}
+    adapter_dirs = overrides.get("adapter_dirs") or os.environ.get("ROSETTA_ADAPTER_DIRS") or table.get(
+        "adapter_dirs", [])
+    if isinstance(adapter_dirs, str):  # as pydantic-settings reads it: a JSON list or comma-separated text
+        text = adapter_dirs.strip()
+        adapter_dirs = json.loads(text) if text.startswith("[") else [p.strip() for p in text.split(",") if p.strip()]
+    section_roles = {str(k): str(v) for k, v in _table(table, "section_roles", where).items()}
     return ProjectDirs(root, directory("signatures_dir", "signatures"), directory("compiled_dir", "compiled"), strict,
                        rate_limits, _health(_table(table, "health", where), where),
-                       directory("cache_dir", str(Path(cache) / "rosetta")), local_models)
+                       directory("cache_dir", str(Path(cache) / "rosetta")), local_models,
+                       tuple(_absolute(Path(str(p)).expanduser(), root) for p in adapter_dirs), section_roles)
 
 
 def _absolute(path: Path, root: Path) -> Path:

@@ -130,11 +130,14 @@ def test_runtime_dirs_agree_with_settings(tree, monkeypatch):
     from rosetta.project import project_dirs
 
     (tree / "pyproject.toml").write_text("[tool.rosetta]\nsignatures_dir = 'agents'\nstrict = true\n"
+                                         "adapter_dirs = ['adapters']\n"
+                                         "[tool.rosetta.section_roles]\n'House rules' = 'constraints'\n"
                                          "[tool.rosetta.local_models]\ntiny = 'models/tiny.gguf'\n")
     monkeypatch.setenv("ROSETTA_COMPILED_DIR", "build/out")
     for kwargs in ({}, {"signatures_dir": "other"}, {"cache_dir": "cache"}):
         settings, dirs = load_settings(tree, **kwargs), project_dirs(tree, **kwargs)
-        assert (dirs.root, dirs.signatures_dir, dirs.compiled_dir, dirs.strict, dirs.cache_dir, dirs.local_models) == (
+        assert (dirs.root, dirs.signatures_dir, dirs.compiled_dir, dirs.strict, dirs.cache_dir, dirs.local_models,
+                list(dirs.adapter_dirs), dirs.section_roles) == (
             settings.root, settings.signatures_dir, settings.compiled_dir, settings.strict, settings.cache_dir,
-            settings.local_models)
+            settings.local_models, settings.adapter_dirs, {k: v.value for k, v in settings.section_roles.items()})
     assert dirs.local_models == {"tiny": tree / "models" / "tiny.gguf"}

@@ -90,6 +90,8 @@ def compile_command(
         section_roles=dict(settings.section_roles),
         force=force,
         check=check,
+        datasets_dir=settings.datasets_dir,
+        cache_dir=settings.cache_dir,
     )
     with err.status("compiling…") if not check else nullcontext():
         report = compile_paths(paths, options, jobs=jobs)

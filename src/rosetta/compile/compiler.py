@@ -12,27 +12,24 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from rosetta.__about__ import __version__
 from rosetta.errors import DefinitionError, RosettaError
 from rosetta.store.artifact import (
-    FORMAT,
-    Artifact,
+    COMPILER_VERSION,
+    ArtifactError,
     Provenance,
     artifact_path,
     dump_artifact,
-    inputs_digest,
+    model_fingerprint,
     stored_header,
+    target_inputs,
 )
 from rosetta.store.index import IndexEntry, files_digest, read_index
-from rosetta.store.publish import publish, save_index
-
-COMPILER_VERSION = f"{__version__}+format{FORMAT}"
+from rosetta.store.publish import save_index
 
 
 class Status(StrEnum):
@@ -90,63 +87,113 @@ class CompileOptions:
     default_models: tuple[str, ...] = ()  # empty: the catalog's default_targets
     section_roles: Mapping[str, Any] = field(default_factory=dict)
     force: bool = False
-    check: bool = False
+    check: bool = False  # verify the artifacts instead of writing them (see rosetta.compile.check)
+    datasets_dir: Path | None = None  # where --check finds the labeled data optimized artifacts were searched on
+    cache_dir: Path | None = None  # HF datasets' cache, for reading that data
 
 
 def compile_paths(paths: Iterable[str | os.PathLike[str]], options: CompileOptions,
                   *, jobs: int | None = None) -> CompileReport:
-    """Compile every agent found under ``paths``; results keep discovery order.
+    """Compile (or, with ``options.check``, verify) every agent found under ``paths``; results keep
+    discovery order.
 
     Files whose sources and artifacts are unchanged are settled from the build index without
-    parsing; the rest are loaded, rendered and written, on ``jobs`` processes when there are many.
+    parsing; the rest are loaded and rendered, on ``jobs`` processes when there are many. Artifacts
+    are staged by the workers and moved into place here, once no two files claim one agent name.
     """
     from rosetta.definition.loader import discover_many
+    from rosetta.store.publish import clean_stale_temporaries
 
     found = discover_many(paths)
+    if not options.check:
+        clean_stale_temporaries(options.out)
     index = read_index(options.out, COMPILER_VERSION)
-    settled: dict[int, list[TargetResult]] = {}
-    if not options.force:
+    outcomes: dict[int, FileOutcome] = {}
+    if not options.force and not options.check:
         for position, (file, error) in enumerate(found):
             entry = index.get(relative_to(file, options.root)) if error is None else None
             results = _settle_from_index(file, entry, options) if entry else None
             if results is not None:
-                settled[position] = results
-    pending = [(position, file, error) for position, (file, error) in enumerate(found) if position not in settled]
+                outcomes[position] = FileOutcome(results, entry)
+    pending = [(position, file, error) for position, (file, error) in enumerate(found) if position not in outcomes]
     jobs = max(1, jobs or os.cpu_count() or 1)
     if jobs == 1 or len(pending) < 16:
-        outcomes = [_compile_file(file, error, options) for _, file, error in pending]
+        done = [_compile_file(file, error, options) for _, file, error in pending]
     else:
         import multiprocessing
 
         context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            outcomes = list(pool.map(_compile_file, [f for _, f, _ in pending], [e for _, _, e in pending],
-                                     [options] * len(pending), chunksize=max(1, len(pending) // (jobs * 8))))
-    for (position, file, _), (results, entry) in zip(pending, outcomes, strict=True):
-        settled[position] = results
-        if entry is not None:
-            index[relative_to(file, options.root)] = entry
+            done = list(pool.map(_compile_file, [f for _, f, _ in pending], [e for _, _, e in pending],
+                                 [options] * len(pending), chunksize=max(1, len(pending) // (jobs * 8))))
+    outcomes.update((position, outcome) for (position, _, _), outcome in zip(pending, done, strict=True))
+    ordered = [(found[position][0], outcomes[position]) for position in range(len(found))]
+    clashes = _refuse_name_clashes(ordered)
+    for file, outcome in ordered:
+        _publish(outcome, options)
+        key = relative_to(file, options.root)
+        if file in clashes:
+            index.pop(key, None)
+        elif outcome.entry is not None:
+            index[key] = outcome.entry
     if pending and not options.check:
         save_index(options.out, index, COMPILER_VERSION)
-    return CompileReport([result for position in range(len(found)) for result in settled[position]])
+    return CompileReport([result for _, outcome in ordered for result in outcome.results])
+
+
+@dataclass
+class FileOutcome:
+    """One definition file's results, its index entry, and the artifacts its worker staged."""
+
+    results: list[TargetResult]
+    entry: IndexEntry | None = None
+    staged: dict[int, tuple[Any, str]] = field(default_factory=dict)  # result position → (Staged, inputs hash)
+
+
+def _refuse_name_clashes(ordered: list[tuple[Path, FileOutcome]]) -> set[Path]:
+    """Fail every file whose agent name another file also uses (their artifacts would overwrite each
+    other under ``compiled/<name>/``); nothing of theirs is written. Returns those files."""
+    from rosetta.store.publish import discard
+
+    claimed: dict[str, list[Path]] = {}
+    for file, outcome in ordered:
+        name = outcome.entry.agent if outcome.entry else next((r.agent for r in outcome.results if r.agent), None)
+        if name is not None:
+            claimed.setdefault(name, []).append(file)
+    clashes = {name: files for name, files in claimed.items() if len(set(files)) > 1}
+    refused = set()
+    for file, outcome in ordered:
+        name = outcome.entry.agent if outcome.entry else None
+        if name not in clashes:
+            continue
+        refused.add(file)
+        for staged, _ in outcome.staged.values():
+            discard(staged)
+        others = ", ".join(str(f) for f in clashes[name] if f != file)
+        outcome.results = [TargetResult(str(file), name, None, Status.FAILED, message=(
+            f"agent name {name!r} is also used by {others}; nothing was written for either\n"
+            "hint: give each definition a unique `name:` (artifacts live under compiled/<name>/)"))]
+        outcome.staged = {}
+    return refused
+
+
+def _publish(outcome: FileOutcome, options: CompileOptions) -> None:
+    """Move the file's staged artifacts into place (unless an identical one appeared meanwhile)."""
+    from rosetta.store.publish import commit
+
+    for position, (staged, inputs_sha) in outcome.staged.items():
+        try:
+            commit(staged, options.out, replace=lambda p=staged.path, i=inputs_sha: options.force or _current_status(
+                p, i) is not Status.UP_TO_DATE)
+        except RosettaError as failure:
+            result = outcome.results[position]
+            outcome.results[position] = replace(result, status=Status.FAILED, message=str(failure), warnings=())
 
 
 def _defaults(options: CompileOptions) -> tuple[str, ...]:
     from rosetta.providers.catalog import load_catalog
 
     return options.default_models or load_catalog().default_targets
-
-
-@lru_cache(maxsize=256)
-def model_fingerprint(model: Any) -> str:
-    """sha256 of a catalog entry (what the renderer knows about the model)."""
-    return inputs_digest(model=asdict(model))
-
-
-def _target_inputs(source_sha: str, model: Any, adapter: Any, knobs: dict[str, Any], options: CompileOptions) -> str:
-    """The inputs hash of one target: equal hashes mean an identical artifact."""
-    return inputs_digest(format=FORMAT, compiler=COMPILER_VERSION, source=source_sha, adapter=adapter.sha256,
-                         model=model_fingerprint(model), knobs=knobs, section_roles=dict(options.section_roles))
 
 
 def _settle_from_index(file: Path, entry: IndexEntry, options: CompileOptions) -> list[TargetResult] | None:
@@ -167,27 +214,27 @@ def _settle_from_index(file: Path, entry: IndexEntry, options: CompileOptions) -
         if adapter is None:
             return None
         path = artifact_path(options.out, entry.agent, model.id)
-        if _current_status(path, _target_inputs(entry.source_sha256, model, adapter, {}, options)) \
+        if _current_status(path, target_inputs(entry.source_sha256, model, adapter.sha256, options.section_roles)) \
                 is not Status.UP_TO_DATE:
             return None
         results.append(TargetResult(str(file), entry.agent, model.id, Status.UP_TO_DATE, str(path)))
     return results
 
 
-def _compile_file(file: Path, error: DefinitionError | None,
-                  options: CompileOptions) -> tuple[list[TargetResult], IndexEntry | None]:
+def _compile_file(file: Path, error: DefinitionError | None, options: CompileOptions) -> FileOutcome:
+    from rosetta.compile.check import check_target
     from rosetta.definition.formats import SIDECAR_SUFFIXES, stem_of
     from rosetta.definition.loader import load_definition
     from rosetta.providers.catalog import load_catalog
     from rosetta.signature import lower, source_digest
 
     if error is not None:
-        return [TargetResult(str(file), None, None, Status.FAILED, message=str(error))], None
+        return FileOutcome([TargetResult(str(file), None, None, Status.FAILED, message=str(error))])
     try:
         definition = load_definition(file, root=options.root, section_roles=dict(options.section_roles))
         signature = lower(definition)
     except DefinitionError as failure:
-        return [TargetResult(str(file), None, None, Status.FAILED, message=str(failure))], None
+        return FileOutcome([TargetResult(str(file), None, None, Status.FAILED, message=str(failure))])
     adapters = dict(options.adapters)
     preferences = tuple(definition.spec.portability.model_preferences)
     targets = options.models or preferences or _defaults(options)
@@ -195,37 +242,33 @@ def _compile_file(file: Path, error: DefinitionError | None,
     source_files = tuple(relative_to(f, options.root) for f in definition.source.files)
     probes = tuple(relative_to(file.with_name(stem_of(file) + suffix), options.root) for suffix in SIDECAR_SUFFIXES
                    if relative_to(file.with_name(stem_of(file) + suffix), options.root) not in source_files)
-    entry = IndexEntry(signature.name, source_files, probes, source_sha, preferences)
-    results = []
+    outcome = FileOutcome([], IndexEntry(signature.name, source_files, probes, source_sha, preferences))
+    configured = definition.spec.evaluation.dataset
+    dataset = None if options.datasets_dir is None else (
+        configured if configured and configured.startswith("hub:") else
+        str((options.root / configured).resolve()) if configured else str(options.datasets_dir / signature.name))
     for name in dict.fromkeys(targets):  # keep order, drop duplicates
         try:
             model = load_catalog().resolve(name, adapters)
         except RosettaError as failure:
-            results.append(TargetResult(str(file), signature.name, name, Status.FAILED, message=str(failure)))
+            outcome.results.append(TargetResult(str(file), signature.name, name, Status.FAILED, message=str(failure)))
             continue
         adapter = adapters[model.adapter]
-        knobs: dict[str, Any] = {}
-        inputs_sha = _target_inputs(source_sha, model, adapter, knobs, options)
+        inputs_sha = target_inputs(source_sha, model, adapter.sha256, options.section_roles)
         path = artifact_path(options.out, signature.name, model.id)
-        status = _current_status(path, inputs_sha)
-        if status is Status.UP_TO_DATE and not options.force:
-            results.append(TargetResult(str(file), signature.name, model.id, status, str(path)))
-            continue
+        provenance = Provenance(inputs_sha256=inputs_sha, source_sha256=source_sha, source_files=source_files,
+                                adapter_sha256=adapter.sha256, model_sha256=model_fingerprint(model),
+                                compiler_version=COMPILER_VERSION)
         if options.check:
-            results.append(TargetResult(str(file), signature.name, model.id, status, str(path),
-                                        _CHECK_MESSAGES[status]))
+            status, message = check_target(path, provenance, signature, model, adapter, options, dataset)
+            outcome.results.append(TargetResult(str(file), signature.name, model.id, Status(status), str(path),
+                                                message))
             continue
-        results.append(_build(file, signature, model, adapter, path, inputs_sha, source_sha, source_files, knobs,
-                              options))
-    return results, entry
-
-
-_CHECK_MESSAGES = {
-    Status.MISSING: "no artifact; run `rosetta compile`",
-    Status.STALE: "inputs changed since it was compiled; run `rosetta compile`",
-    Status.INVALID: "artifact was edited, truncated or corrupted; run `rosetta compile --force`",
-    Status.UP_TO_DATE: "",
-}
+        if not options.force and _current_status(path, inputs_sha) is Status.UP_TO_DATE:
+            outcome.results.append(TargetResult(str(file), signature.name, model.id, Status.UP_TO_DATE, str(path)))
+            continue
+        outcome.results.append(_build(file, provenance, signature, model, adapter, path, options, outcome))
+    return outcome
 
 
 def _current_status(path: Path, inputs_sha: str) -> Status:
@@ -237,25 +280,18 @@ def _current_status(path: Path, inputs_sha: str) -> Status:
     return Status.UP_TO_DATE if header.inputs_sha256 == inputs_sha else Status.STALE
 
 
-def _build(file: Path, signature: Any, model: Any, adapter: Any, path: Path, inputs_sha: str, source_sha: str,
-           source_files: tuple[str, ...], knobs: dict[str, Any], options: CompileOptions) -> TargetResult:
+def _build(file: Path, provenance: Provenance, signature: Any, model: Any, adapter: Any, path: Path,
+           options: CompileOptions, outcome: FileOutcome) -> TargetResult:
+    """Render the target and stage its artifact (published by :func:`compile_paths`)."""
+    from rosetta.compile.check import artifact_of
     from rosetta.errors import RenderError
     from rosetta.render.render import render
+    from rosetta.store.publish import stage
 
     try:
         prompt = render(signature, model, adapters={adapter.name: adapter})
-    except RenderError as failure:
+        staged = stage(path, dump_artifact(artifact_of(signature, adapter, provenance, prompt)), options.out)
+    except (RenderError, ArtifactError) as failure:
         return TargetResult(str(file), signature.name, model.id, Status.FAILED, str(path), str(failure))
-    artifact = Artifact(
-        agent=signature.name, version=signature.version, model=model.id, adapter=adapter.name,
-        provenance=Provenance(
-            inputs_sha256=inputs_sha, source_sha256=source_sha, source_files=source_files,
-            adapter_sha256=adapter.sha256, model_sha256=model_fingerprint(model),
-            compiler_version=COMPILER_VERSION, knobs=knobs,
-        ),
-        prompt=prompt,
-        extensions=signature.extensions,
-    )
-    publish(path, dump_artifact(artifact), options.out, replace=lambda: options.force or _current_status(
-        path, inputs_sha) is not Status.UP_TO_DATE)
+    outcome.staged[len(outcome.results)] = (staged, provenance.inputs_sha256)
     return TargetResult(str(file), signature.name, model.id, Status.WRITTEN, str(path), warnings=prompt.warnings)

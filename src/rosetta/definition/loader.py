@@ -69,7 +69,7 @@ def load_definition(
         )
     spec, off_list = validate_spec(raw)
     project_root = Path(root) if root is not None else find_project_root(path)
-    _check_references(spec, raw, project_root)
+    referenced = _check_references(spec, raw, project_root)
     overrides = {**(section_roles or {}), **spec.portability.section_roles}
     body_format = spec.portability.body_format or raw.detected_body_format
     return AgentDefinition(
@@ -79,7 +79,7 @@ def load_definition(
         source=DefinitionSource(
             format=raw.format,
             path=str(raw.path),
-            files=tuple(str(f) for f in raw.files),
+            files=tuple(dict.fromkeys([*(str(f) for f in raw.files), *(str(f) for f in referenced)])),
             body_path=str(raw.body_path),
             body_line=raw.body_line,
             detected_body_format=raw.detected_body_format,
@@ -182,22 +182,24 @@ def _opens_with_fence(file: Path) -> bool:
 # -- references ------------------------------------------------------------------------------
 
 
-def _check_references(spec: AgentSpec, raw: RawDefinition, root: Path) -> None:
+def _check_references(spec: AgentSpec, raw: RawDefinition, root: Path) -> list[Path]:
+    """The files the definition references, each checked to be a file inside the project."""
     references = {
         ("portability", "few_shot", "examples_ref"): spec.portability.few_shot.examples_ref,
         ("output", "template"): spec.output.template,
     }
-    problems = []
+    problems, found = [], []
     for path, reference in references.items():
         if reference is None:
             continue
         file, line, column = locate_field(raw, path)
         try:
-            resolve_reference(
+            found.append(resolve_reference(
                 reference, base_dir=Path(file).parent, root=root,
                 field=format_path(path), location=Location(file, line, column),
-            )
+            ))
         except DefinitionError as error:
             problems.extend(error.problems)
     if problems:
         raise DefinitionError(problems)
+    return found

@@ -353,7 +353,8 @@ class DefinitionSource(BaseModel):
     path: str
     """The main file (the .md, or the .agent.yaml of a pair)."""
     files: tuple[str, ...]
-    """Every file merged into the definition, main file first."""
+    """Every file the definition is built from: those merged into it (main file first), then the files
+    it references (``examples_ref``, ``output.template``), so that editing any of them changes its hash."""
     body_path: str
     """The file holding the body."""
     body_line: int

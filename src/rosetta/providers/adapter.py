@@ -10,10 +10,8 @@ with their own directories (``--adapters DIR`` / ``adapter_dirs`` in config): a 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -22,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from rosetta.definition.models import RCCFRole
 from rosetta.definition.yaml_source import parse_yaml
 from rosetta.errors import ConfigError, Location, Problem
+from rosetta.providers.adapter_files import BUNDLED, adapter_digest, adapter_paths  # noqa: F401 (BUNDLED re-exported)
 from rosetta.providers.kinds import (  # noqa: F401  (re-exported: adapters are where people look)
     Delimiter,
     ModelClass,
@@ -123,8 +122,6 @@ class Adapter(BaseModel):
         return self
 
 
-BUNDLED = ("anthropic", "openai", "google", "open-source")
-
 
 def read_adapter(path: Path) -> Adapter:
     """Load and validate one adapter file; errors name the file and line."""
@@ -147,25 +144,20 @@ def read_adapter(path: Path) -> Adapter:
             field = ".".join(str(p) for p in error["loc"]) or None
             problems.append(Problem(error["msg"].removeprefix("Value error, "), location, field))
         raise ConfigError(problems) from None
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return adapter.model_copy(update={"sha256": digest, "path": str(path)})
+    return adapter.model_copy(update={"sha256": adapter_digest(text), "path": str(path)})
 
 
 def load_adapters(extra_dirs: Iterable[str | Path] = ()) -> dict[str, Adapter]:
     """The bundled adapters, then every ``*.yaml`` in ``extra_dirs`` (later ones override earlier)."""
-    adapters: dict[str, Adapter] = {}
-    bundled = resources.files("rosetta.providers") / "adapters"
-    for name in BUNDLED:
-        with resources.as_file(bundled / f"{name}.yaml") as path:
-            adapters[name] = read_adapter(path)
+    extra_dirs = [Path(d) for d in extra_dirs]
     for directory in extra_dirs:
-        directory = Path(directory)
         if not directory.is_dir():
             raise ConfigError(Problem("adapter directory not found", Location(str(directory)),
                                       hint="check --adapters / adapter_dirs"))
-        for path in sorted(directory.glob("*.y*ml")):
-            adapter = read_adapter(path)
-            adapters[adapter.name] = adapter
+    adapters: dict[str, Adapter] = {}
+    for path in adapter_paths(extra_dirs):
+        adapter = read_adapter(path)
+        adapters[adapter.name] = adapter
     return adapters
 
 

@@ -1,7 +1,7 @@
 """Which prompt a model gets, and why: exact artifact ▸ family ▸ provider ▸ uncompiled render.
 
-An artifact is used only when its seal matches and its source files are unchanged (the store checks
-both); every fallback is logged once per (agent, model) with its reason, and ``strict`` turns
+An artifact is used only when the store has verified it (see :mod:`rosetta.store.lookup`: it is this
+agent's, for this model, sealed, and built from inputs that hash the same now); every fallback is logged once per (agent, model) with its reason, and ``strict`` turns
 fallbacks into errors. A ``<model>.rollout.yaml`` beside the exact model's artifact pins which
 version serves and may run an experiment: each user then gets the control or the treatment version,
 always the same one (see :mod:`rosetta.store.routing`). A rollout file that cannot be used is logged
@@ -47,7 +47,7 @@ class Selector:
 
     def __init__(self, name: str, definition_path: Path | None, dirs: ProjectDirs, strict: bool) -> None:
         self.name, self.definition_path, self.dirs, self.strict = name, definition_path, dirs, strict
-        self.shelf = Shelf(dirs.compiled_dir, name, dirs.root)
+        self.shelf = Shelf(dirs, name)
         self._routes: dict[tuple[str, bool], Route] = {}
 
     def select(self, model: str, strict: bool | None = None, user_id: object | None = None) -> Selection:

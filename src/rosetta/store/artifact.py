@@ -23,19 +23,24 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from rosetta.__about__ import __version__
 from rosetta.errors import Location, Problem, RosettaError
 from rosetta.render.prompt import RenderedPrompt
 
 FORMAT = 1
+COMPILER_VERSION = f"{__version__}+format{FORMAT}"
+"""Recorded in every artifact and folded into its inputs hash: a new rosetta makes artifacts stale."""
 HEADER = (
     "# rosetta compiled prompt: written by `rosetta compile`; do not edit.\n"
     "# content_sha256 covers every byte after its own line; a file that does not match is refused.\n"
 )
-_HASH_LINE = re.compile(r"^content_sha256: ([0-9a-f]{64})\n", re.MULTILINE)
+_HASH_LINE = re.compile(r"content_sha256: ([0-9a-f]{64})\n")
 _INPUTS_LINE = re.compile(r"^  inputs_sha256: ([0-9a-f]{64})$", re.MULTILINE)
 _SOURCE_LINE = re.compile(r"^  source_sha256: ([0-9a-f]{64})$", re.MULTILINE)
 
@@ -90,6 +95,38 @@ def inputs_digest(**parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
+@lru_cache(maxsize=256)
+def model_fingerprint(model: Any) -> str:
+    """sha256 of a catalog entry (what the renderer knows about the model)."""
+    return inputs_digest(model=asdict(model))
+
+
+def target_inputs(source_sha: str, model: Any, adapter_sha: str, section_roles: Mapping[str, Any]) -> str:
+    """The inputs hash of one target: equal hashes mean an identical (unoptimized) artifact. The
+    compiler records it; the runtime recomputes it before it trusts an artifact."""
+    return inputs_digest(format=FORMAT, compiler=COMPILER_VERSION, source=source_sha, adapter=adapter_sha,
+                         model=model_fingerprint(model), knobs={}, section_roles=dict(section_roles))
+
+
+def changed_inputs(recorded: Provenance, now: Provenance) -> str | None:
+    """Which input of an artifact hashes differently now (None when all are the same): the
+    compiler's version, the source files, the adapter, the model's catalog entry, and last the
+    inputs hash itself, which also folds in the project's section roles."""
+    if recorded.compiler_version != now.compiler_version:
+        return f"compiled by rosetta {recorded.compiler_version}; this is {now.compiler_version}"
+    if tuple(recorded.source_files) != tuple(now.source_files):
+        return f"built from {', '.join(recorded.source_files)}; the definition now reads {', '.join(now.source_files)}"
+    if recorded.source_sha256 != now.source_sha256:
+        return "the definition (or a file it references) changed since it was compiled"
+    if recorded.adapter_sha256 != now.adapter_sha256:
+        return "its adapter changed since it was compiled"
+    if recorded.model_sha256 != now.model_sha256:
+        return "its model's catalog entry changed since it was compiled"
+    if recorded.inputs_sha256 != now.inputs_sha256:
+        return "its inputs changed since it was compiled (the project's section_roles)"
+    return None
+
+
 def dump_artifact(artifact: Artifact) -> str:
     """The artifact as sealed, deterministic YAML text."""
     from rosetta.yaml_text import dump_yaml
@@ -131,8 +168,11 @@ class Header:
 
 
 def read_header(text: str) -> Header:
-    """Check the seal and pull out the hashes; ``intact`` is False for tampered or truncated files."""
-    match = _HASH_LINE.search(text, 0, 400)
+    """Check the seal and pull out the hashes; ``intact`` is False for tampered or truncated files.
+
+    The two comment lines and the seal must open the file exactly: the seal covers what follows it,
+    so nothing may stand above it."""
+    match = _HASH_LINE.match(text, len(HEADER)) if text.startswith(HEADER) else None
     if match is None:
         return Header("", None, None, False)
     body = text[match.end():]
@@ -144,8 +184,10 @@ def read_header(text: str) -> Header:
 
 def stored_header(path: Path) -> Header | None:
     """The header of the artifact at ``path`` (not intact when unreadable); None when there is none."""
+    from rosetta.fileio import read_regular
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path)
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError):
@@ -155,8 +197,10 @@ def stored_header(path: Path) -> Header | None:
 
 def read_artifact(path: Path) -> Artifact:
     """The verified artifact at ``path``; :class:`ArtifactError` says what is wrong with it."""
+    from rosetta.fileio import read_regular
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise ArtifactError(Problem(f"artifact cannot be read: {exc}", Location(str(path)),
                                     hint="recompile it with `rosetta compile --force`")) from None

@@ -1,35 +1,54 @@
 """What the runtime reads from ``compiled/``: an agent's artifacts by model, each verified once
-(its seal intact, its source files unchanged), and the rollout pins beside an artifact.
+before it is trusted, and the rollout pins beside an artifact.
 
-Indexing reads only each file's ``model:`` line; a full parse and the source check happen on first
-use of an artifact and are cached, so repeated selections do no file I/O.
+An artifact is used only when it is a plain file (a symlink or FIFO is refused, never followed or
+waited on), its seal opens the file and holds, it parses (duplicate keys included), it says it is
+this agent's artifact for the model its path names, and the inputs hash it records is what its
+inputs hash to now: the files it was built from, the adapter, the model's catalog entry, the
+compiler version and the project's section roles. Labeled datasets are checked by
+``rosetta compile --check``, not here: deployments rarely ship them, and the demos an optimized
+prompt uses are sealed inside it.
+
+Indexing reads only each file's ``model:`` line; the full check happens on first use of an
+artifact and is cached, so repeated selections do no file I/O.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 from typing import Any
 
-from rosetta.store.artifact import Artifact, ArtifactError, artifact_path, parse_artifact
+from rosetta.project import ProjectDirs
+from rosetta.store.artifact import (
+    COMPILER_VERSION,
+    Artifact,
+    ArtifactError,
+    artifact_path,
+    changed_inputs,
+    model_fingerprint,
+    parse_artifact,
+    target_inputs,
+)
+from rosetta.store.index import files_digest
 from rosetta.store.versions import is_rollout_file
 
 _MODEL_LINE = re.compile(r"^model: (\S+)$", re.MULTILINE)
 
 
 class Shelf:
-    """One agent's compiled artifacts under a compiled tree."""
+    """One agent's compiled artifacts under a project's compiled tree."""
 
-    def __init__(self, compiled_dir: Path, agent: str, root: Path) -> None:
-        self.compiled_dir, self.agent, self.root = compiled_dir, agent, root
-        self.artifacts = _index(compiled_dir / agent)  # model id → path (no parsing yet)
+    def __init__(self, dirs: ProjectDirs, agent: str) -> None:
+        self.dirs, self.agent = dirs, agent
+        self.compiled_dir, self.root = dirs.compiled_dir, dirs.root
+        self.artifacts = _index(self.compiled_dir, agent)  # model id → path (no parsing yet)
         self._verified: dict[Path, Artifact | str] = {}
 
     def verified(self, path: Path) -> Artifact | str:
         """The artifact at ``path``, or why it cannot be used (checked once)."""
         if path not in self._verified:
-            self._verified[path] = _check(path, self.root)
+            self._verified[path] = self._check(path)
         return self._verified[path]
 
     def path_for(self, model_id: str) -> Path:
@@ -42,40 +61,74 @@ class Shelf:
 
         return read_pins(self.path_for(model_id), agent=self.agent, model=model_id)
 
+    def _check(self, path: Path) -> Artifact | str:
+        from rosetta.fileio import read_regular
 
-def _index(directory: Path) -> dict[str, Path]:
-    """model id → artifact path, read from each file's ``model:`` line (no full parse)."""
+        try:
+            artifact = parse_artifact(read_regular(path), path=str(path))
+        except (OSError, UnicodeDecodeError) as exc:
+            return f"unreadable ({exc})"
+        except ArtifactError as error:
+            return error.problems[0].message
+        if artifact.agent != self.agent or path != self.path_for(artifact.model):
+            return (f"refused: it is the artifact of {artifact.agent} on {artifact.model}, "
+                    f"not of {self.agent} at this path (copied or moved?)")
+        stale = self.stale_inputs(artifact)
+        return f"stale: {stale}" if stale else artifact
+
+    def stale_inputs(self, artifact: Artifact) -> str | None:
+        """What changed among the artifact's inputs since it was compiled (None: nothing)."""
+        from dataclasses import replace
+
+        from rosetta.errors import RosettaError
+        from rosetta.providers.catalog import load_catalog
+
+        recorded = artifact.provenance
+        source = files_digest(self.root, recorded.source_files)
+        if source is None:
+            return "a file it was built from is missing: " + ", ".join(recorded.source_files)
+        try:
+            model = load_catalog().resolve(artifact.model)
+        except RosettaError as error:
+            return f"its model cannot be resolved now ({error.problems[0].message})"
+        adapter_sha = _adapter_digests(self.dirs.adapter_dirs).get(artifact.adapter)
+        if adapter_sha is None:
+            return f"no adapter named {artifact.adapter} is known now"
+        now = replace(recorded, compiler_version=COMPILER_VERSION, source_sha256=source,
+                      adapter_sha256=adapter_sha, model_sha256=model_fingerprint(model),
+                      inputs_sha256=target_inputs(source, model, adapter_sha, self.dirs.section_roles))
+        return changed_inputs(recorded, now)
+
+
+_digests: dict[tuple[Path, ...], dict[str, str]] = {}
+
+
+def _adapter_digests(extra_dirs: tuple[Path, ...]) -> dict[str, str]:
+    """adapter name → sha256 of its file now (bundled + the project's), read once per process."""
+    if extra_dirs not in _digests:
+        from rosetta.providers.adapter_files import adapter_digests
+
+        _digests[extra_dirs] = adapter_digests(d for d in extra_dirs if d.is_dir())
+    return _digests[extra_dirs]
+
+
+def _index(compiled_dir: Path, agent: str) -> dict[str, Path]:
+    """model id → artifact path, read from each file's ``model:`` line (no full parse). Only plain
+    files under a real ``compiled/<agent>`` directory count: a symlinked tree could be anyone's."""
+    from rosetta.fileio import read_regular
+
+    directory = compiled_dir / agent
     found: dict[str, Path] = {}
-    if not directory.is_dir():
+    if directory.is_symlink() or not directory.is_dir():
         return found
     for path in sorted(directory.glob("*/*.yaml")):
-        if is_rollout_file(path):  # beside the artifacts, but not one (retained versions sit a level deeper)
+        if is_rollout_file(path) or path.parent.is_symlink():  # rollout files sit beside the artifacts
             continue
         try:
-            with path.open(encoding="utf-8") as handle:
-                head = handle.read(1024)
+            head = read_regular(path)[:1024]
         except (OSError, UnicodeDecodeError):
             continue
         match = _MODEL_LINE.search(head)
         if match:
             found[match.group(1)] = path
     return found
-
-
-def _check(path: Path, root: Path) -> Artifact | str:
-    try:
-        artifact = parse_artifact(path.read_text(encoding="utf-8"), path=str(path))
-    except (OSError, UnicodeDecodeError) as exc:
-        return f"unreadable ({exc})"
-    except ArtifactError as error:
-        return error.problems[0].message
-    digest = hashlib.sha256()
-    for relative in artifact.provenance.source_files:
-        try:
-            digest.update((root / relative).read_bytes())
-        except OSError:
-            return f"stale: source file {relative} is missing"
-        digest.update(b"\0")
-    if digest.hexdigest() != artifact.provenance.source_sha256:
-        return "stale: the definition changed since it was compiled"
-    return artifact

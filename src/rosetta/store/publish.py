@@ -1,11 +1,14 @@
 """Writing under ``compiled/``: every write is atomic (a temp file, fsync, rename) and serialized
-by one lock per tree, so concurrent compiles, promotions and index updates leave only whole files."""
+by one lock per tree, so concurrent compiles, promotions and index updates leave only whole files.
+Nothing is written outside the tree or through a symlink in it, and temp files that a killed
+writer left behind are cleaned up by the next compile."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from rosetta.store.index import INDEX_NAME, IndexEntry, dump_index, read_index
@@ -26,22 +29,90 @@ def locked(out: Path) -> Iterator[None]:
         yield
 
 
-def publish(path: Path, text: str, out: Path, *, replace: Callable[[], bool] = lambda: True) -> None:
-    """Write an artifact atomically under the output tree's lock; ``replace()`` (asked under the
-    lock) may decline when another process wrote an identical artifact meanwhile.
+@dataclass(frozen=True)
+class Staged:
+    """An artifact written to a synced temp file beside its place, waiting for :func:`commit`."""
+
+    path: Path
+    temporary: Path
+    text: str
+
+
+def stage(path: Path, text: str, out: Path) -> Staged:
+    """Write ``text`` to a temp file beside ``path`` (the slow part, fsync, needs no lock); refuse a
+    path that leaves ``out`` or passes through a symlink, so a planted link cannot redirect a write."""
+    from rosetta.fileio import write_temporary
+
+    inside(path, out)
+    return Staged(path, write_temporary(path, text), text)
+
+
+def commit(staged: Staged, out: Path, *, replace: Callable[[], bool] = lambda: True) -> None:
+    """Move a staged artifact into place under the tree's lock; ``replace()`` (asked under the lock)
+    may decline when another process wrote an identical artifact meanwhile.
 
     The artifact it replaces, when its content differs, is kept as a version beside it
     (:func:`rosetta.store.versions.retain`): rollouts pin versions, and A/B tests need both."""
-    from rosetta.fileio import write_temporary
-
-    staged = write_temporary(path, text)  # the slow part (fsync) happens unlocked
     try:
         with locked(out):
             if replace():
-                retain(path, text)
-                os.replace(staged, path)
+                inside(staged.path, out)
+                retain(staged.path, staged.text)
+                os.replace(staged.temporary, staged.path)
     finally:
-        staged.unlink(missing_ok=True)
+        staged.temporary.unlink(missing_ok=True)
+
+
+def publish(path: Path, text: str, out: Path, *, replace: Callable[[], bool] = lambda: True) -> None:
+    """:func:`stage` then :func:`commit`: one artifact written atomically."""
+    commit(stage(path, text, out), out, replace=replace)
+
+
+def discard(staged: Staged) -> None:
+    """Drop a staged artifact that must not be published."""
+    staged.temporary.unlink(missing_ok=True)
+
+
+def inside(path: Path, out: Path) -> None:
+    """Raise :class:`ArtifactError` unless ``path`` lies under ``out`` with no symlink on the way."""
+    from rosetta.errors import Location, Problem
+    from rosetta.store.artifact import ArtifactError
+
+    out = Path(os.path.abspath(out))
+    path = Path(os.path.abspath(path))
+    if not path.is_relative_to(out):
+        raise ArtifactError(Problem(f"refusing to write {path}: it is outside {out}", Location(str(path))))
+    current = out
+    for part in path.relative_to(out).parts:
+        current = current / part
+        if current.is_symlink():
+            raise ArtifactError(Problem(f"refusing to write through the symlink {current}", Location(str(current)),
+                                        hint=f"replace it with a real directory or file under {out}"))
+
+
+STALE_AFTER_S = 3600.0
+"""Age after which a leftover temp file is a killed writer's, not one still being written."""
+
+
+def clean_stale_temporaries(out: Path, *, now: float | None = None) -> list[Path]:
+    """Delete the temp files (``.<name>.<random>.tmp``) that killed compiles left under ``out``."""
+    import time
+
+    now = time.time() if now is None else now
+    removed = []
+    if not out.is_dir() or out.is_symlink():
+        return removed
+    for directory, subdirectories, files in os.walk(out):  # never follows symlinks
+        for name in files:
+            if name.startswith(".") and name.endswith(".tmp"):
+                candidate = Path(directory) / name
+                try:
+                    if now - candidate.lstat().st_mtime > STALE_AFTER_S:
+                        candidate.unlink()
+                        removed.append(candidate)
+                except OSError:
+                    continue
+    return removed
 
 
 def save_index(out: Path, entries: dict[str, IndexEntry], compiler: str) -> None:

@@ -57,15 +57,14 @@ def retain(artifact: Path, replacement: str) -> Path | None:
     serve). The copy keeps the original's bytes and modification time, so a listing dates each
     version by when it was compiled. Call it under the output tree's lock, as the compiler does.
     """
+    from rosetta.fileio import read_regular
+
     try:
-        data = artifact.read_bytes()
+        data = read_regular(artifact)
         written = artifact.stat()
-    except FileNotFoundError:
+    except (OSError, UnicodeDecodeError):  # gone, or a symlink or FIFO: nothing anyone could serve
         return None
-    try:
-        header = read_header(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        return None
+    header = read_header(data)
     if not header.intact or header.content_sha256 == read_header(replacement).content_sha256:
         return None
     target = versions_dir(artifact) / f"{header.content_sha256}.yaml"

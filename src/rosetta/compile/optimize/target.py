@@ -93,16 +93,17 @@ def load_context(definition_path: Path, model_name: str, *, settings: Any, metri
 def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[SearchStatus], None] | None = None,
              complete: Any = None, proposer_complete: Any = None) -> OptimizeReport:
     """Run one optimization and write its artifact (see the module docstring)."""
-    from rosetta.compile.compiler import (
-        COMPILER_VERSION,
-        CompileOptions,
-        _target_inputs,
-        artifact_path,
-        model_fingerprint,
-        relative_to,
-    )
+    from rosetta.compile.compiler import CompileOptions, relative_to
     from rosetta.signature import source_digest
-    from rosetta.store.artifact import Artifact, Provenance, dump_artifact
+    from rosetta.store.artifact import (
+        COMPILER_VERSION,
+        Artifact,
+        Provenance,
+        artifact_path,
+        dump_artifact,
+        model_fingerprint,
+        target_inputs,
+    )
     from rosetta.store.publish import publish
 
     if request.optimizer not in OPTIMIZERS:
@@ -119,7 +120,7 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
     options = CompileOptions(out=settings.compiled_dir, root=settings.root, adapters={adapter.name: adapter},
                              section_roles=dict(settings.section_roles))
     source_sha = source_digest(context.definition)
-    inputs_sha = _target_inputs(source_sha, model, adapter, {}, options)
+    inputs_sha = target_inputs(source_sha, model, adapter.sha256, options.section_roles)
     path = artifact_path(settings.compiled_dir, signature.name, model.id)
     report = OptimizeReport(signature.name, model.id, "", str(path))
     if request.dry_run:
