@@ -1,12 +1,16 @@
 """A real OpenAI-compatible HTTP server on 127.0.0.1 that plays scripted faults.
 
 Each POST to /v1/chat/completions takes the next step of the script (the last step repeats):
-("ok", content) · ("tool", name, arguments) · ("status", code, {headers}) · ("stall", seconds) ·
-("drop",) closes the connection without answering · ("garbage",) sends malformed JSON ·
-("context",) is OpenAI's context-length-exceeded 400 ·
+("ok", content) · ("tool", name, arguments) · ("status", code, {headers}) ·
+("stall", seconds[, content]) answers late (with content, else "{}") ·
+("drop",) closes the connection without answering · ("reset",) resets it (TCP RST) without
+answering · ("garbage",) sends malformed JSON · ("context",) is OpenAI's context-length-exceeded 400 ·
 ("flaky", p) answers 503 with probability p (seeded), else a valid triage answer that echoes the
-request's `[call N]` marker, so a test can tell every answer belongs to its own call.
-Requests are recorded (path, body and arrival time) so tests can assert attempts and delays.
+request's `[call N]` marker, so a test can tell every answer belongs to its own call;
+("flaky", p, [fault, ...]) plays one of those faults (picked at random, seeded) instead of the 503.
+Requests are recorded (path, body and arrival time) so tests can assert attempts and delays;
+``peak`` is the most requests the server was working on at once, ``faults`` how many faults the
+flaky steps played.
 A POST to a path ending in /messages is answered in Anthropic's Messages format (an "ok" step for
 a request that forces a tool becomes that tool's input), so fallbacks can cross providers.
 """
@@ -16,6 +20,8 @@ from __future__ import annotations
 import json
 import random
 import re
+import socket
+import struct
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,6 +34,9 @@ class FaultServer:
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.random = random.Random(7)
+        self.active = 0
+        self.peak = 0
+        self.faults = 0
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -42,10 +51,19 @@ class FaultServer:
                 with server.lock:
                     server.requests.append({"path": self.path, "body": body, "time": time.monotonic()})
                     step = server.script.pop(0) if len(server.script) > 1 else server.script[0]
-                server.play(self, step, body)
+                    server.active += 1
+                    server.peak = max(server.peak, server.active)
+                try:
+                    server.play(self, step, body)
+                finally:
+                    with server.lock:
+                        server.active -= 1
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 1024  # the load test opens hundreds of connections at once
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a client that gave up on a stall closed its end: expected, not worth a traceback
 
         self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -65,13 +83,14 @@ class FaultServer:
 
     def play(self, handler: BaseHTTPRequestHandler, step: tuple, body: dict[str, Any]) -> None:
         kind = step[0]
-        if kind == "drop":
-            handler.close_connection = True
-            handler.connection.close()
-            return
         if kind == "flaky":
             with self.lock:
                 fail = self.random.random() < step[1]
+                fault = self.random.choice(step[2]) if fail and len(step) > 2 else None
+                self.faults += fail
+            if fault is not None:
+                self.play(handler, fault, body)
+                return
             if fail:
                 self._send(handler, 503, json.dumps({"error": {"message": "flaky 503", "code": 503}}), {})
                 return
@@ -80,9 +99,15 @@ class FaultServer:
             answer = {"severity": "medium", "rationale": f"Answer for {marker.group(0) if marker else '?'}."}
             step = ("ok", json.dumps(answer))
             kind = "ok"
+        if kind in ("drop", "reset"):
+            if kind == "reset":  # linger 0: close() sends RST instead of FIN
+                handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            handler.close_connection = True
+            handler.connection.close()
+            return
         if kind == "stall":
             time.sleep(step[1])
-            step = ("ok", "{}")
+            step = ("ok", step[2] if len(step) > 2 else "{}")
             kind = "ok"
         if kind == "status":
             payload = json.dumps({"error": {"message": f"scripted {step[1]}", "type": "scripted", "code": step[1]}})

@@ -287,7 +287,9 @@ def write_toy_project(root: Any, *, train: int = 24, dev: int = 16, test: int = 
     from pathlib import Path
 
     root = Path(root)
-    (root / "pyproject.toml").write_text("[project]\nname = 'toy'\nversion = '0'\n", encoding="utf-8")
+    (root / "pyproject.toml").write_text("[project]\nname = 'toy'\nversion = '0'\n\n[tool.rosetta]\n"
+                                         "unlisted_models = ['scripted/*']  # the scripted provider is no catalog model\n",
+                                         encoding="utf-8")
     (root / "signatures").mkdir(exist_ok=True)
     (root / "signatures" / "toy-sorter.md").write_text(TOY_AGENT, encoding="utf-8")
     data = root / "datasets" / "toy-sorter"

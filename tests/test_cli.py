@@ -148,7 +148,7 @@ def test_render_errors_exit_2(cli):
 
     agent = REPO / "signatures" / "vuln-triage.md"
     unknown = cli("render", agent, "-m", "gpt-99")
-    assert unknown.exit_code == 2 and "nearest known names" in unknown.output
+    assert unknown.exit_code == 2 and "nearest catalog names" in unknown.output
     small = cli("render", agent, "-m", "ollama/gemma2")
     assert small.exit_code == 2 and "context window" in small.output
     bad_input = cli("render", agent, "-m", "sonnet", "-i", "nokey")
@@ -172,6 +172,18 @@ def test_compile_check_show_and_diff(cli, tree, monkeypatch):
     assert cli("diff", "vuln-triage", "-m", "sonnet").exit_code == 2
     failing = cli("compile", "-m", "ollama/gemma2")
     assert failing.exit_code == 1 and "context window" in failing.stdout
+
+
+def test_models_outside_the_catalog_need_to_be_accepted(cli, tree, monkeypatch):
+    monkeypatch.chdir(tree)
+    typo = cli("compile", "signatures/vuln-triage.md", "-m", "openai/gpt-4oo")
+    assert typo.exit_code == 1 and "unknown model 'openai/gpt-4oo'" in typo.stdout and "openai/gpt-4o" in typo.stdout
+    accepted = cli("compile", "signatures/vuln-triage.md", "-m", "deepseek/deepseek-chat", "--unlisted")
+    assert accepted.exit_code == 0 and (tree / "compiled/vuln-triage/deepseek/deepseek-chat.yaml").is_file()
+    with (tree / "pyproject.toml").open("a") as config:
+        config.write("unlisted_models = ['deepseek/*']\n")
+    assert cli("compile", "--check", "signatures/vuln-triage.md", "-m", "deepseek/deepseek-chat").exit_code == 0
+    assert cli("render", "signatures/vuln-triage.md", "-m", "deepseek/deepseek-chat").exit_code == 0
 
 
 def test_run_answers_through_a_real_server(cli, tree, monkeypatch):

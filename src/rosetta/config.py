@@ -38,6 +38,8 @@ class RateLimitSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     requests_per_minute: PositiveFloat | None = None
     tokens_per_minute: PositiveFloat | None = None
+    max_in_flight: PositiveInt = 64
+    """Calls in flight at most per endpoint; more wait their turn (rosetta.project.Limit)."""
 
 
 class HealthSettings(BaseModel):
@@ -69,6 +71,9 @@ class Settings(BaseSettings):
     """Compile targets for agents without portability.model_preferences (empty: the catalog's)."""
     adapter_dirs: Annotated[list[Path], NoDecode] = []
     """Extra directories of provider adapter YAML files that add to or override the bundled ones."""
+    unlisted_models: Annotated[list[str], NoDecode] = []
+    """Model ids outside the catalog you accept, as patterns (e.g. "openai/gpt-5.5", "ollama_chat/*");
+    any other unknown id is an error, so that a typo never runs with guessed capabilities."""
     strict: bool = False
     """Runtime strictness: raise instead of falling back to the uncompiled render."""
     section_roles: dict[str, RCCFRole] = {}
@@ -80,7 +85,7 @@ class Settings(BaseSettings):
     health: HealthSettings = HealthSettings()
     """When a provider is skipped for failing too often: window, minimum calls, error rate, cool-down."""
 
-    @field_validator("default_models", "adapter_dirs", mode="before")
+    @field_validator("default_models", "adapter_dirs", "unlisted_models", mode="before")
     @classmethod
     def _split_lists(cls, value: Any) -> Any:
         # env vars hold text: accept a JSON list or a comma-separated one

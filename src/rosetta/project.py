@@ -21,24 +21,33 @@ from rosetta.errors import ConfigError
 
 @dataclass(frozen=True)
 class Limit:
-    """A provider's (or one model's) budget per API key; ``None`` means unmetered."""
+    """A provider's (or one model's) budget per API key and endpoint; ``None`` means unmetered."""
 
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
+    max_in_flight: int = 64
+    """Calls sent and not yet answered, at most, per endpoint (provider, API base, key; a model with
+    its own entry counts alone): more wait in this process, first come first served, instead of
+    crowding the connection pool, where they would time out before being sent. Every provider has
+    this bound, listed or not; the wait does not count against a call's timeout."""
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], where: str) -> Limit:
         from rosetta.errors import ConfigError
 
-        unknown = set(data) - {"requests_per_minute", "tokens_per_minute"}
+        unknown = set(data) - {"requests_per_minute", "tokens_per_minute", "max_in_flight"}
         if unknown:
             raise ConfigError.at(f"unknown rate limit key(s) {', '.join(sorted(unknown))} in {where}",
-                                 hint="use requests_per_minute and tokens_per_minute")
+                                 hint="use requests_per_minute, tokens_per_minute and max_in_flight")
         values = {}
-        for key in ("requests_per_minute", "tokens_per_minute"):
+        for key in ("requests_per_minute", "tokens_per_minute", "max_in_flight"):
             value = data.get(key)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
-                raise ConfigError.at(f"{where}.{key} must be a positive number, not {value!r}")
+            if value is None:
+                continue
+            whole = key == "max_in_flight"
+            if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)) or value <= 0:
+                raise ConfigError.at(f"{where}.{key} must be a positive {'integer' if whole else 'number'}, "
+                                     f"not {value!r}")
             values[key] = value
         return cls(**values)
 
@@ -70,6 +79,7 @@ class ProjectDirs:
     local_models: dict[str, Path] = field(default_factory=dict)  # local/<name> → GGUF file
     adapter_dirs: tuple[Path, ...] = ()  # project adapters beside the bundled ones
     section_roles: dict[str, str] = field(default_factory=dict)  # heading → RCCF role, project-wide
+    unlisted_models: tuple[str, ...] = ()  # patterns of model ids outside the catalog the project accepts
 
 
 def project_dirs(start: str | os.PathLike[str] | None = None, **overrides: object) -> ProjectDirs:
@@ -106,16 +116,22 @@ def project_dirs(start: str | os.PathLike[str] | None = None, **overrides: objec
     cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     local_models = {str(name): _absolute(Path(str(path)).expanduser(), root)
                     for name, path in _table(table, "local_models", where).items()}
-    adapter_dirs = overrides.get("adapter_dirs") or os.environ.get("ROSETTA_ADAPTER_DIRS") or table.get(
-        "adapter_dirs", [])
-    if isinstance(adapter_dirs, str):  # as pydantic-settings reads it: a JSON list or comma-separated text
-        text = adapter_dirs.strip()
-        adapter_dirs = json.loads(text) if text.startswith("[") else [p.strip() for p in text.split(",") if p.strip()]
     section_roles = {str(k): str(v) for k, v in _table(table, "section_roles", where).items()}
     return ProjectDirs(root, directory("signatures_dir", "signatures"), directory("compiled_dir", "compiled"), strict,
                        rate_limits, _health(_table(table, "health", where), where),
                        directory("cache_dir", str(Path(cache) / "rosetta")), local_models,
-                       tuple(_absolute(Path(str(p)).expanduser(), root) for p in adapter_dirs), section_roles)
+                       tuple(_absolute(Path(str(p)).expanduser(), root) for p in _list(overrides, table, "adapter_dirs")),
+                       section_roles, tuple(str(p) for p in _list(overrides, table, "unlisted_models")))
+
+
+def _list(overrides: Mapping[str, object], table: dict[str, Any], key: str) -> list[Any]:
+    """A list setting: argument, then ``ROSETTA_<KEY>`` (a JSON list or comma-separated text, as
+    pydantic-settings reads it), then [tool.rosetta]."""
+    value = overrides.get(key) or os.environ.get("ROSETTA_" + key.upper()) or table.get(key, [])
+    if isinstance(value, str):
+        text = value.strip()
+        value = json.loads(text) if text.startswith("[") else [p.strip() for p in text.split(",") if p.strip()]
+    return list(value)  # type: ignore[call-overload]
 
 
 def _absolute(path: Path, root: Path) -> Path:

@@ -151,3 +151,73 @@ def test_a_corrupt_index_only_costs_time(tree):
     compile_tree(tree)
     (tree / "compiled" / ".rosetta-index.json").write_text("{not json")
     assert compile_tree(tree).count(Status.UP_TO_DATE) == 12
+
+
+def test_two_definitions_with_one_name_are_refused_and_nothing_is_written(tree):
+    """Issue 36, case 7: they used to overwrite each other's artifacts with exit 0."""
+    text = (tree / "signatures/advisory-extractor.md").read_text(encoding="utf-8")
+    (tree / "signatures/copy.md").write_text(text, encoding="utf-8")
+    report = compile_tree(tree, models=("openai/gpt-4o",))
+    refused = [r for r in report.results if r.agent == "advisory-extractor"]
+    assert report.exit_code() == 1 and len(refused) == 2 and {r.status for r in refused} == {Status.FAILED}
+    assert all("also used by" in r.message and "copy.md" in r.message + r.source for r in refused)
+    assert not list((tree / "compiled").glob("advisory-extractor/*/*.yaml"))
+    assert (tree / "compiled/vuln-triage/openai/gpt-4o.yaml").is_file()  # the others still compile
+    assert not list((tree / "compiled").rglob("*.tmp"))
+
+
+def test_a_name_clash_with_an_up_to_date_definition_keeps_its_artifacts(tree):
+    compile_tree(tree, models=("openai/gpt-4o",))
+    before = artifacts(tree)
+    text = (tree / "signatures/vuln-triage.md").read_text(encoding="utf-8").replace("CVSS", "CVSS v4")
+    (tree / "signatures/impostor.md").write_text(text, encoding="utf-8")
+    report = compile_tree(tree, models=("openai/gpt-4o",))
+    assert report.exit_code() == 1 and artifacts(tree) == before
+
+
+def test_compile_never_writes_through_a_symlink(tree, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tree / "compiled").mkdir()
+    (tree / "compiled/vuln-triage").symlink_to(outside, target_is_directory=True)
+    report = compile_tree(tree, models=("openai/gpt-4o",))
+    failed = [r for r in report.results if r.agent == "vuln-triage"]
+    assert report.exit_code() == 1 and failed[0].status is Status.FAILED and "symlink" in failed[0].message
+    assert not list(outside.rglob("*"))
+
+
+def test_compile_cleans_temp_files_that_killed_compiles_left(tree):
+    compile_tree(tree, models=("openai/gpt-4o",))
+    folder = tree / "compiled/vuln-triage/openai"
+    stale, fresh = folder / ".gpt-4o.yaml.abc123.tmp", folder / ".gpt-4o.yaml.def456.tmp"
+    stale.write_text("half")
+    fresh.write_text("being written")
+    os.utime(stale, (1, 1))
+    compile_tree(tree, models=("openai/gpt-4o",))
+    assert not stale.exists() and fresh.exists()  # a recent one may belong to a compile still running
+
+
+def test_editing_the_examples_file_makes_the_artifact_stale(tree):
+    """Issue 36, case 2: the examples file is a source of the artifact, not just the .md."""
+    definition = tree / "signatures/vuln-triage.md"
+    text = definition.read_text(encoding="utf-8")
+    (tree / "signatures/vuln-triage.examples.jsonl").write_text(
+        '{"id": "a", "inputs": {"report": "SQL injection in the login form, table dumped."}, '
+        '"output": {"severity": "critical", "rationale": "Data was dumped."}}\n', encoding="utf-8")
+    definition.write_text(text.replace("    count_range: {min: 1, max: 4}\n", "    count_range: {min: 1, max: 4}\n"
+                                       "    examples_ref: vuln-triage.examples.jsonl\n", 1), encoding="utf-8")
+    assert compile_tree(tree, models=("openai/gpt-4o",)).exit_code() == 0
+    artifact = parse_artifact((tree / "compiled/vuln-triage/openai/gpt-4o.yaml").read_text(), path="x")
+    assert artifact.provenance.source_files == ("signatures/vuln-triage.md", "signatures/vuln-triage.examples.jsonl")
+    examples = tree / "signatures/vuln-triage.examples.jsonl"
+    examples.write_text(examples.read_text().replace("Data was dumped", "Data was exfiltrated"), encoding="utf-8")
+    report = compile_tree(tree, models=("openai/gpt-4o",), check=True)
+    stale = next(r for r in report.results if r.agent == "vuln-triage")
+    assert stale.status is Status.STALE and report.exit_code() == 1
+
+    from rosetta.runtime.agent import load
+
+    agent = load("vuln-triage", project=tree)
+    selection = agent.explain("openai/gpt-4o")
+    assert selection.kind == "uncompiled" and "changed since it was compiled" in selection.reason
+    assert "exfiltrated" in str(agent.prompt_for("openai/gpt-4o").demos)

@@ -53,15 +53,29 @@ def test_unknown_name_lists_the_nearest_known_names():
     assert "sonnet" in caught.value.problems[0].hint
 
 
-def test_model_outside_the_catalog_uses_litellms_map_with_a_warning(caplog):
+def test_model_outside_the_catalog_uses_litellms_map_with_a_warning_once_accepted(caplog):
     with caplog.at_level(logging.WARNING):
-        model = resolve_model("deepseek/deepseek-chat")
+        model = resolve_model("deepseek/deepseek-chat", unlisted=["deepseek/*"])
     assert not model.known and model.adapter == "open-source" and model.context_window >= 64000
     assert "not in rosetta's catalog" in caplog.text
 
 
+def test_a_model_outside_the_catalog_is_an_error_unless_accepted():
+    """Issue 36, case 8: a typo used to run with a warning and lose native structured output."""
+    with pytest.raises(UsageError) as typo:
+        resolve_model("openai/gpt-4oo")
+    assert "unknown model 'openai/gpt-4oo'" in str(typo.value) and "openai/gpt-4o" in typo.value.problems[0].hint
+    assert "unlisted_models" in typo.value.problems[0].hint and "--unlisted" in typo.value.problems[0].hint
+    with pytest.raises(UsageError, match="litellm's model map lists it"):
+        resolve_model("deepseek/deepseek-chat")
+    assert resolve_model("deepseek/deepseek-chat", unlisted=True).id == "deepseek/deepseek-chat"
+    assert resolve_model("deepseek/deepseek-chat", unlisted=["openai/*", "DeepSeek/*"]).id == "deepseek/deepseek-chat"
+    with pytest.raises(UsageError):
+        resolve_model("deepseek/deepseek-chat", unlisted=["openai/*"])
+
+
 def test_unknown_ollama_model_falls_back_to_the_open_source_adapter():
-    model = resolve_model("ollama/qwen2.5")
+    model = resolve_model("ollama/qwen2.5", unlisted=["ollama_chat/*"])
     assert model.id == "ollama_chat/qwen2.5" and model.adapter == "open-source" and model.model_class == "open"
 
 
@@ -87,7 +101,7 @@ def test_capabilities_agree_with_litellm_where_it_knows(monkeypatch):
 
 
 def test_custom_openai_name_uses_the_openai_adapter_with_conservative_limits():
-    model = resolve_model("openai/my-company-finetune")
+    model = resolve_model("openai/my-company-finetune", unlisted=True)
     assert model.adapter == "openai" and not model.known and model.context_window == 8192
 
 
@@ -98,4 +112,4 @@ def test_user_adapter_claims_a_provider_for_unknown_models(tmp_path):
     data.update(name="deepseek-house", providers=["deepseek"], delimiter="xml")
     (tmp_path / "deepseek.yaml").write_text(json.dumps(data))
     adapters = load_adapters([tmp_path])
-    assert load_catalog().resolve("deepseek/deepseek-chat", adapters).adapter == "deepseek-house"
+    assert load_catalog().resolve("deepseek/deepseek-chat", adapters, unlisted=True).adapter == "deepseek-house"

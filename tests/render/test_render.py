@@ -162,7 +162,7 @@ def test_tool_agent_on_a_model_without_tools():
 def test_unknown_model_is_an_error(triage):
     with pytest.raises(UsageError) as caught:
         render(triage, "gpt-99")
-    assert "nearest known names" in caught.value.problems[0].hint
+    assert "nearest catalog names" in caught.value.problems[0].hint
 
 
 def test_missing_and_unknown_inputs(triage):

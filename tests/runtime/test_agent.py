@@ -141,3 +141,12 @@ def test_runtime_dirs_agree_with_settings(tree, monkeypatch):
             settings.root, settings.signatures_dir, settings.compiled_dir, settings.strict, settings.cache_dir,
             settings.local_models, settings.adapter_dirs, {k: v.value for k, v in settings.section_roles.items()})
     assert dirs.local_models == {"tiny": tree / "models" / "tiny.gguf"}
+
+
+def test_load_takes_agent_names_or_definition_files_only(compiled):
+    """Issue 36, case 7: ``load("..")`` indexed files outside the tree."""
+    for name in ("..", ".", "../compiled", "vuln triage", ""):
+        with pytest.raises(UsageError, match="neither an agent name nor a definition file|not found"):
+            load(name, project=compiled)
+    assert load("vuln-triage", project=compiled).name == "vuln-triage"
+    assert load(compiled / "signatures/vuln-triage.md", project=compiled).name == "vuln-triage"

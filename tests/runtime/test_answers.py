@@ -9,7 +9,16 @@ import pytest
 from conftest import REPO
 from rosetta.definition import load_definition
 from rosetta.render import render
-from rosetta.runtime.answers import answer_text, correction_message, decode_json, read_answer
+from rosetta.runtime.answers import (
+    MAX_ANSWER_CHARS,
+    MAX_DEPTH,
+    answer_text,
+    correction_message,
+    decode_json,
+    read_answer,
+    tool_calls,
+    validate,
+)
 from rosetta.signature import lower
 
 GOOD = {"severity": "high", "rationale": "Unauthenticated SQL injection in the login form."}
@@ -70,3 +79,37 @@ def test_free_text_agents_keep_the_text():
     prompt = render(signature, "openai/gpt-4o")
     answer = read_answer("## L0 — Executive summary\nRotate the keys.", prompt)
     assert answer.valid and answer.data.startswith("## L0")
+
+
+def test_deep_or_huge_answers_are_answer_issues_not_errors(triage):
+    prompt = render(triage, "openai/gpt-4o")
+    for raw in ("[" * 1000, "Here it is: " + "[" * 1000 + " done", '{"a": "' + "[" * 100_000, "[" * 200 + "]" * 200):
+        answer = read_answer(raw, prompt)
+        assert not answer.valid
+        assert answer.issues[0].message == f"the answer nests JSON more than {MAX_DEPTH} levels deep"
+    huge = read_answer(json.dumps({**GOOD, "rationale": "x" * MAX_ANSWER_CHARS}), prompt)
+    assert not huge.valid and "answers over 1,000,000 are not read" in huge.issues[0].message
+    in_a_string = read_answer(json.dumps({**GOOD, "rationale": "[" * 5000}), prompt)
+    assert [issue.path for issue in in_a_string.issues] == ["$.rationale"]  # too long, not too deep
+
+
+def test_validation_stops_at_the_depth_bound():
+    recursive = {"type": "array", "items": {"$ref": "#"}}
+    assert validate(json.loads("[" * MAX_DEPTH + "]" * MAX_DEPTH), recursive) == []
+    deeper = json.loads("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1))
+    assert [issue.path for issue in validate(deeper, recursive)] == ["$"]
+    assert tool_calls({"tool_calls": [{"function": {"name": "lookup", "arguments": "[" * 5000}}]}) == \
+        [{"name": "lookup", "arguments": "[" * 5000}]  # left as the text sent
+
+
+def test_a_deep_answer_from_the_wire_is_an_invalid_result(tree):
+    from fault_server import FaultServer
+    from rosetta.runtime.agent import load
+    from rosetta.runtime.invoke import RetryPolicy
+
+    report = {"report": "SQL injection in the login form lets an unauthenticated attacker bypass authentication."}
+    with FaultServer([("ok", "[" * 1000)]) as server:
+        result = load("vuln-triage", project=tree).run(report, "openai/gpt-4o", policy=RetryPolicy(attempts=1),
+                                                       api_base=server.url, api_key="sk-test-not-a-real-key")
+    assert not result.valid and [a.outcome for a in result.attempts] == ["invalid", "invalid"]
+    assert "more than 64 levels deep" in result.attempts[0].error

@@ -153,3 +153,17 @@ def test_free_text_turns_obey_forbidden_input_patterns(agent):
         with pytest.raises(GuardrailError, match="40 characters"):
             chat.send({"report": "too short"}, **connection(server))  # inputs get every rule, as in run()
     assert len(server.requests) == 1 and len(chat.turns) == 1
+
+
+def test_recorded_turns_are_redacted_but_the_history_is_kept_exact(agent, tree):
+    key = "AKIAIOSFODNN7EXAMPLE"
+    with FaultServer([("ok", GOOD), ("ok", LOWER), ("ok", LOWER)]) as server:
+        chat = agent.chat("openai/gpt-4o", record_dir=tree / "rec")
+        chat.send(REPORT, **connection(server))
+        chat.send(f"The attacker also used the key {key}. Re-assess.", **connection(server))
+        assert key in chat.to_json() and key in server.requests[1]["body"]["messages"][-1]["content"]
+        assert not any(key in f.read_text() for f in (tree / "rec").iterdir())
+        assert "[redacted aws access key]" in (tree / "rec" / "turn-002-prompt.md").read_text()
+        resumed = agent.chat(resume=chat.to_dict(), record_dir=tree / "raw", raw_transcripts=True)
+        resumed.send(f"And {key} again?", **connection(server))
+    assert key in (tree / "raw" / "turn-003-prompt.md").read_text()

@@ -74,6 +74,19 @@ def test_hard_errors_are_not_retried_and_do_not_fall_back(agent):
     assert "sk-test-not-a-real-key" not in str(caught.value)
 
 
+def test_the_final_error_names_every_model_and_its_failure_in_order(agent):
+    """Issue 36, case 8: the first model's real failure used to be only an earlier WARNING."""
+    with FaultServer([("status", 503), ("status", 503), ("status", 503), ("status", 401)]) as server:
+        with pytest.raises(ModelCallError) as caught:
+            run(agent, server, fallbacks=["o3"])
+    problems = [p.message for p in caught.value.problems]
+    assert caught.value.kind == "hard" and len(problems) == 3
+    assert problems[1].startswith("openai/gpt-4o: ") and "503" in problems[1]
+    assert problems[2].startswith("openai/o3: ") and ("401" in problems[2] or "Authentication" in problems[2])
+    text = str(caught.value)
+    assert text.index("openai/gpt-4o:") < text.index("openai/o3:")
+
+
 def test_invalid_answer_gets_one_corrective_retry(agent):
     bad = json.dumps({"severity": "severe", "rationale": "x"})
     with FaultServer([("ok", bad), ("ok", GOOD)]) as server:
@@ -98,7 +111,8 @@ def test_every_model_failing_says_why(agent):
     with FaultServer([("status", 503)]) as server:
         with pytest.raises(ModelCallError) as caught:
             run(agent, server, fallbacks=["o3"])
-    assert caught.value.kind == "exhausted" and "openai/o3" in str(caught.value) and len(caught.value.attempts) == 6
+    assert caught.value.kind == "exhausted" and len(caught.value.attempts) == 6
+    assert [p.message.split(":")[0] for p in caught.value.problems[1:]] == ["openai/gpt-4o", "openai/o3"]
 
 
 def test_input_guardrails_run_before_any_call(agent):

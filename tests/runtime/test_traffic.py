@@ -1,12 +1,18 @@
-"""Rate limits per API key and provider health cool-downs: the parts alone (with a fake clock),
-then through agent.run / arun against the local fault server."""
+"""Rate limits per API key, in-flight bounds per endpoint and provider health cool-downs: the parts
+alone (with a fake clock), what counts against an endpoint (real failures from litellm), then
+through agent.run / arun against the local fault server."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import json
+import socket
 import threading
 import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from fault_server import FaultServer
@@ -14,12 +20,13 @@ from fault_server import FaultServer
 from rosetta.errors import ConfigError
 from rosetta.runtime.agent import load
 from rosetta.runtime.health import HealthPolicy, ProviderHealth
-from rosetta.runtime.invoke import ModelCallError, RetryPolicy
-from rosetta.runtime.limits import Limit, RateLimiter, credential_key
+from rosetta.runtime.invoke import ModelCallError, RetryPolicy, classify
+from rosetta.runtime.limits import Gate, Limit, RateLimiter, credential_key
 
 GOOD = json.dumps({"severity": "high", "rationale": "Unauthenticated SQL injection in the login form."})
 REPORT = {"report": "SQL injection in the login form lets an unauthenticated attacker bypass authentication."}
 FAST = RetryPolicy(attempts=3, base=0.01, multiplier=2.0, cap=0.05, timeout=2.0)
+KEY = "sk-test-not-a-real-key"
 
 
 class Clock:
@@ -126,6 +133,206 @@ def test_old_outcomes_leave_the_window_and_degraded_service_does_not_trip():
     assert health.cooling("p") == 0.0
 
 
+# -- the in-flight gate alone -------------------------------------------------------------------
+
+def until(condition: Callable[[], bool]) -> None:
+    """Wait for another thread to get somewhere (no timing is asserted)."""
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "never happened"
+        time.sleep(0.005)
+
+
+def test_every_endpoint_has_a_gate_64_wide_unless_its_limit_says_otherwise():
+    limiter = RateLimiter({"openai": Limit(max_in_flight=8), "openai/o3": Limit(requests_per_minute=5)})
+    assert limiter.gate(request()).limit == 8 and limiter.gate(request()) is limiter.gate(request())
+    assert limiter.gate(request("sk-b")) is not limiter.gate(request())  # another key, another endpoint
+    assert limiter.gate(request(model="openai/o3")).limit == 64  # a model with its own entry counts alone
+    assert limiter.gate(request(model="anthropic/claude-sonnet-4-20250514")).limit == Limit().max_in_flight == 64
+
+
+def test_a_gate_admits_its_limit_and_hands_freed_slots_over_in_arrival_order():
+    gate, order = Gate(2), []
+    gate.acquire()
+    gate.acquire()
+    threads = []
+    for number in range(3):
+        threads.append(threading.Thread(target=lambda n=number: (gate.acquire(), order.append(n))))
+        threads[-1].start()
+        until(lambda n=number: gate.waiting == n + 1)
+    for number in range(3):
+        assert len(order) == number and gate.held == 2
+        gate.release()
+        until(lambda n=number: len(order) == n + 1)
+    for thread in threads:
+        thread.join()
+    assert order == [0, 1, 2] and gate.held == 2 and gate.waiting == 0
+
+
+def test_one_gate_serves_threads_and_the_tasks_of_several_event_loops():
+    gate, order = Gate(1), []
+
+    def loop_in_a_thread(name: str) -> None:
+        async def main() -> None:
+            async with gate:
+                order.append(name)
+
+        asyncio.run(main())
+
+    gate.acquire()  # held by this thread
+    loops = [threading.Thread(target=loop_in_a_thread, args=(name,)) for name in ("a", "b")]
+    for number, thread in enumerate(loops):
+        thread.start()
+        until(lambda n=number: gate.waiting == n + 1)
+    gate.release()  # wakes loop a's task; it hands the slot to loop b's on leaving
+    for thread in loops:
+        thread.join()
+    loop_in_a_thread("c")  # a third loop, after the first two closed
+    assert order == ["a", "b", "c"] and gate.held == 0
+
+
+def test_a_cancelled_waiter_leaves_the_line_and_passes_on_a_slot_handed_to_it():
+    gate = Gate(1)
+
+    async def main() -> None:
+        await gate.acquire_async()
+        first, second, third = (asyncio.create_task(gate.acquire_async()) for _ in range(3))
+        await asyncio.sleep(0)
+        assert gate.waiting == 3
+        first.cancel()  # still in line: it leaves
+        await asyncio.gather(first, return_exceptions=True)
+        assert gate.waiting == 2
+        gate.release()  # the slot goes to second, which is cancelled before it resumes...
+        second.cancel()
+        await asyncio.gather(second, return_exceptions=True)
+        await third  # ...and passes it on instead of losing it
+        assert gate.held == 1 and gate.waiting == 0
+        gate.release()
+
+    asyncio.run(main())
+    assert gate.held == 0
+
+
+# -- what counts against an endpoint: real failures, as litellm raises them -----------------------
+
+def completion(url: str, timeout: object, **extra) -> object:
+    """One blocking litellm call to ``url``: its response, or the exception it raised."""
+    from rosetta.providers.litellm_offline import import_litellm
+
+    try:
+        return import_litellm().completion(**litellm_request(url, timeout, **extra))
+    except Exception as error:
+        return error
+
+
+async def acompletion(url: str, timeout: object, **extra) -> object:
+    """:func:`completion`, awaited."""
+    from rosetta.providers.litellm_offline import import_litellm
+
+    try:
+        return await import_litellm().acompletion(**litellm_request(url, timeout, **extra))
+    except Exception as error:
+        return error
+
+
+def litellm_request(url: str, timeout: object, **extra) -> dict:
+    return {"model": "openai/gpt-4o", "messages": [{"role": "user", "content": "hi"}], "api_base": url,
+            "api_key": KEY, "timeout": timeout, "num_retries": 0, "max_retries": 0, **extra}
+
+
+def chain(error: BaseException) -> str:
+    links = []
+    while error is not None:
+        links.append(type(error).__name__)
+        error = error.__cause__ or error.__context__
+    return " <- ".join(links)
+
+
+@contextlib.contextmanager
+def unanswered() -> Iterator[str]:
+    """A URL whose connections never open: the listener's accept queue is full, so the kernel drops
+    new connection attempts and the client's own connect timeout runs out."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    fillers = [socket.socket() for _ in range(4)]
+    for filler in fillers:
+        filler.setblocking(False)
+        filler.connect_ex(listener.getsockname())
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    finally:
+        for sock in (*fillers, listener):
+            sock.close()
+
+
+@pytest.mark.parametrize("fault", [("status", 503), ("status", 429), ("stall", 3.0), ("drop",), ("reset",)],
+                         ids=lambda fault: "-".join(map(str, fault)))
+def test_failures_the_provider_caused_count_against_its_endpoint(fault):
+    with FaultServer([fault]) as server:
+        blocking = completion(server.url, 0.5)  # a stall: the read times out after the request was sent
+        awaited = asyncio.run(acompletion(server.url, 0.5))
+    assert len(server.requests) == 2  # both reached the provider
+    for error in (blocking, awaited):
+        assert isinstance(error, Exception) and classify(error) == "transient", chain(error)
+
+
+def test_a_refused_connection_counts_against_the_endpoint():
+    with unanswered() as url:
+        pass  # the port is closed again: nothing listens there now
+    for error in (completion(url, 0.5), asyncio.run(acompletion(url, 0.5))):
+        assert classify(error) == "transient", chain(error)
+
+
+def test_a_connection_the_client_never_opened_in_time_is_not_the_providers_failure():
+    with unanswered() as url:
+        for error in (completion(url, 0.3), asyncio.run(acompletion(url, 0.3))):
+            # litellm.Timeout <- openai.APITimeoutError <- httpx.ConnectTimeout (<- aiohttp.ConnectionTimeoutError)
+            assert "ConnectTimeout" in chain(error) and classify(error) == "local", chain(error)
+
+
+def test_waiting_for_a_pooled_connection_is_not_the_providers_failure():
+    import httpx
+    import openai
+
+    timeout = httpx.Timeout(5.0, pool=0.2)  # the pool's wait: the client's own wall-clock limit
+    single = httpx.Limits(max_connections=1)
+    with FaultServer([("stall", 1.0)]) as server:
+        client = openai.OpenAI(api_key=KEY, base_url=server.url, max_retries=0,
+                               http_client=httpx.Client(limits=single))
+        with ThreadPoolExecutor(1) as pool:
+            holder = pool.submit(completion, server.url, timeout, client=client)
+            until(lambda: len(server.requests) == 1)
+            blocking = completion(server.url, timeout, client=client)
+            holder.result()
+
+        async def behind_another_call() -> object:
+            aclient = openai.AsyncOpenAI(api_key=KEY, base_url=server.url, max_retries=0,
+                                         http_client=httpx.AsyncClient(limits=single))
+            holder = asyncio.create_task(acompletion(server.url, timeout, client=aclient))
+            while len(server.requests) < 2:
+                await asyncio.sleep(0.005)
+            error = await acompletion(server.url, timeout, client=aclient)
+            await holder
+            return error
+
+        awaited = asyncio.run(behind_another_call())
+    assert len(server.requests) == 2  # only the calls that held the connection were sent
+    for error in (blocking, awaited):
+        assert "PoolTimeout" in chain(error) and classify(error) == "local", chain(error)
+
+
+def test_running_out_of_sockets_is_not_the_providers_failure():
+    import httpx
+
+    with pytest.raises(httpx.ConnectError) as caught:
+        try:
+            raise OSError(errno.EMFILE, "Too many open files")
+        except OSError as exc:
+            raise httpx.ConnectError(str(exc)) from exc
+    assert classify(caught.value) == "local"
+
+
 # -- through agent.run ---------------------------------------------------------------------------
 
 @pytest.fixture
@@ -194,6 +401,46 @@ def test_hard_errors_do_not_count_against_health(agent):
         {"model": "openai/gpt-4o", "api_base": server.url, "api_key": "sk-test-not-a-real-key"})) == 0.0
 
 
+def endpoint(url: str) -> str:
+    return credential_key({"model": "openai/gpt-4o", "api_base": url, "api_key": KEY})
+
+
+def test_only_the_providers_failures_cool_down_its_endpoint(agent):
+    health = ProviderHealth(HealthPolicy(window_s=60, min_calls=3, error_rate=1.0, cooldown_s=60))
+    policy = RetryPolicy(attempts=3, base=0.01, multiplier=2.0, cap=0.05, timeout=0.3)
+    with unanswered() as url:
+        with pytest.raises(ModelCallError) as caught:
+            agent.run(REPORT, "openai/gpt-4o", fallbacks=[], api_base=url, api_key=KEY, health=health, policy=policy)
+    assert [a.outcome for a in caught.value.attempts] == ["local"] * 3  # retried, after a backoff
+    assert health.cooling(endpoint(url)) == 0.0
+    with FaultServer([("stall", 2.0)]) as server:  # the same timeout once the request is out: the provider's
+        with pytest.raises(ModelCallError) as caught:
+            agent.run(REPORT, "openai/gpt-4o", fallbacks=[], api_base=server.url, api_key=KEY, health=health,
+                      policy=policy)
+    assert [a.outcome for a in caught.value.attempts] == ["transient"] * 3
+    assert health.cooling(endpoint(server.url)) > 0
+
+
+def test_a_spike_waits_for_a_slot_and_the_wait_is_not_part_of_the_timeout(agent, tree):
+    (tree / "pyproject.toml").write_text("[project]\nname = 'demo'\n\n[tool.rosetta.rate_limits]\n"
+                                         "openai = {max_in_flight = 2}\n")
+    limited = load("vuln-triage", project=tree)
+    policy = RetryPolicy(attempts=1, timeout=1.0)  # any timeout would fail its call
+    with FaultServer([("stall", 0.3, GOOD)]) as server:
+        options = {"fallbacks": [], "api_base": server.url, "api_key": KEY, "policy": policy}
+
+        async def four() -> list:
+            return await asyncio.gather(*(limited.arun(REPORT, "openai/gpt-4o", **options) for _ in range(4)))
+
+        with ThreadPoolExecutor(6) as pool:  # four threads, and two event loops of four tasks each
+            blocking = [pool.submit(limited.run, REPORT, "openai/gpt-4o", **options) for _ in range(4)]
+            awaited = [pool.submit(asyncio.run, four()) for _ in range(2)]
+            results = [f.result() for f in blocking] + [r for f in awaited for r in f.result()]
+    # twelve calls of 0.3 s, two at a time: the last ones waited longer than their 1 s timeout, unharmed
+    assert len(results) == 12 and all(r.valid and [a.outcome for a in r.attempts] == ["ok"] for r in results)
+    assert len(server.requests) == 12 and server.peak <= 2
+
+
 # -- configuration -------------------------------------------------------------------------------
 
 def test_project_limits_and_health_are_read_like_settings(tree, monkeypatch):
@@ -201,17 +448,18 @@ def test_project_limits_and_health_are_read_like_settings(tree, monkeypatch):
     from rosetta.project import project_dirs
 
     (tree / "pyproject.toml").write_text(
-        "[tool.rosetta.rate_limits]\nopenai = {requests_per_minute = 500, tokens_per_minute = 30000}\n"
+        "[tool.rosetta.rate_limits]\nopenai = {requests_per_minute = 500, tokens_per_minute = 30000, "
+        "max_in_flight = 16}\n"
         "'openai/o3' = {requests_per_minute = 50}\n[tool.rosetta.health]\ncooldown_s = 5\nmin_calls = 10\n")
     dirs, settings = project_dirs(tree), load_settings(tree)
-    assert dirs.rate_limits == {"openai": Limit(500, 30000), "openai/o3": Limit(50, None)}
-    assert {k: (v.requests_per_minute, v.tokens_per_minute) for k, v in settings.rate_limits.items()} == {
-        "openai": (500, 30000), "openai/o3": (50, None)}
+    assert dirs.rate_limits == {"openai": Limit(500, 30000, 16), "openai/o3": Limit(50, None)}
+    assert {k: (v.requests_per_minute, v.tokens_per_minute, v.max_in_flight)
+            for k, v in settings.rate_limits.items()} == {"openai": (500, 30000, 16), "openai/o3": (50, None, 64)}
     assert (dirs.health.cooldown_s, dirs.health.min_calls) == (settings.health.cooldown_s, settings.health.min_calls)
     monkeypatch.setenv("ROSETTA_RATE_LIMITS", '{"gemini": {"requests_per_minute": 5}, "openai": {"tokens_per_minute": 9}}')
-    expected = {"gemini": Limit(5, None), "openai": Limit(500, 9), "openai/o3": Limit(50, None)}
+    expected = {"gemini": Limit(5, None), "openai": Limit(500, 9, 16), "openai/o3": Limit(50, None)}
     assert project_dirs(tree).rate_limits == expected
-    assert {k: Limit(v.requests_per_minute, v.tokens_per_minute)
+    assert {k: Limit(v.requests_per_minute, v.tokens_per_minute, v.max_in_flight)
             for k, v in load_settings(tree).rate_limits.items()} == expected
 
 
@@ -219,6 +467,7 @@ def test_project_limits_and_health_are_read_like_settings(tree, monkeypatch):
     ("[tool.rosetta.rate_limits]\nopenai = {requests_per_min = 5}\n", "unknown rate limit key"),
     ("[tool.rosetta.rate_limits]\nopenai = {requests_per_minute = -5}\n", "must be a positive number"),
     ("[tool.rosetta.rate_limits]\nopenai = 5\n", "must be a table"),
+    ("[tool.rosetta.rate_limits]\nopenai = {max_in_flight = 2.5}\n", "must be a positive integer"),
     ("[tool.rosetta.health]\nerror_rate = 2\n", "at most 1"),
     ("[tool.rosetta.health]\ncooldown = 5\n", "unknown health setting"),
 ])

@@ -51,6 +51,8 @@ def compile_command(
     check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if anything is missing or stale.")]
     = False,
     force: Annotated[bool, typer.Option("--force", help="Rebuild even up-to-date artifacts.")] = False,
+    unlisted: Annotated[bool, typer.Option("--unlisted", help="Accept --model ids outside rosetta's catalog "
+                                           "(capabilities then come from litellm's model map).")] = False,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes.",
                                              show_default="CPUs")] = None,
     adapters: Annotated[
@@ -90,6 +92,7 @@ def compile_command(
         section_roles=dict(settings.section_roles),
         force=force,
         check=check,
+        unlisted=(*settings.unlisted_models, *(models or [] if unlisted else [])),
         datasets_dir=settings.datasets_dir,
         cache_dir=settings.cache_dir,
     )

@@ -58,7 +58,7 @@ def render(
     values = parse_inputs(inputs or [])
     definition = load_definition(path, section_roles=settings.section_roles)
     adapter_set = load_adapters([*settings.adapter_dirs, *(adapters or [])])
-    prompt = render_prompt(lower(definition), model, adapters=adapter_set)
+    prompt = render_prompt(lower(definition), model, adapters=adapter_set, unlisted=settings.unlisted_models)
     for warning in prompt.warnings:
         err.print(f"[yellow]warning[/yellow] {escape(warning)}")
     if manual:

@@ -28,11 +28,15 @@ def check_target(path: Path, expected: Provenance, signature: Any, model: Any, a
     :class:`~rosetta.compile.compiler.Status` value; ``expected`` is the provenance a compile would
     record now and ``dataset`` where the agent's labeled examples are."""
     from rosetta.fileio import read_regular
+    from rosetta.store.publish import inside
 
     try:
+        inside(path, options.out)  # a symlinked folder on the way could hold anyone's artifact
         text = read_regular(path)
     except FileNotFoundError:
         return "missing", "no artifact; run `rosetta compile`"
+    except ArtifactError as error:
+        return "invalid", f"{error.problems[0].message}; {error.problems[0].hint}"
     except (OSError, UnicodeDecodeError) as exc:
         return "invalid", f"cannot be read ({exc}); delete it and run `rosetta compile`"
     try:

@@ -88,6 +88,7 @@ class CompileOptions:
     section_roles: Mapping[str, Any] = field(default_factory=dict)
     force: bool = False
     check: bool = False  # verify the artifacts instead of writing them (see rosetta.compile.check)
+    unlisted: tuple[str, ...] = ()  # patterns of model ids outside the catalog to accept (see Catalog.resolve)
     datasets_dir: Path | None = None  # where --check finds the labeled data optimized artifacts were searched on
     cache_dir: Path | None = None  # HF datasets' cache, for reading that data
 
@@ -207,7 +208,7 @@ def _settle_from_index(file: Path, entry: IndexEntry, options: CompileOptions) -
     results = []
     for name in dict.fromkeys(options.models or entry.preferences or _defaults(options)):
         try:
-            model = load_catalog().resolve(name, dict(options.adapters))
+            model = load_catalog().resolve(name, dict(options.adapters), unlisted=options.unlisted)
         except RosettaError:
             return None
         adapter = options.adapters.get(model.adapter)
@@ -249,7 +250,7 @@ def _compile_file(file: Path, error: DefinitionError | None, options: CompileOpt
         str((options.root / configured).resolve()) if configured else str(options.datasets_dir / signature.name))
     for name in dict.fromkeys(targets):  # keep order, drop duplicates
         try:
-            model = load_catalog().resolve(name, adapters)
+            model = load_catalog().resolve(name, adapters, unlisted=options.unlisted)
         except RosettaError as failure:
             outcome.results.append(TargetResult(str(file), signature.name, name, Status.FAILED, message=str(failure)))
             continue

@@ -72,14 +72,13 @@ def render(agent: Any, model: str, knobs: Any = None, *, project: Any = None, **
     """The prompt ``model`` gets for one variant (``render(signature, model, knobs)``): pass a
     :class:`~rosetta.render.Knobs` or its fields as keywords (``delimiter="xml"``, ``reasoning=True``)."""
     from rosetta.providers.adapter import load_adapters
-    from rosetta.render.prompt import Knobs
     from rosetta.render.render import render as render_prompt
 
     if knobs is not None and knob_values:
         raise UsageError(Problem("give knobs or keyword knob values, not both", field="knobs"))
     _, signature, settings = _definition(agent, project)
     return render_prompt(signature, model, _knobs(knobs if knobs is not None else knob_values),
-                         adapters=load_adapters(settings.adapter_dirs))
+                         adapters=load_adapters(settings.adapter_dirs), unlisted=settings.unlisted_models)
 
 
 def _knobs(value: Any) -> Any:
@@ -125,7 +124,8 @@ def _renders(agent: Any, models: Iterable[str] | str, variants: Mapping[str, Any
     for model in _models(models):
         for name, knobs in _variants(variants).items():
             try:
-                rows.append((model, name, render_prompt(signature, model, knobs, adapters=adapters)))
+                rows.append((model, name, render_prompt(signature, model, knobs, adapters=adapters,
+                                                        unlisted=settings.unlisted_models)))
             except RosettaError as error:  # an unknown model, or one the agent cannot work on
                 rows.append((model, name, error))
     return rows
@@ -190,7 +190,7 @@ def knobs(agent: Any, model: str, *, project: Any = None) -> Any:
 
     _, signature, settings = _definition(agent, project)
     adapters = load_adapters(settings.adapter_dirs)
-    target = load_catalog().resolve(model, adapters)
+    target = load_catalog().resolve(model, adapters, unlisted=settings.unlisted_models)
     space = build_space(signature, target, adapters[target.adapter], (), instructions=())
     low, high = signature.demo_range
     rows = [

@@ -1,16 +1,19 @@
 """The model catalog: every name a user may write resolves to one canonical litellm id, one adapter,
 a model class, limits and capability flags.
 
-``providers/catalog.yaml`` is the source of truth for the models we know. A name outside it is
-looked up in litellm's bundled model map (read offline: ``LITELLM_LOCAL_MODEL_COST_MAP``) and
-served by the adapter that owns its provider, or by the open-source adapter, with a warning. A
-name that matches nothing is an error listing the nearest known names.
+``providers/catalog.yaml`` is the source of truth for the models we know. A name outside it is an
+error listing the nearest known names, unless the user accepted it (``unlisted_models`` patterns
+in the project settings, or ``--unlisted``): then it is looked up in litellm's bundled model map
+(read offline: ``LITELLM_LOCAL_MODEL_COST_MAP``) and served by the adapter that owns its provider,
+or by the open-source adapter, with a warning.
 """
 
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -121,28 +124,43 @@ class Catalog:
         """Every id and alias (lower-cased) → model."""
         return dict(self._names)
 
-    def resolve(self, name: str, adapters: dict[str, Any] | None = None) -> CatalogModel:
-        """The model a user means by ``name``; see the module docstring for the rules."""
+    def resolve(self, name: str, adapters: dict[str, Any] | None = None, *,
+                unlisted: bool | Iterable[str] = False) -> CatalogModel:
+        """The model a user means by ``name``; see the module docstring for the rules.
+
+        A provider/model id outside the catalog is accepted only when ``unlisted`` is True or one
+        of its patterns (``fnmatch``, e.g. ``ollama_chat/*``) matches it: a typo such as
+        ``openai/gpt-4oo`` must fail with the nearest names, not run with guessed capabilities."""
         key = name.strip().lower()
         table = self._names
         if key in table:
             return table[key]
         if key.startswith(OLLAMA_PREFIX) and OLLAMA_CHAT_PREFIX + key[len(OLLAMA_PREFIX):] in table:
             return table[OLLAMA_CHAT_PREFIX + key[len(OLLAMA_PREFIX):]]
-        if "/" in key:
+        listed_by_litellm = "/" in key and _litellm_knows(name.strip())
+        routed = OLLAMA_CHAT_PREFIX + key[len(OLLAMA_PREFIX):] if key.startswith(OLLAMA_PREFIX) else key
+        if "/" in key and (accepts_unlisted(key, unlisted) or accepts_unlisted(routed, unlisted)):
             guessed = _from_litellm(name.strip(), adapters)
             if guessed is not None:
                 return guessed
         close = difflib.get_close_matches(key, list(table), n=5, cutoff=0.5)
-        raise UsageError(
-            Problem(
-                f"unknown model {name!r}",
-                field="model",
-                expected="a catalog model or a provider/model name litellm knows",
-                hint=("nearest known names: " + ", ".join(close)) if close
-                else "run `rosetta models` to list the catalog, or write provider/model",
-            )
-        )
+        hints = [("nearest catalog names: " + ", ".join(close)) if close else "run `rosetta models` to list the catalog"]
+        if "/" in key:
+            hints.append(f"to run a model outside the catalog, add {name.strip()!r} (or a pattern such as "
+                         f"'{key.split('/', 1)[0]}/*') to unlisted_models in [tool.rosetta], or pass --unlisted")
+        raise UsageError(Problem(
+            f"unknown model {name!r}: not in rosetta's catalog"
+            + (" (litellm's model map lists it, but rosetta has no verified entry for it)" if listed_by_litellm
+               else ""),
+            field="model", expected="a catalog model, or an unlisted one you accept explicitly",
+            hint="; ".join(hints)))
+
+
+def accepts_unlisted(model: str, unlisted: bool | Iterable[str]) -> bool:
+    """Whether a model outside the catalog was accepted: ``unlisted`` is True or a pattern matches."""
+    if isinstance(unlisted, bool):
+        return unlisted
+    return any(fnmatch.fnmatchcase(model.lower(), pattern.strip().lower()) for pattern in unlisted)
 
 
 @cache
@@ -154,9 +172,18 @@ def load_catalog() -> Catalog:
                    default_targets=tuple(data["default_targets"]))
 
 
-def resolve_model(name: str) -> CatalogModel:
-    """Resolve a model name against the bundled catalog (and litellm's map for others)."""
-    return load_catalog().resolve(name)
+def resolve_model(name: str, *, unlisted: bool | Iterable[str] = False) -> CatalogModel:
+    """Resolve a model name against the bundled catalog (and litellm's map for accepted others)."""
+    return load_catalog().resolve(name, unlisted=unlisted)
+
+
+def _litellm_knows(name: str) -> bool:
+    """Whether litellm's offline model map has an entry for ``name``."""
+    try:
+        offline_litellm().get_model_info(name)
+    except Exception:  # litellm raises a bare Exception for names outside its map
+        return False
+    return True
 
 
 def _from_litellm(name: str, adapters: dict[str, Any] | None) -> CatalogModel | None:

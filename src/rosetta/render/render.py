@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -44,9 +45,11 @@ def render(
     knobs: Knobs | None = None,
     *,
     adapters: dict[str, Adapter] | None = None,
+    unlisted: bool | Iterable[str] = (),
 ) -> RenderedPrompt:
     """The prompt for ``model`` (a name or catalog entry); raises :class:`RenderError` when the agent
-    cannot work on that model. ``adapters`` defaults to the bundled ones.
+    cannot work on that model. ``adapters`` defaults to the bundled ones; ``unlisted`` accepts model
+    names outside the catalog (see :meth:`~rosetta.providers.catalog.Catalog.resolve`).
 
     Long on purpose: every decision is a named helper below, and this body is their wiring in the
     order the prompt is built (placement, delimiter, reasoning, mechanism, tools, budget, demos),
@@ -54,7 +57,7 @@ def render(
     knobs = knobs or Knobs()
     adapters = adapters if adapters is not None else bundled_adapters()
     if isinstance(model, str):
-        model = load_catalog().resolve(model, adapters)
+        model = load_catalog().resolve(model, adapters, unlisted=unlisted)
     if model.adapter not in adapters:
         raise RenderError(Problem(f"no adapter named {model.adapter!r} for {model.id}",
                                   hint=f"known adapters: {', '.join(sorted(adapters))}"))

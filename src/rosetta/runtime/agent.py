@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ from rosetta.runtime.traffic import traffic_for
 log = logging.getLogger("rosetta.runtime")
 
 _NAME_SUFFIXES = (".md", ".agent.yaml", ".agent.yml", ".markdown")
+AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+"""What ``name:`` allows (see AgentSpec): a name can never climb out of ``compiled/`` or ``signatures/``."""
 
 
 class Agent:
@@ -84,7 +87,7 @@ class Agent:
 
     def run(self, inputs: Mapping[str, Any], model: str | None = None, *, fallbacks: list[str] | None = None,
             record_dir: str | os.PathLike[str] | None = None, complete: Any = None, user_id: object | None = None,
-            **options: Any) -> Any:
+            raw_transcripts: bool = False, **options: Any) -> Any:
         """Answer ``inputs``: the first model of the chain that succeeds, each with its own prompt.
 
         Transient errors retry with backoff, then move to the next model (``fallbacks`` or the
@@ -93,7 +96,8 @@ class Agent:
         repeated failures are skipped. Options: ``policy`` (RetryPolicy), ``validation_retries``,
         ``retry_temperature``, ``on_secret`` ("redact" | "fail"), ``limiter``, ``health``; any other
         keyword goes to litellm. ``model="manual"`` is :meth:`run_manual`; ``record_dir`` writes
-        the prompt, the raw answer and the conversation JSON there. Returns a ``Result``.
+        the prompt, the answer and the conversation JSON there, credentials redacted (inputs
+        included) unless ``raw_transcripts=True``. Returns a ``Result``.
 
         ``review=RUBRIC`` (criteria as lines, a list, or a :class:`~rosetta.runtime.review.Rubric`)
         has the project's rubric-reviewer grade the answer (on ``review_model``, default the model
@@ -112,8 +116,8 @@ class Agent:
         if model == "manual":
             return self.run_manual(inputs, model=fallbacks[0] if fallbacks else None, user_id=user_id, **options)
         if record_dir is not None:
-            result = self.chat(model, fallbacks=fallbacks, record_dir=record_dir, user_id=user_id).send(
-                inputs, complete=complete, **options)
+            result = self.chat(model, fallbacks=fallbacks, record_dir=record_dir, user_id=user_id,
+                               raw_transcripts=raw_transcripts).send(inputs, complete=complete, **options)
         else:
             chain = self.runner.chain(inputs, model, fallbacks)
             result = self.runner.run(inputs, chain, complete=complete, user_id=user_id, **options)
@@ -127,14 +131,14 @@ class Agent:
 
     async def arun(self, inputs: Mapping[str, Any], model: str | None = None, *, fallbacks: list[str] | None = None,
                    record_dir: str | os.PathLike[str] | None = None, acomplete: Any = None,
-                   user_id: object | None = None, **options: Any) -> Any:
+                   user_id: object | None = None, raw_transcripts: bool = False, **options: Any) -> Any:
         """:meth:`run` for asyncio (litellm's ``acompletion``; same retries, fallbacks and Result)."""
         if model == "manual":
             raise UsageError(Problem("manual mode waits for a person: use run(..., model='manual'), not arun",
                                      field="model"))
         if record_dir is not None:
-            return await self.chat(model, fallbacks=fallbacks, record_dir=record_dir, user_id=user_id).asend(
-                inputs, acomplete=acomplete, **options)
+            return await self.chat(model, fallbacks=fallbacks, record_dir=record_dir, user_id=user_id,
+                                   raw_transcripts=raw_transcripts).asend(inputs, acomplete=acomplete, **options)
         chain = self.runner.chain(inputs, model, fallbacks)
         return await self.runner.arun(inputs, chain, acomplete=acomplete, user_id=user_id, **options)
 
@@ -167,18 +171,21 @@ class Agent:
 
     def chat(self, model: str | None = None, *, fallbacks: list[str] | None = None,
              record_dir: str | os.PathLike[str] | None = None,
-             resume: str | os.PathLike[str] | Mapping[str, Any] | None = None, user_id: object | None = None) -> Any:
+             resume: str | os.PathLike[str] | Mapping[str, Any] | None = None, user_id: object | None = None,
+             raw_transcripts: bool = False) -> Any:
         """A multi-turn :class:`~rosetta.runtime.conversation.Conversation` with this agent.
 
         Its first turn may fall back along the chain; every later turn stays on the model that
         answered it. ``resume`` continues a conversation saved as JSON (a path or the loaded dict);
-        ``user_id`` keeps every turn on that user's experiment arm.
+        ``user_id`` keeps every turn on that user's experiment arm. ``record_dir`` records every
+        turn there with credentials redacted; ``raw_transcripts=True`` records them as they were.
         """
         from rosetta.runtime.conversation import Conversation
 
         if resume is not None:
-            return Conversation.resume(self, resume, record_dir=record_dir)
-        return Conversation(self, model=model, fallbacks=fallbacks, record_dir=record_dir, user_id=user_id)
+            return Conversation.resume(self, resume, record_dir=record_dir, raw_transcripts=raw_transcripts)
+        return Conversation(self, model=model, fallbacks=fallbacks, record_dir=record_dir, user_id=user_id,
+                            raw_transcripts=raw_transcripts)
 
 
 def judge_reviewer(root: Path, model: str, *, complete: Any = None, kind: type | None = None) -> Any:
@@ -212,18 +219,27 @@ def load(
     signatures_dir: str | os.PathLike[str] | None = None,
     compiled_dir: str | os.PathLike[str] | None = None,
     strict: bool | None = None,
+    unlisted_models: list[str] | None = None,
 ) -> Agent:
-    """An agent by name (looked up in the configured ``signatures/`` and ``compiled/``) or by path."""
-    dirs = project_dirs(project, signatures_dir=signatures_dir, compiled_dir=compiled_dir, strict=strict)
+    """An agent by name (looked up in the configured ``signatures/`` and ``compiled/``) or by path.
+
+    ``unlisted_models`` (patterns such as ``"openai/gpt-5.5"`` or ``"ollama_chat/*"``) names the model
+    ids outside rosetta's catalog this agent may run on; by default the project's setting."""
+    dirs = project_dirs(project, signatures_dir=signatures_dir, compiled_dir=compiled_dir, strict=strict,
+                        unlisted_models=unlisted_models)
     text = os.fspath(name_or_path)
     path = Path(text)
-    if path.suffix or os.sep in text or "/" in text:
+    if os.sep in text or "/" in text or text.endswith(_NAME_SUFFIXES) or path.is_file():
         if not path.is_file():
             raise UsageError(Problem("agent definition not found", Location(text), hint="check the path"))
         from rosetta.definition.loader import load_definition
 
         definition = load_definition(path, root=dirs.root)
         return Agent(definition.name, path, dirs, dirs.strict)
+    if not AGENT_NAME.fullmatch(text):
+        raise UsageError(Problem(f"{text!r} is neither an agent name nor a definition file", field="name",
+                                 expected="a name like vuln-triage (letters, digits, '.', '_', '-'; starting with a "
+                                          "letter or digit), or the path of a definition file"))
     definition_path = _find_definition(text, dirs.signatures_dir)
     agent = Agent(text, definition_path, dirs, dirs.strict)
     if definition_path is None and not agent.artifacts:

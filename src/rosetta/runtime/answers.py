@@ -5,6 +5,10 @@ Native schema responses and forced tool calls carry clean JSON; open models answ
 with a code fence or a sentence around the JSON, so text answers are searched for the first JSON
 value that decodes. Validation always uses the agent's original schema (numeric and string
 constraints included) with jsonschema, whatever the provider was sent.
+
+An answer is data from outside: its size and nesting are bounded, and one over a bound is an
+answer issue like any other (the model is asked again), never an error of the caller's. Issue
+messages quote the answer, so credentials are redacted from them.
 """
 
 from __future__ import annotations
@@ -17,6 +21,13 @@ from typing import Any
 
 from rosetta.render.mechanisms import MECHANISMS, RESPOND_TOOL
 from rosetta.render.prompt import RenderedPrompt
+from rosetta.runtime.secrets import redact
+
+MAX_ANSWER_CHARS = 1_000_000
+"""Longer answers are not decoded: searching them for JSON would cost the caller's time, not the model's."""
+MAX_DEPTH = 64
+"""Deeper JSON is not validated: Python's decoder and jsonschema recurse once per level (or more)."""
+_TOO_DEEP = f"the answer nests JSON more than {MAX_DEPTH} levels deep"
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.DOTALL)
 
@@ -66,7 +77,7 @@ def tool_calls(message: Any) -> list[dict[str, Any]]:
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 pass
         calls.append({"name": name, "arguments": arguments})
     return calls
@@ -83,10 +94,21 @@ def read_answer(raw: str, prompt: RenderedPrompt) -> Answer:
 
 
 def decode_json(text: str) -> tuple[Any, str | None]:
-    """The JSON value in ``text``: the whole text, a fenced block, or the first value that decodes."""
+    """The JSON value in ``text``: the whole text, a fenced block, or the first value that decodes.
+
+    Answers over :data:`MAX_ANSWER_CHARS`, and JSON too deep for the decoder, are not read."""
     stripped = text.strip()
     if not stripped:
         return None, "the answer is empty; expected a JSON value"
+    if len(text) > MAX_ANSWER_CHARS:
+        return None, f"the answer is {len(text):,} characters long; answers over {MAX_ANSWER_CHARS:,} are not read"
+    try:
+        return _first_json(text, stripped)
+    except RecursionError:  # json recurses once per level: whatever the depth the stack allows, it is too deep
+        return None, _TOO_DEEP
+
+
+def _first_json(text: str, stripped: str) -> tuple[Any, str | None]:
     candidates = [stripped] + [m.group(1).strip() for m in _FENCE.finditer(text)]
     for candidate in candidates:
         try:
@@ -113,10 +135,28 @@ def _validator(schema_text: str) -> Any:
 
 
 def validate(data: Any, schema: dict[str, Any]) -> list[Issue]:
-    """Every schema violation of ``data``, by path (sorted, so messages are stable)."""
+    """Every schema violation of ``data``, by path (sorted, so messages are stable), credentials
+    redacted; data nested deeper than :data:`MAX_DEPTH` is one issue, not validated."""
+    if _deeper_than(data, MAX_DEPTH):
+        return [Issue("$", _TOO_DEEP)]
     validator = _validator(json.dumps(schema, sort_keys=True))
-    issues = [Issue(_json_path(error.absolute_path), error.message) for error in validator.iter_errors(data)]
+    issues = [Issue(redact(_json_path(error.absolute_path)), redact(error.message))
+              for error in validator.iter_errors(data)]
     return sorted(issues, key=lambda issue: (issue.path, issue.message))
+
+
+def _deeper_than(data: Any, limit: int) -> bool:
+    """Whether ``data`` nests lists and objects more than ``limit`` levels (walked without recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is None:
+            continue
+        if level > limit:
+            return True
+        stack.extend((child, level + 1) for child in children)
+    return False
 
 
 def correction_message(answer: Answer) -> str:

@@ -9,6 +9,9 @@ carry everything needed to continue in another process.
 With ``record_dir`` every turn leaves three readable files there, as the engine of ADR-0009 did:
 ``turn-NNN-prompt.md`` (written before the call), ``turn-NNN-response.md`` (the raw answer) and
 ``turn-NNN-conversation.json`` (the state after the turn; ``conversation.json`` is the latest).
+Credentials are redacted from those files, inputs included, unless the conversation was started with
+``raw_transcripts=True``; :meth:`Conversation.to_json` and :meth:`Conversation.save` keep the exact
+history a later turn needs.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.errors import Location, Problem, UsageError
+from rosetta.runtime.secrets import redact, redact_data
 
 FORMAT = 1
 """Version of the saved JSON; bumped when its shape changes."""
@@ -29,12 +33,14 @@ class Conversation:
     """Turns with one agent, pinned to the model that answered the first one."""
 
     def __init__(self, agent: Any, *, model: str | None = None, fallbacks: list[str] | None = None,
-                 record_dir: str | os.PathLike[str] | None = None, user_id: object | None = None) -> None:
+                 record_dir: str | os.PathLike[str] | None = None, user_id: object | None = None,
+                 raw_transcripts: bool = False) -> None:
         self.agent = agent
         self.user_id = user_id  # keeps every turn on this user's experiment arm
         self.model = model  # requested; after the first turn, the model that answered
         self.fallbacks = list(fallbacks) if fallbacks is not None else None
         self.record_dir = Path(record_dir) if record_dir is not None else None
+        self.raw_transcripts = raw_transcripts  # record_dir files as sent and received, credentials included
         self.artifact = ""
         self.messages: list[dict[str, Any]] = []  # exactly what the model has seen and said
         self.state: dict[str, Any] = {}  # the provider's latest state (response id, thinking, signatures)
@@ -138,7 +144,7 @@ class Conversation:
 
     @classmethod
     def resume(cls, agent: Any, saved: str | os.PathLike[str] | Mapping[str, Any],
-               record_dir: str | os.PathLike[str] | None = None) -> Conversation:
+               record_dir: str | os.PathLike[str] | None = None, raw_transcripts: bool = False) -> Conversation:
         """A conversation continued from :meth:`save`'s file or :meth:`to_dict`'s data."""
         where = None if isinstance(saved, Mapping) else str(saved)
         data = saved if isinstance(saved, Mapping) else _read_json(Path(saved))
@@ -150,7 +156,7 @@ class Conversation:
                                      Location(where), field="agent", hint=f"rosetta.load({data.get('agent')!r})"))
         try:
             conversation = cls(agent, model=data["model"], fallbacks=data.get("fallbacks"), record_dir=record_dir,
-                               user_id=data.get("user_id"))
+                               user_id=data.get("user_id"), raw_transcripts=raw_transcripts)
             conversation.artifact = str(data.get("artifact") or "")
             conversation.messages = [dict(m) for m in data["messages"]]
             conversation.state = dict(data.get("state") or {})
@@ -169,7 +175,7 @@ class Conversation:
 
         prompt = self.agent.prompt_for(model, user_id=self.user_id)
         text = prompt.render_for_display(inputs) if messages is None else _readable(messages, prompt)
-        write_atomic(self._record_path("prompt.md"), text)
+        write_atomic(self._record_path("prompt.md"), text if self.raw_transcripts else redact(text))
 
     def _record_answer(self, result: Any) -> None:
         if self.record_dir is None:
@@ -177,9 +183,11 @@ class Conversation:
         from rosetta.fileio import write_atomic
 
         number = len(self.turns)
-        write_atomic(self._record_path("response.md", number), result.raw if result.raw.endswith("\n")
-                     else result.raw + "\n")
+        raw = result.raw if self.raw_transcripts else redact(result.raw)
+        write_atomic(self._record_path("response.md", number), raw if raw.endswith("\n") else raw + "\n")
         text = self.to_json()
+        if not self.raw_transcripts:  # string by string: redacting the JSON text could cut across its strings
+            text = json.dumps(redact_data(json.loads(text)), indent=2, ensure_ascii=False) + "\n"
         write_atomic(self._record_path("conversation.json", number), text)
         write_atomic(self.record_dir / "conversation.json", text)
 

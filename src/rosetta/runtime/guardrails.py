@@ -14,11 +14,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from rosetta.errors import Problem, UsageError
-from rosetta.runtime.secrets import find_secrets, redact
+from rosetta.runtime.secrets import find_secrets, redact, redact_problems
+
+NO_SECRETS = "no_secrets_in_output"
+"""The output rule rosetta enforces on every answer, streamed text included."""
 
 
 class GuardrailError(UsageError):
-    """An input or output broke one of the agent's guardrails."""
+    """An input or output broke one of the agent's guardrails (its problems carry no credential)."""
+
+    def __init__(self, problems: Problem | list[Problem] | str) -> None:
+        super().__init__(redact_problems(problems))
 
 
 def check_inputs(rules: Any, declared: tuple[str, ...], inputs: Mapping[str, Any], agent: str) -> None:
@@ -59,7 +65,7 @@ def apply_output_rules(rules: tuple[str, ...] | list[str], raw: str, *, on_secre
     """The answer text after enforced rules, and the names of the rules left for post-checks."""
     pending = []
     for rule in rules:
-        if rule == "no_secrets_in_output":
+        if rule == NO_SECRETS:
             kinds = find_secrets(raw)
             if kinds and on_secret == "fail":
                 raise GuardrailError(Problem(f"the answer contains credentials ({', '.join(kinds)})",

@@ -2,11 +2,16 @@
 
 Each endpoint (provider + API base + key fingerprint, as metered by :mod:`rosetta.runtime.limits`)
 keeps the outcomes of its recent calls. When at least ``min_calls`` fell in the last ``window_s``
-seconds and the share of transient failures (429, 5xx, timeouts, dropped connections) reaches
-``error_rate``, the endpoint cools down for ``cooldown_s``: runs skip its models and go down the
-fallback chain at once instead of spending retries. After the cool-down it starts afresh.
-Hard errors (bad request, authentication) say nothing about the provider's health and are not
-counted. Shared by every thread and task of the process.
+seconds and the share of failures the provider caused reaches ``error_rate``, the endpoint cools
+down for ``cooldown_s``: runs skip its models and go down the fallback chain at once instead of
+spending retries. After the cool-down it starts afresh.
+
+Only the provider's failures count (``classify`` says ``transient``): a 429 or 5xx, a read timeout
+once the request was sent, a connection refused, dropped or reset. Hard errors (bad request,
+authentication) say nothing about its health, and neither do this process's own limits: a call that
+found no free connection, or opened none within its connect timeout (``local``), never reached the
+provider, and under a spike thousands of those would cool down a healthy endpoint. Shared by every
+thread and task of the process.
 """
 
 from __future__ import annotations

@@ -8,9 +8,11 @@ and the OpenAI SDK's own retries would stack on top, so both are switched off pe
 
 from __future__ import annotations
 
+import errno
 import logging
 import time
 from collections.abc import Callable, Generator, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +26,8 @@ from rosetta.runtime.answers import (
     tool_calls,
 )
 from rosetta.runtime.health import ProviderHealth
-from rosetta.runtime.limits import RateLimiter, credential_key
+from rosetta.runtime.limits import Gate, RateLimiter, credential_key
+from rosetta.runtime.secrets import redact, redact_problems
 from rosetta.runtime.tracing import annotate, span, usage_attributes
 
 log = logging.getLogger("rosetta.runtime")
@@ -34,15 +37,22 @@ TRANSIENT = ("RateLimitError", "ServiceUnavailableError", "InternalServerError",
 """litellm exception classes worth retrying (checked by name along the class hierarchy)."""
 CONTEXT = ("ContextWindowExceededError",)
 """The prompt does not fit: a later model with a larger window may still answer."""
+LOCAL = ("PoolTimeout", "ConnectTimeout", "ConnectionTimeoutError")
+"""Errors that never reached the provider: no pooled connection, or none opened, within the client's
+own timeout. litellm raises them as ``Timeout``, like a provider's read timeout; only the cause chain
+tells them apart (``openai.APITimeoutError <- httpx.ConnectTimeout | httpx.PoolTimeout``, under
+aiohttp ``<- aiohttp.ConnectionTimeoutError``), so it is searched by class name, every link."""
+LOCAL_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.EADDRNOTAVAIL, errno.ENOBUFS, errno.ENOMEM})
+"""OS errors in the cause chain that are this machine out of file descriptors, ports or buffers."""
 
 
 class ModelCallError(RosettaError):
     """A model could not produce a valid answer; ``attempts`` says what happened each time."""
 
     def __init__(self, problems: Any, attempts: list[Attempt] | None = None, kind: str = "hard") -> None:
-        super().__init__(problems)
+        super().__init__(redact_problems(problems))  # they quote provider errors and answers
         self.attempts = list(attempts or [])
-        self.kind = kind  # "hard" | "transient" | "context" | "unavailable" | "invalid" | "exhausted"
+        self.kind = kind  # "hard" | "transient" | "local" | "context" | "unavailable" | "invalid" | "exhausted"
 
     def __reduce__(self) -> tuple:
         return (self.__class__, (self.problems, self.attempts, self.kind))
@@ -70,7 +80,7 @@ class Attempt:
     """One call: which model, how it ended, and how long it took."""
 
     model: str
-    outcome: str  # "ok" | "invalid" | "transient" | "hard" | "context" | "unavailable"
+    outcome: str  # "ok" | "invalid" | "transient" | "local" | "hard" | "context" | "unavailable"
     error: str | None
     latency_s: float
     waited_s: float = 0.0
@@ -108,7 +118,14 @@ class Result:
 
 
 def classify(error: BaseException) -> str:
-    """``transient``, ``context`` or ``hard`` for an exception raised by a completion call."""
+    """``transient``, ``local``, ``context`` or ``hard`` for an exception raised by a completion call.
+
+    ``transient`` is the provider failing (429, 5xx, a read timeout or a dropped connection once the
+    request was sent): retried, and counted by the health breaker. ``local`` is this process out of
+    connections (see :data:`LOCAL`): retried after a backoff, never held against the endpoint.
+    """
+    if _is_local(error):
+        return "local"
     names = {cls.__name__ for cls in type(error).__mro__}
     if names & set(CONTEXT):
         return "context"
@@ -118,6 +135,21 @@ def classify(error: BaseException) -> str:
     if names & set(TRANSIENT) or isinstance(error, (TimeoutError, ConnectionError)):
         return "transient"
     return "hard"
+
+
+def _is_local(error: BaseException) -> bool:
+    """Whether a link of the chain a traceback shows (litellm re-raises inside ``except``, so its
+    links are implicit contexts) is one of :data:`LOCAL` or :data:`LOCAL_ERRNOS`."""
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if {cls.__name__ for cls in type(link).__mro__} & set(LOCAL) or (
+                isinstance(link, OSError) and link.errno in LOCAL_ERRNOS):
+            return True
+        link = link.__cause__ if link.__cause__ is not None else (
+            None if link.__suppress_context__ else link.__context__)
+    return False
 
 
 def retry_after(error: BaseException) -> float | None:
@@ -138,6 +170,7 @@ class Call:
     kwargs: dict[str, Any]
     attempt: int = 1
     artifact: str = ""
+    gate: Gate | None = None  # the endpoint's in-flight bound: the driver holds a slot while the request is out
 
 
 @dataclass(frozen=True)
@@ -198,7 +231,8 @@ def plan(
                 waited += reservation.wait
                 yield Wait(reservation.wait)
             began = time.monotonic()
-            outcome = yield Call(dict(kwargs), len(attempts) + 1, artifact)
+            outcome = yield Call(dict(kwargs), len(attempts) + 1, artifact,
+                                 limiter.gate(kwargs) if limiter is not None else None)
             if isinstance(outcome, BaseException):
                 kind = classify(outcome)
                 message = _safe_message(outcome)
@@ -207,7 +241,7 @@ def plan(
                     limiter.settle(reservation, 0 if kind != "transient" else None)
                 if health is not None and kind == "transient":
                     health.record(endpoint, failed=True)
-                if kind != "transient" or number == policy.attempts:
+                if kind not in ("transient", "local") or number == policy.attempts:
                     raise ModelCallError(Problem(f"{prompt.model}: {message}", field="model",
                                                  hint=_HINTS.get(kind)), attempts, kind)
                 waited = policy.delay(number, retry_after(outcome))
@@ -227,8 +261,8 @@ def plan(
         answer = read_answer(answer_text(reply, prompt), prompt)
         if answer.valid:
             break
-        attempts[-1] = Attempt(prompt.model, "invalid", "; ".join(f"{i.path}: {i.message}" for i in answer.issues),
-                               attempts[-1].latency_s, attempts[-1].waited_s)
+        issues = redact("; ".join(f"{i.path}: {i.message}" for i in answer.issues))
+        attempts[-1] = Attempt(prompt.model, "invalid", issues, attempts[-1].latency_s, attempts[-1].waited_s)
         if correction < validation_retries:
             kwargs["messages"] = [*kwargs["messages"], {"role": "assistant", "content": answer.raw or ""},
                                   {"role": "user", "content": correction_message(answer)}]
@@ -285,12 +319,13 @@ async def adrive(steps: Steps, *, acomplete: Callable[..., Any]) -> Any:
                 await asyncio.sleep(step.seconds)
                 reply = None
                 continue
-            with span("rosetta.llm_call", **_call_attributes(step)) as current:
-                try:
-                    reply = await acomplete(**step.kwargs)
-                except Exception as error:  # litellm raises many classes; classify() sorts them
-                    reply = error
-                _annotate_call(current, reply)
+            async with step.gate or nullcontext():  # queueing for a slot costs none of the call's timeout
+                with span("rosetta.llm_call", **_call_attributes(step)) as current:
+                    try:
+                        reply = await acomplete(**step.kwargs)
+                    except Exception as error:  # litellm raises many classes; classify() sorts them
+                        reply = error
+                    _annotate_call(current, reply)
     except StopIteration as done:
         return done.value
 
@@ -310,8 +345,8 @@ def drive_streaming(steps: Steps, *, complete: Callable[..., Any], sleep: Callab
                 reply = None
                 continue
             marks = {"rosetta.stream": pending} if stream else {}
-            with span("rosetta.llm_call", **_call_attributes(step), **marks) as current:
-                if pending:
+            with step.gate or nullcontext(), span("rosetta.llm_call", **_call_attributes(step), **marks) as current:
+                if pending:  # the slot stays held until the stream ends
                     pending = False
                     reply = yield from _streamed_reply(complete, step)
                 else:
@@ -347,6 +382,8 @@ def _streamed_reply(complete: Callable[..., Any], step: Call) -> Generator[str, 
 _HINTS = {
     "hard": "not retried: fix the request or credentials (authentication, bad request, content policy)",
     "transient": "the provider kept failing; the next model in the fallback chain is tried",
+    "local": "no connection could be opened in time (this machine's pool or sockets ran out); lower "
+             "rate_limits.<provider>.max_in_flight, or raise the timeout",
     "context": "the prompt does not fit this model's context window",
     "unavailable": "the next model in the fallback chain is tried; the provider is called again after the cool-down",
 }
@@ -354,10 +391,8 @@ _HINTS = {
 
 def _safe_message(error: BaseException) -> str:
     """The error's first line, with anything that looks like a key removed."""
-    from rosetta.runtime.secrets import redact
-
-    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return redact(f"{type(error).__name__}: {text}")[:300]
+    text = redact(str(error)).strip()  # the whole message first: a private key spans lines
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else type(error).__name__}"[:300]
 
 
 def _add_usage(total: dict[str, int], response: Any) -> None:

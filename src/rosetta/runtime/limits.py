@@ -1,4 +1,4 @@
-"""Client-side rate limits shared by every call that uses the same API key.
+"""Client-side limits shared by every call that uses the same API key: rate and concurrency.
 
 Providers meter requests and tokens per minute per key, so the buckets are keyed by the
 credential (its fingerprint, never the key) and the endpoint: two agents, threads or asyncio
@@ -6,6 +6,10 @@ tasks using one key draw from one budget. A bucket never blocks: :meth:`RateLimi
 takes the tokens at once (the level may go negative) and says how long the caller must wait,
 so the same code serves blocking and async callers. Token reservations count the prompt
 estimate plus ``max_tokens`` (what providers count) and are settled with the real usage.
+
+A :class:`Gate` per endpoint bounds the calls in flight (``Limit.max_in_flight``): a spike of
+calls waits its turn here rather than in the HTTP client's pool, whose wait counts against
+each call's connect timeout (500 calls at once over one pool time out before most are sent).
 
 litellm's Router also has rpm/tpm, but as routing filters between deployments of one Router
 instance: with a single deployment it fails the call instead of pacing it, and it is not shared
@@ -18,6 +22,7 @@ import hashlib
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +71,7 @@ class RateLimiter:
         self._lock = threading.Lock()
         self._requests: dict[str, TokenBucket] = {}
         self._tokens: dict[str, TokenBucket] = {}
+        self._gates: dict[str, Gate] = {}
 
     def configure(self, name: str, limit: Limit | None) -> None:
         """Set (or with ``None`` remove) the limit of a provider (``openai``) or a model id."""
@@ -78,6 +84,7 @@ class RateLimiter:
                 self.limits[name] = limit
             self._requests.clear()
             self._tokens.clear()
+            self._gates.clear()  # calls in flight release the gate they hold; new calls get the new bound
 
     def limit_for(self, model: str) -> Limit | None:
         """The model's own limit, else its provider's."""
@@ -89,7 +96,7 @@ class RateLimiter:
         limit = self.limit_for(model)
         if limit is None:
             return None
-        key = credential_key(kwargs) + "|" + model if model in self.limits else credential_key(kwargs)
+        key = self._key(kwargs, model)
         tokens = prompt_tokens + int(kwargs.get("max_tokens") or kwargs.get("max_completion_tokens") or 0)
         with self._lock:
             now = self.clock()
@@ -102,6 +109,20 @@ class RateLimiter:
                 wait = max(wait, bucket.take(tokens, now))
         return Reservation(key, tokens, wait)
 
+    def gate(self, kwargs: Mapping[str, Any]) -> Gate:
+        """The in-flight gate of the call's endpoint (keyed like its buckets); every endpoint has one."""
+        model = str(kwargs.get("model", ""))
+        key = self._key(kwargs, model)
+        with self._lock:
+            gate = self._gates.get(key)
+            if gate is None:
+                gate = self._gates[key] = Gate((self.limit_for(model) or Limit()).max_in_flight)
+            return gate
+
+    def _key(self, kwargs: Mapping[str, Any], model: str) -> str:
+        """A model with a limit of its own has its own budget; others share their endpoint's."""
+        return credential_key(kwargs) + "|" + model if model in self.limits else credential_key(kwargs)
+
     def settle(self, reservation: Reservation | None, used_tokens: int | None) -> None:
         """Return the tokens reserved but not used (nothing when usage is unknown)."""
         if reservation is None or used_tokens is None or used_tokens >= reservation.tokens:
@@ -110,6 +131,111 @@ class RateLimiter:
             bucket = self._tokens.get(reservation.key)
             if bucket is not None:
                 bucket.give_back(reservation.tokens - used_tokens, self.clock())
+
+
+class _Waiter:
+    """One caller in line for a slot: how to wake it, and whether the slot is already its own."""
+
+    __slots__ = ("wake", "granted")
+
+    def __init__(self, wake: Callable[[], object]) -> None:
+        self.wake = wake
+        self.granted = False
+
+
+class Gate:
+    """At most ``limit`` holders at once; the others wait, first come first served.
+
+    One gate serves threads and the asyncio tasks of any event loop alike: asyncio's own semaphore
+    binds to the loop that first waits on it, and an agent outlives ``asyncio.run``. Its state sits
+    under a thread lock, and a freed slot goes straight to the oldest waiter (a thread through an
+    Event, a task through its loop's ``call_soon_threadsafe``), so no newcomer jumps the line.
+    Use it as ``with gate:`` or ``async with gate:``.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+        self._lock = threading.Lock()
+        self._line: deque[_Waiter] = deque()
+
+    @property
+    def waiting(self) -> int:
+        """Callers in line for a slot."""
+        return len(self._line)
+
+    def acquire(self) -> None:
+        """Take a slot, blocking the thread until one is free."""
+        with self._lock:
+            if self.held < self.limit and not self._line:
+                self.held += 1
+                return
+            event = threading.Event()
+            waiter = _Waiter(event.set)
+            self._line.append(waiter)
+        try:
+            event.wait()
+        except BaseException:  # interrupted (Ctrl-C): leave the line, or pass on the slot just handed over
+            self._abandon(waiter)
+            raise
+
+    async def acquire_async(self) -> None:
+        """Take a slot, suspending the task (not its loop) until one is free."""
+        import asyncio  # only async callers pay for it
+
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self.held < self.limit and not self._line:
+                self.held += 1
+                return
+            future = loop.create_future()
+            waiter = _Waiter(lambda: loop.call_soon_threadsafe(_resolve, future))
+            self._line.append(waiter)
+        try:
+            await future
+        except BaseException:  # cancelled: leave the line, or pass on the slot just handed over
+            self._abandon(waiter)
+            raise
+
+    def release(self) -> None:
+        """Free a slot: hand it to the oldest waiter, if any."""
+        with self._lock:
+            while self._line:
+                waiter = self._line.popleft()
+                try:
+                    waiter.wake()
+                except RuntimeError:  # its event loop has closed: nobody is left there to take the slot
+                    continue
+                waiter.granted = True
+                return
+            self.held -= 1
+
+    def _abandon(self, waiter: _Waiter) -> None:
+        with self._lock:
+            if not waiter.granted:
+                if waiter in self._line:
+                    self._line.remove(waiter)
+                return
+        self.release()
+
+    def __enter__(self) -> Gate:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    async def __aenter__(self) -> Gate:
+        await self.acquire_async()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _resolve(future: Any) -> None:
+    if not future.done():  # a cancelled waiter passes the slot on itself (Gate._abandon)
+        future.set_result(None)
 
 
 def credential_key(kwargs: Mapping[str, Any]) -> str:

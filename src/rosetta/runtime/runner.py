@@ -54,17 +54,28 @@ class _ChainState:
     """What one run has learned so far (kept per call: a Runner serves concurrent calls)."""
 
     attempts: list[Any] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
+    failures: list[Problem] = field(default_factory=list)  # one per model of the chain, first to last
     overflow_window: int | None = None  # the largest window that overflowed
+
+    def error(self, agent: str, kind: str) -> Exception:
+        """The ModelCallError that ends the run: what happened to every model tried, in order."""
+        from rosetta.runtime.invoke import ModelCallError
+
+        if kind == "hard" and len(self.failures) == 1:
+            return ModelCallError(self.failures, self.attempts, kind)
+        headline = (f"{agent}: the last model refused the request, after {len(self.failures) - 1} failed before it"
+                    if kind == "hard" else f"{agent}: every model of the chain failed")
+        return ModelCallError([Problem(headline, hint="each model's failure follows, first to last"),
+                               *self.failures], self.attempts, kind)
 
     def too_small(self, selection: Selection) -> bool:
         """After a context-window overflow, skip models whose window is no larger."""
         if self.overflow_window is None:
             return False
-        window = load_catalog().resolve(selection.model).context_window
+        window = load_catalog().resolve(selection.model, unlisted=True).context_window  # accepted when selected
         if window <= self.overflow_window:
-            self.failures.append(f"{selection.model}: skipped, its {window:,}-token window is no larger than "
-                                 "one that overflowed")
+            self.failures.append(Problem(f"{selection.model}: skipped, its {window:,}-token window is no larger "
+                                         "than one that overflowed", field="model"))
             return True
         return False
 
@@ -98,12 +109,16 @@ class Runner:
     def stream(self, inputs: Mapping[str, Any], chain: list[str], *, complete: Any = None,
                user_id: object | None = None, **options: Any) -> Iterator[Any]:
         """The first call's text as it arrives, then the final Result (see
-        :func:`~rosetta.runtime.invoke.drive_streaming`)."""
+        :func:`~rosetta.runtime.invoke.drive_streaming`). Under ``no_secrets_in_output`` the text is
+        redacted as it streams, as the Result is (with ``on_secret="fail"`` the Result then raises)."""
+        from rosetta.runtime.guardrails import NO_SECRETS
         from rosetta.runtime.invoke import drive, drive_streaming
 
         steps, complete = self.steps(inputs, chain, options, None, user_id), complete or litellm().completion
-        if load_catalog().resolve(chain[0]).capabilities.streaming:
-            result = yield from drive_streaming(steps, complete=complete)
+        if self.agent.selector.target(chain[0]).capabilities.streaming:
+            text, spec = drive_streaming(steps, complete=complete), self.agent.spec
+            redacts = spec is not None and NO_SECRETS in spec.guardrails.output_filtering
+            result = yield from (_redacted(text) if redacts else text)
         else:  # the model cannot stream: its answer comes whole
             result = drive(steps, complete=complete)
         yield result
@@ -188,9 +203,7 @@ class Runner:
                     self._record_failure(error, selection, state)
                     continue
                 return _traced(current, self.finish(result, selection, spec, state.attempts, options))
-            raise ModelCallError(Problem(f"{self.agent.name}: every model failed: " + "; ".join(state.failures),
-                                         hint="check the providers' status, or add fallbacks"), state.attempts,
-                                 "exhausted")
+            raise state.error(self.agent.name, "exhausted")
 
     def plan_options(self, selection: Selection, options: Mapping[str, Any],
                      messages: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -241,15 +254,15 @@ class Runner:
         return self._models[key]
 
     def _record_failure(self, error: Any, selection: Selection, state: _ChainState) -> None:
-        from rosetta.runtime.invoke import ModelCallError
-
         state.attempts += error.attempts
-        if error.kind == "hard":
-            raise ModelCallError(error.problems, state.attempts, "hard") from None
+        state.failures.append(Problem(error.problems[0].message if error.problems[0].message.startswith(
+            selection.model) else f"{selection.model}: {error.problems[0].message}", field="model",
+            hint=error.problems[0].hint))
+        if error.kind == "hard":  # the request itself was refused: another model would not fix it
+            raise state.error(self.agent.name, "hard") from None
         if error.kind == "context":
-            window = load_catalog().resolve(selection.model).context_window
+            window = load_catalog().resolve(selection.model, unlisted=True).context_window
             state.overflow_window = max(state.overflow_window or 0, window)
-        state.failures.append(f"{selection.model}: {error.problems[0].message}")
         log.warning("%s: %s; trying the next model", self.agent.name, error.problems[0].message)
 
     def _on_invalid(self, result: Any, spec: Any) -> None:
@@ -264,6 +277,25 @@ class Runner:
         result.escalated = behaviour == "escalate_to_user"
         log.warning("%s on %s: returning an answer that does not validate (%s)", self.agent.name, result.model,
                     issues, extra={"rosetta_event": INVALID_ANSWER})
+
+
+def _redacted(text: Generator[str, None, Any]) -> Generator[str, None, Any]:
+    """``text`` with credentials redacted as it streams, a key split across chunks included (the
+    end held back, at most, is sent when the run ends); returns what ``text`` returns."""
+    from rosetta.runtime.secrets import SecretStream
+
+    secrets = SecretStream()
+    while True:
+        try:
+            chunk = next(text)
+        except StopIteration as done:
+            rest = secrets.flush()
+            if rest:
+                yield rest
+            return done.value
+        sent = secrets.feed(chunk)
+        if sent:
+            yield sent
 
 
 def _traced(current: Any, result: Any) -> Any:

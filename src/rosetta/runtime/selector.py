@@ -60,7 +60,7 @@ class Selector:
 
     def route(self, model: str, strict: bool) -> Route:
         """What ``model`` serves (not cached): the versions its rollout file pins, else :meth:`choose`."""
-        target = load_catalog().resolve(model)
+        target = self.target(model)
         pins = self.shelf.pins(target.id)
         if pins is not None and pins.problems:
             if strict:
@@ -71,6 +71,10 @@ class Selector:
         if pins is None or pins.active is None:
             return Route(self.choose(target, strict))
         return _pinned_route(target, pins)
+
+    def target(self, model: str) -> CatalogModel:
+        """The catalog entry of ``model``; an id outside the catalog only if the project accepts it."""
+        return load_catalog().resolve(model, unlisted=self.dirs.unlisted_models)
 
     def choose(self, target: CatalogModel, strict: bool) -> Selection:
         """The artifact for the exact model, its family or provider, else the uncompiled render."""

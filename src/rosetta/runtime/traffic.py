@@ -1,7 +1,8 @@
 """A project's traffic: its rate limiter and its provider-health tracker, built from its settings.
 
 Every agent loaded from one project shares one :class:`Traffic` (calls with the same API key draw
-from the same buckets, and one endpoint's outage cools it down for all of them); another project
+from the same buckets and wait for the same in-flight slots, and one endpoint's outage cools it
+down for all of them); another project
 in the same process, with other limits or another health policy, gets its own. Nothing here is
 process-wide state that one project's settings could leak into another's.
 """
@@ -18,7 +19,7 @@ from rosetta.runtime.limits import RateLimiter
 
 @dataclass(frozen=True)
 class Traffic:
-    """The limiter and health tracker calls of one project go through."""
+    """The limiter (rates and in-flight bounds) and health tracker calls of one project go through."""
 
     limiter: RateLimiter
     health: ProviderHealth

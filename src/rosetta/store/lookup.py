@@ -84,11 +84,13 @@ class Shelf:
         from rosetta.providers.catalog import load_catalog
 
         recorded = artifact.provenance
+        if any(Path(f).is_absolute() or ".." in Path(f).parts or "\\" in f for f in recorded.source_files):
+            return "its source list names files outside the project: " + ", ".join(recorded.source_files)
         source = files_digest(self.root, recorded.source_files)
         if source is None:
             return "a file it was built from is missing: " + ", ".join(recorded.source_files)
         try:
-            model = load_catalog().resolve(artifact.model)
+            model = load_catalog().resolve(artifact.model, unlisted=True)  # it was accepted when compiled
         except RosettaError as error:
             return f"its model cannot be resolved now ({error.problems[0].message})"
         adapter_sha = _adapter_digests(self.dirs.adapter_dirs).get(artifact.adapter)

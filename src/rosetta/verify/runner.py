@@ -323,7 +323,7 @@ class _AgentContext:
         from rosetta.render.render import render
 
         adapters = load_adapters(self.settings.adapter_dirs)
-        target = load_catalog().resolve(model, adapters)
+        target = load_catalog().resolve(model, adapters, unlisted=self.settings.unlisted_models)
         return render(signature, target, knobs, adapters=adapters)
 
     def _task(self, inputs: dict[str, Any]) -> str:

@@ -108,8 +108,7 @@ def run_dspy(name: str, context: Any, search: SearchSettings, *, cache: EvalCach
     if on_status is not None:
         on_status(status)
     lm = dspy_lm(model, signature)
-    prompt_lm = dspy_lm(context.model if not search.proposer else _model(search.proposer), signature) \
-        if search.proposer else None
+    prompt_lm = dspy_lm(_model(search.proposer, context.settings), signature) if search.proposer else None
     train, dev = dspy_examples(signature, data.train), dspy_examples(signature, data.dev)
     high = signature.demo_range[1]
     try:
@@ -159,7 +158,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _model(name: str) -> Any:
+def _model(name: str, settings: Any) -> Any:
     from rosetta.providers.catalog import load_catalog
 
-    return load_catalog().resolve(name)
+    return load_catalog().resolve(name, unlisted=settings.unlisted_models)

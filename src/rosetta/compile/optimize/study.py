@@ -366,7 +366,7 @@ def _schema_output(model: str | None) -> bool:
     from rosetta.providers.catalog import resolve_model
 
     try:
-        return bool(resolve_model(model).capabilities.structured_output)
+        return bool(resolve_model(model, unlisted=True).capabilities.structured_output)
     except Exception:  # a name the catalog cannot place: ask in plain text
         return False
 
