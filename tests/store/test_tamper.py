@@ -1,9 +1,9 @@
 """Artifacts are what they claim: a property test tampers compiled artifacts in well over a hundred
 ways and checks that the strict runtime serves none of them and ``compile --check`` flags every one.
 
-Resealed edits of the prompt (a changed instruction with a recomputed ``content_sha256``) are
-caught by ``--check``, which renders the artifact again; the runtime checks seals and inputs only
-(it does not render), so those cases are checked against ``--check`` alone.
+Resealed edits of the prompt (a changed instruction with a recomputed ``content_sha256``) pass
+every check but one: rendering the artifact again from its sources, which ``--check`` and the
+strict runtime do.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ MODELS = ("anthropic/claude-sonnet-4-20250514", "openai/gpt-4o")
 
 
 def options(tree: Path, *, check: bool = False, adapter_dirs: tuple[Path, ...] = ()) -> CompileOptions:
-    return CompileOptions(out=tree / "compiled", root=tree, adapters=load_adapters(adapter_dirs), models=MODELS,
-                          check=check)
+    return CompileOptions(
+        out=tree / "compiled", root=tree, adapters=load_adapters(adapter_dirs), models=MODELS, check=check
+    )
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +57,7 @@ Tamper = Callable[[Path, Path], None]  # (project, artifact path) → edits file
 def text_edit(edit: Callable[[str], str]) -> Tamper:
     def apply(tree: Path, path: Path) -> None:
         path.write_bytes(edit(path.read_text(encoding="utf-8")).encode("utf-8"))
+
     return apply
 
 
@@ -67,7 +69,8 @@ def flip(offset: int) -> Callable[[str], str]:
     def edit(text: str) -> str:
         position = len(HEADER) + 80 + offset % (len(text) - len(HEADER) - 80)
         replacement = "X" if text[position] != "X" else "Y"
-        return text[:position] + replacement + text[position + 1:]
+        return text[:position] + replacement + text[position + 1 :]
+
     return edit
 
 
@@ -78,10 +81,14 @@ def tampers() -> Iterator[tuple[str, Tamper, bool]]:
         yield f"byte flip {n}", text_edit(flip(rng.randrange(10**6))), True
     for n in range(10):
         position = len(HEADER) + len("content_sha256: ") + rng.randrange(64)
-        yield f"seal digit {n}", text_edit(lambda t, p=position: t[:p] + ("0" if t[p] != "0" else "1") + t[p + 1:]), True
+        yield (
+            f"seal digit {n}",
+            text_edit(lambda t, p=position: t[:p] + ("0" if t[p] != "0" else "1") + t[p + 1 :]),
+            True,
+        )
     for n in range(12):
         cut = rng.random()
-        yield f"truncated at {cut:.2f}", text_edit(lambda t, c=cut: t[:int(len(t) * c)]), True
+        yield f"truncated at {cut:.2f}", text_edit(lambda t, c=cut: t[: int(len(t) * c)]), True
     yield "empty file", text_edit(lambda t: ""), True
     yield "seal removed", text_edit(lambda t: t.replace("content_sha256: ", "content_sha: ", 1)), True
     yield "not UTF-8", lambda tree, path: path.write_bytes(b"\xff\xfe\x00garbage" * 10), True
@@ -90,38 +97,69 @@ def tampers() -> Iterator[tuple[str, Tamper, bool]]:
     for key in ("format", "agent", "model", "adapter", "provenance", "prompt"):
         yield f"duplicate {key} key, resealed", resealed(lambda b, k=key: b + f"{k}: duplicate\n"), True
     yield "format 2, resealed", resealed(lambda b: b.replace("format: 1\n", "format: 2\n", 1)), True
-    yield "compiler version, resealed", resealed(lambda b: b.replace("compiler_version: ", "compiler_version: 9", 1)), True
+    yield (
+        "compiler version, resealed",
+        resealed(lambda b: b.replace("compiler_version: ", "compiler_version: 9", 1)),
+        True,
+    )
     yield "inputs hash, resealed", resealed(lambda b: _swap_hex(b, "inputs_sha256: ")), True
     yield "source hash, resealed", resealed(lambda b: _swap_hex(b, "source_sha256: ")), True
     yield "adapter hash, resealed", resealed(lambda b: _swap_hex(b, "adapter_sha256: ")), True
     yield "model hash, resealed", resealed(lambda b: _swap_hex(b, "model_sha256: ")), True
-    yield "source file list, resealed", resealed(lambda b: b.replace("- signatures/", "- signatures/../signatures/", 1)), True
-    yield "agent renamed, resealed", resealed(lambda b: b.replace("name: vuln-triage", "name: advisory-extractor", 1)), True
-    yield "model renamed, resealed", resealed(lambda b: b.replace("model: openai/gpt-4o", "model: openai/gpt-4o-mini",
-                                                                  1)), True
-    yield "another agent's artifact", lambda tree, path: shutil.copy(
-        tree / "compiled/advisory-extractor/openai/gpt-4o.yaml", path), True
-    yield "another model's artifact", lambda tree, path: shutil.copy(
-        tree / "compiled/vuln-triage/anthropic/claude-sonnet-4-20250514.yaml", path), True
-    yield "symlink to another agent's", lambda tree, path: _symlink(
-        path, tree / "compiled/advisory-extractor/openai/gpt-4o.yaml"), True
+    yield (
+        "source file list, resealed",
+        resealed(lambda b: b.replace("- signatures/", "- signatures/../signatures/", 1)),
+        True,
+    )
+    yield (
+        "agent renamed, resealed",
+        resealed(lambda b: b.replace("name: vuln-triage", "name: advisory-extractor", 1)),
+        True,
+    )
+    yield (
+        "model renamed, resealed",
+        resealed(lambda b: b.replace("model: openai/gpt-4o", "model: openai/gpt-4o-mini", 1)),
+        True,
+    )
+    yield (
+        "another agent's artifact",
+        lambda tree, path: shutil.copy(tree / "compiled/advisory-extractor/openai/gpt-4o.yaml", path),
+        True,
+    )
+    yield (
+        "another model's artifact",
+        lambda tree, path: shutil.copy(tree / "compiled/vuln-triage/anthropic/claude-sonnet-4-20250514.yaml", path),
+        True,
+    )
+    yield (
+        "symlink to another agent's",
+        lambda tree, path: _symlink(path, tree / "compiled/advisory-extractor/openai/gpt-4o.yaml"),
+        True,
+    )
     yield "symlink to a copy of itself", lambda tree, path: _symlink(path, _copy_aside(path)), True
     yield "agent folder is a symlink", _symlinked_folder, True
     yield "FIFO", lambda tree, path: (path.unlink(), os.mkfifo(path)), True
     yield "directory", lambda tree, path: (path.unlink(), path.mkdir()), True
-    yield "definition edited", lambda tree, path: _append(tree / "signatures/vuln-triage.md", "\nOne more rule.\n"), True
-    yield "definition's frontmatter edited", lambda tree, path: _replace_in(
-        tree / "signatures/vuln-triage.md", "version: ", "version: 9"), True
+    yield (
+        "definition edited",
+        lambda tree, path: _append(tree / "signatures/vuln-triage.md", "\nOne more rule.\n"),
+        True,
+    )
+    yield (
+        "definition's frontmatter edited",
+        lambda tree, path: _replace_in(tree / "signatures/vuln-triage.md", "version: ", "version: 9"),
+        True,
+    )
     yield "adapter overridden", _adapter_overridden, True
     for n in range(12):  # resealed edits of the prompt itself: only a fresh render tells
-        yield f"prompt edit {n}, resealed", resealed(lambda b, n=n: _edit_prompt(b, random.Random(n))), False
-    yield "temperature, resealed", resealed(lambda b: b.replace("temperature: 0", "temperature: 1", 1)), False
-    yield "warnings, resealed", resealed(lambda b: b.replace("warnings: []", "warnings: [fine]", 1)), False
+        yield f"prompt edit {n}, resealed", resealed(lambda b, n=n: _edit_prompt(b, random.Random(n))), True
+    yield "temperature, resealed", resealed(lambda b: b.replace("temperature: 0", "temperature: 1", 1)), True
+    yield "warnings, resealed", resealed(lambda b: b.replace("warnings: []", "warnings: [fine]", 1)), True
 
 
 def _swap_hex(body: str, label: str) -> str:
     start = body.index(label) + len(label)
-    return body[:start] + ("0" if body[start] != "0" else "1") + body[start + 1:]
+    return body[:start] + ("0" if body[start] != "0" else "1") + body[start + 1 :]
 
 
 def _edit_prompt(body: str, rng: random.Random) -> str:
@@ -170,6 +208,7 @@ def _adapter_overridden(tree: Path, path: Path) -> None:
 @contextmanager
 def no_hang(seconds: int = 10) -> Iterator[None]:
     """Fail instead of blocking forever (a FIFO opened for reading waits for a writer)."""
+
     def fail(*_: object) -> None:
         raise TimeoutError("blocked reading the artifact")
 
@@ -197,8 +236,9 @@ def test_tampered_artifact_is_never_served_and_always_flagged(project, tmp_path,
     tamper(tree, path)
     adapter_dirs = (tree / "adapters",) if (tree / "adapters").is_dir() else ()
     with no_hang():
-        report = compile_paths([tree / "signatures/vuln-triage.md"], options(tree, check=True,
-                                                                               adapter_dirs=adapter_dirs), jobs=1)
+        report = compile_paths(
+            [tree / "signatures/vuln-triage.md"], options(tree, check=True, adapter_dirs=adapter_dirs), jobs=1
+        )
         flagged = {r.model: r for r in report.results}
         assert flagged["openai/gpt-4o"].status is not Status.UP_TO_DATE, f"--check passed {name}"
         assert report.exit_code() == 1
@@ -232,7 +272,9 @@ def test_a_copied_artifact_is_refused_with_whose_it_is(project, tmp_path):
     """Issue 36, case 1: another agent's artifact copied in is refused, even found by its model line."""
     tree = tmp_path / "project"
     shutil.copytree(project, tree, symlinks=True)
-    shutil.copy(tree / "compiled/advisory-extractor/openai/gpt-4o.yaml", tree / "compiled/vuln-triage/openai/gpt-4o.yaml")
+    shutil.copy(
+        tree / "compiled/advisory-extractor/openai/gpt-4o.yaml", tree / "compiled/vuln-triage/openai/gpt-4o.yaml"
+    )
     agent = load("vuln-triage", project=tree)
     selection = agent.explain("openai/gpt-4o")
     assert selection.kind != "artifact" and "artifact of advisory-extractor on openai/gpt-4o" in selection.reason

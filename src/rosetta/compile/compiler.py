@@ -284,7 +284,7 @@ def _current_status(path: Path, inputs_sha: str) -> Status:
 def _build(file: Path, provenance: Provenance, signature: Any, model: Any, adapter: Any, path: Path,
            options: CompileOptions, outcome: FileOutcome) -> TargetResult:
     """Render the target and stage its artifact (published by :func:`compile_paths`)."""
-    from rosetta.compile.check import artifact_of
+    from rosetta.store.verify import artifact_of
     from rosetta.errors import RenderError
     from rosetta.render.render import render
     from rosetta.store.publish import stage

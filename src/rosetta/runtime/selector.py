@@ -1,8 +1,9 @@
 """Which prompt a model gets, and why: exact artifact ▸ family ▸ provider ▸ uncompiled render.
 
-An artifact is used only when the store has verified it (see :mod:`rosetta.store.lookup`: it is this
-agent's, for this model, sealed, and built from inputs that hash the same now); every fallback is logged once per (agent, model) with its reason, and ``strict`` turns
-fallbacks into errors. A ``<model>.rollout.yaml`` beside the exact model's artifact pins which
+An artifact is used only when the store has verified it (see :mod:`rosetta.store.lookup`: it is
+this agent's, for this model, sealed, and built from inputs that hash the same now; in strict mode,
+also what its definition renders to now); every fallback is logged once per (agent, model) with its
+reason, and ``strict`` turns fallbacks into errors. A ``<model>.rollout.yaml`` beside the exact model's artifact pins which
 version serves and may run an experiment: each user then gets the control or the treatment version,
 always the same one (see :mod:`rosetta.store.routing`). A rollout file that cannot be used is logged
 and ignored, never fatal (except in strict mode).
@@ -81,6 +82,8 @@ class Selector:
         reasons: list[str] = []
         for kind, model_id, path in self._candidates(target):
             artifact = self.shelf.verified(path)
+            if not isinstance(artifact, str) and strict and self.definition_path is not None:
+                artifact = self.shelf.differs_from_its_sources(path, self.definition_path) or artifact
             if isinstance(artifact, str):
                 reasons.append(f"{path.name} for {model_id}: {artifact}")
                 continue

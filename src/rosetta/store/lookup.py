@@ -5,9 +5,9 @@ An artifact is used only when it is a plain file (a symlink or FIFO is refused, 
 waited on), its seal opens the file and holds, it parses (duplicate keys included), it says it is
 this agent's artifact for the model its path names, and the inputs hash it records is what its
 inputs hash to now: the files it was built from, the adapter, the model's catalog entry, the
-compiler version and the project's section roles. Labeled datasets are checked by
-``rosetta compile --check``, not here: deployments rarely ship them, and the demos an optimized
-prompt uses are sealed inside it.
+compiler version and the project's section roles. In strict mode it must also be what its
+definition renders to now. Labeled datasets are checked by ``rosetta compile --check``, not here:
+deployments rarely ship them, and the demos an optimized prompt uses are sealed inside it.
 
 Indexing reads only each file's ``model:`` line; the full check happens on first use of an
 artifact and is cached, so repeated selections do no file I/O.
@@ -44,6 +44,7 @@ class Shelf:
         self.compiled_dir, self.root = dirs.compiled_dir, dirs.root
         self.artifacts = _index(self.compiled_dir, agent)  # model id → path (no parsing yet)
         self._verified: dict[Path, Artifact | str] = {}
+        self._rendered: dict[Path, str | None] = {}
 
     def verified(self, path: Path) -> Artifact | str:
         """The artifact at ``path``, or why it cannot be used (checked once)."""
@@ -75,6 +76,40 @@ class Shelf:
                     f"not of {self.agent} at this path (copied or moved?)")
         stale = self.stale_inputs(artifact)
         return f"stale: {stale}" if stale else artifact
+
+    def differs_from_its_sources(self, path: Path, definition: Path) -> str | None:
+        """Why the verified artifact at ``path`` is not what ``definition`` renders to now (None: it
+        is, byte for byte), checked once. Strict mode asks this before serving an artifact: a seal
+        recomputed after an edit passes every other check. An optimized artifact's demos come from
+        labeled data deployments rarely ship, so it is left to ``rosetta compile --check``."""
+        if path not in self._rendered:
+            self._rendered[path] = self._render_again(path, definition)
+        return self._rendered[path]
+
+    def _render_again(self, path: Path, definition: Path) -> str | None:
+        from rosetta.definition.loader import load_definition
+        from rosetta.errors import RosettaError
+        from rosetta.providers.adapter import load_adapters
+        from rosetta.providers.catalog import load_catalog
+        from rosetta.signature import lower
+        from rosetta.store.artifact import dump_artifact
+        from rosetta.store.verify import first_difference, render_again
+
+        artifact = self.verified(path)
+        if isinstance(artifact, str) or artifact.provenance.dataset_sha256:
+            return None
+        try:
+            signature = lower(load_definition(definition, root=self.root, section_roles=self.dirs.section_roles))
+            adapter = load_adapters([d for d in self.dirs.adapter_dirs if d.is_dir()])[artifact.adapter]
+            model = load_catalog().resolve(artifact.model, unlisted=True)
+            wanted = render_again(artifact, artifact.provenance, signature, model, adapter, signature.demos)
+        except (RosettaError, KeyError) as error:
+            return f"it cannot be rendered again from {definition.name} ({error})"
+        found = dump_artifact(artifact)
+        if wanted != found:
+            return (f"refused: it differs from what {definition.name} compiles to now, at "
+                    f"`{first_difference(wanted, found)}` (edited after compiling?)")
+        return None
 
     def stale_inputs(self, artifact: Artifact) -> str | None:
         """What changed among the artifact's inputs since it was compiled (None: nothing)."""
