@@ -25,11 +25,12 @@ def read_regular(path: str | os.PathLike[str]) -> str:
         raise NotRegularFile(f"{path} is {_describe(kind)}, not a regular file")
     handle = os.open(path, flags)
     with os.fdopen(handle, "rb") as stream:
-        if not stat.S_ISREG(os.fstat(handle).st_mode):  # swapped between lstat and open
+        opened = os.fstat(handle)
+        if not stat.S_ISREG(opened.st_mode):  # swapped between lstat and open
             raise NotRegularFile(f"{path} is not a regular file")
-        data = stream.read(MAX_READ + 1)
-    if len(data) > MAX_READ:
-        raise NotRegularFile(f"{path} is larger than {MAX_READ // (1024 * 1024)} MiB")
+        if opened.st_size > MAX_READ:
+            raise NotRegularFile(f"{path} is larger than {MAX_READ // (1024 * 1024)} MiB")
+        data = stream.read()
     return data.decode("utf-8")
 
 

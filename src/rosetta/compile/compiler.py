@@ -130,8 +130,13 @@ def compile_paths(paths: Iterable[str | os.PathLike[str]], options: CompileOptio
     outcomes.update((position, outcome) for (position, _, _), outcome in zip(pending, done, strict=True))
     ordered = [(found[position][0], outcomes[position]) for position in range(len(found))]
     clashes = _refuse_name_clashes(ordered)
+    if any(outcome.staged for _, outcome in ordered):
+        from rosetta.store.publish import locked
+
+        with locked(options.out):  # once for all: the renames are quick, the fsyncs happened while staging
+            for _, outcome in ordered:
+                _publish(outcome, options)
     for file, outcome in ordered:
-        _publish(outcome, options)
         key = relative_to(file, options.root)
         if file in clashes:
             index.pop(key, None)
@@ -179,12 +184,13 @@ def _refuse_name_clashes(ordered: list[tuple[Path, FileOutcome]]) -> set[Path]:
 
 
 def _publish(outcome: FileOutcome, options: CompileOptions) -> None:
-    """Move the file's staged artifacts into place (unless an identical one appeared meanwhile)."""
-    from rosetta.store.publish import commit
+    """Move the file's staged artifacts into place (unless an identical one appeared meanwhile);
+    the caller holds the tree's lock."""
+    from rosetta.store.publish import place
 
     for position, (staged, inputs_sha) in outcome.staged.items():
         try:
-            commit(staged, options.out, replace=lambda p=staged.path, i=inputs_sha: options.force or _current_status(
+            place(staged, options.out, replace=lambda p=staged.path, i=inputs_sha: options.force or _current_status(
                 p, i) is not Status.UP_TO_DATE)
         except RosettaError as failure:
             result = outcome.results[position]

@@ -53,12 +53,17 @@ def commit(staged: Staged, out: Path, *, replace: Callable[[], bool] = lambda: T
 
     The artifact it replaces, when its content differs, is kept as a version beside it
     (:func:`rosetta.store.versions.retain`): rollouts pin versions, and A/B tests need both."""
+    with locked(out):
+        place(staged, out, replace=replace)
+
+
+def place(staged: Staged, out: Path, *, replace: Callable[[], bool] = lambda: True) -> None:
+    """:func:`commit` for a caller that holds :func:`locked` already (one lock for many artifacts)."""
     try:
-        with locked(out):
-            if replace():
-                inside(staged.path, out)
-                retain(staged.path, staged.text)
-                os.replace(staged.temporary, staged.path)
+        if replace():
+            inside(staged.path, out)
+            retain(staged.path, staged.text)
+            os.replace(staged.temporary, staged.path)
     finally:
         staged.temporary.unlink(missing_ok=True)
 
