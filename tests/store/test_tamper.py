@@ -74,87 +74,77 @@ def flip(offset: int) -> Callable[[str], str]:
     return edit
 
 
-def tampers() -> Iterator[tuple[str, Tamper, bool]]:
-    """(name, tamper, whether the runtime must refuse it too) — well over a hundred of them."""
+def tampers() -> Iterator[tuple[str, Tamper]]:
+    """(name, tamper) — well over a hundred of them."""
     rng = random.Random(36)
     for n in range(40):
-        yield f"byte flip {n}", text_edit(flip(rng.randrange(10**6))), True
+        yield f"byte flip {n}", text_edit(flip(rng.randrange(10**6)))
     for n in range(10):
         position = len(HEADER) + len("content_sha256: ") + rng.randrange(64)
         yield (
             f"seal digit {n}",
             text_edit(lambda t, p=position: t[:p] + ("0" if t[p] != "0" else "1") + t[p + 1 :]),
-            True,
         )
     for n in range(12):
         cut = rng.random()
-        yield f"truncated at {cut:.2f}", text_edit(lambda t, c=cut: t[: int(len(t) * c)]), True
-    yield "empty file", text_edit(lambda t: ""), True
-    yield "seal removed", text_edit(lambda t: t.replace("content_sha256: ", "content_sha: ", 1)), True
-    yield "not UTF-8", lambda tree, path: path.write_bytes(b"\xff\xfe\x00garbage" * 10), True
-    yield "line above the seal", text_edit(lambda t: "prompt: {}\n" + t), True
-    yield "key between header and seal", text_edit(lambda t: t.replace(HEADER, HEADER + "prompt: {}\n", 1)), True
+        yield f"truncated at {cut:.2f}", text_edit(lambda t, c=cut: t[: int(len(t) * c)])
+    yield "empty file", text_edit(lambda t: "")
+    yield "seal removed", text_edit(lambda t: t.replace("content_sha256: ", "content_sha: ", 1))
+    yield "not UTF-8", lambda tree, path: path.write_bytes(b"\xff\xfe\x00garbage" * 10)
+    yield "line above the seal", text_edit(lambda t: "prompt: {}\n" + t)
+    yield "key between header and seal", text_edit(lambda t: t.replace(HEADER, HEADER + "prompt: {}\n", 1))
     for key in ("format", "agent", "model", "adapter", "provenance", "prompt"):
-        yield f"duplicate {key} key, resealed", resealed(lambda b, k=key: b + f"{k}: duplicate\n"), True
-    yield "format 2, resealed", resealed(lambda b: b.replace("format: 1\n", "format: 2\n", 1)), True
+        yield f"duplicate {key} key, resealed", resealed(lambda b, k=key: b + f"{k}: duplicate\n")
+    yield "format 2, resealed", resealed(lambda b: b.replace("format: 1\n", "format: 2\n", 1))
     yield (
         "compiler version, resealed",
         resealed(lambda b: b.replace("compiler_version: ", "compiler_version: 9", 1)),
-        True,
     )
-    yield "inputs hash, resealed", resealed(lambda b: _swap_hex(b, "inputs_sha256: ")), True
-    yield "source hash, resealed", resealed(lambda b: _swap_hex(b, "source_sha256: ")), True
-    yield "adapter hash, resealed", resealed(lambda b: _swap_hex(b, "adapter_sha256: ")), True
-    yield "model hash, resealed", resealed(lambda b: _swap_hex(b, "model_sha256: ")), True
+    yield "inputs hash, resealed", resealed(lambda b: _swap_hex(b, "inputs_sha256: "))
+    yield "source hash, resealed", resealed(lambda b: _swap_hex(b, "source_sha256: "))
+    yield "adapter hash, resealed", resealed(lambda b: _swap_hex(b, "adapter_sha256: "))
+    yield "model hash, resealed", resealed(lambda b: _swap_hex(b, "model_sha256: "))
     yield (
         "source file list, resealed",
         resealed(lambda b: b.replace("- signatures/", "- signatures/../signatures/", 1)),
-        True,
     )
     yield (
         "agent renamed, resealed",
         resealed(lambda b: b.replace("name: vuln-triage", "name: advisory-extractor", 1)),
-        True,
     )
     yield (
         "model renamed, resealed",
         resealed(lambda b: b.replace("model: openai/gpt-4o", "model: openai/gpt-4o-mini", 1)),
-        True,
     )
     yield (
         "another agent's artifact",
         lambda tree, path: shutil.copy(tree / "compiled/advisory-extractor/openai/gpt-4o.yaml", path),
-        True,
     )
     yield (
         "another model's artifact",
         lambda tree, path: shutil.copy(tree / "compiled/vuln-triage/anthropic/claude-sonnet-4-20250514.yaml", path),
-        True,
     )
     yield (
         "symlink to another agent's",
         lambda tree, path: _symlink(path, tree / "compiled/advisory-extractor/openai/gpt-4o.yaml"),
-        True,
     )
-    yield "symlink to a copy of itself", lambda tree, path: _symlink(path, _copy_aside(path)), True
-    yield "agent folder is a symlink", _symlinked_folder, True
-    yield "FIFO", lambda tree, path: (path.unlink(), os.mkfifo(path)), True
-    yield "directory", lambda tree, path: (path.unlink(), path.mkdir()), True
+    yield "symlink to a copy of itself", lambda tree, path: _symlink(path, _copy_aside(path))
+    yield "agent folder is a symlink", _symlinked_folder
+    yield "FIFO", lambda tree, path: (path.unlink(), os.mkfifo(path))
+    yield "directory", lambda tree, path: (path.unlink(), path.mkdir())
     yield (
         "definition edited",
         lambda tree, path: _append(tree / "signatures/vuln-triage.md", "\nOne more rule.\n"),
-        True,
     )
     yield (
         "definition's frontmatter edited",
         lambda tree, path: _replace_in(tree / "signatures/vuln-triage.md", "version: ", "version: 9"),
-        True,
     )
-    yield "adapter overridden", _adapter_overridden, True
+    yield "adapter overridden", _adapter_overridden
     for n in range(12):  # resealed edits of the prompt itself: only a fresh render tells
-        yield f"prompt edit {n}, resealed", resealed(lambda b, n=n: _edit_prompt(b, random.Random(n))), True
-    yield "temperature, resealed", resealed(lambda b: b.replace("temperature: 0", "temperature: 1", 1)), True
-    yield "warnings, resealed", resealed(lambda b: b.replace("warnings: []", "warnings: [fine]", 1)), True
+        yield f"prompt edit {n}, resealed", resealed(lambda b, n=n: _edit_prompt(b, random.Random(n)))
+    yield "temperature, resealed", resealed(lambda b: b.replace("temperature: 0", "temperature: 1", 1))
+    yield "warnings, resealed", resealed(lambda b: b.replace("warnings: []", "warnings: [fine]", 1))
 
 
 def _swap_hex(body: str, label: str) -> str:
@@ -225,11 +215,11 @@ CASES = list(tampers())
 
 
 def test_there_are_over_a_hundred_distinct_tampers():
-    assert len(CASES) >= 100 and len({name for name, _, _ in CASES}) == len(CASES)
+    assert len(CASES) >= 100 and len({name for name, _ in CASES}) == len(CASES)
 
 
-@pytest.mark.parametrize(("name", "tamper", "runtime_refuses"), CASES, ids=[name for name, _, _ in CASES])
-def test_tampered_artifact_is_never_served_and_always_flagged(project, tmp_path, name, tamper, runtime_refuses):
+@pytest.mark.parametrize(("name", "tamper"), CASES, ids=[name for name, _ in CASES])
+def test_tampered_artifact_is_never_served_and_always_flagged(project, tmp_path, name, tamper):
     tree = tmp_path / "project"
     shutil.copytree(project, tree, symlinks=True)
     path = tree / "compiled/vuln-triage/openai/gpt-4o.yaml"
@@ -242,11 +232,10 @@ def test_tampered_artifact_is_never_served_and_always_flagged(project, tmp_path,
         flagged = {r.model: r for r in report.results}
         assert flagged["openai/gpt-4o"].status is not Status.UP_TO_DATE, f"--check passed {name}"
         assert report.exit_code() == 1
-        if runtime_refuses:
-            agent = load("vuln-triage", project=tree, strict=True)
-            with pytest.raises(RosettaError) as refused:
-                agent.prompt_for("openai/gpt-4o")
-            assert "vuln-triage on openai/gpt-4o" in str(refused.value)
+        agent = load("vuln-triage", project=tree, strict=True)
+        with pytest.raises(RosettaError) as refused:
+            agent.prompt_for("openai/gpt-4o")
+        assert "vuln-triage on openai/gpt-4o" in str(refused.value)
 
 
 def test_untouched_artifacts_pass_both(project, tmp_path):

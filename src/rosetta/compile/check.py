@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rosetta.errors import RosettaError
 from rosetta.store.artifact import Artifact, ArtifactError, Provenance, changed_inputs, parse_artifact
 from rosetta.store.verify import first_difference, render_again
 
@@ -49,8 +50,8 @@ def check_target(path: Path, expected: Provenance, signature: Any, model: Any, a
         return ("stale", f"{note}; run `{rebuild}`") if note else ("up to date", "")
     try:
         wanted = render_again(artifact, expected, signature, model, adapter, demos)
-    except Exception as exc:  # noqa: BLE001 (a knob the renderer refuses now is a finding, not a crash)
-        return "up to date", f"seal and inputs verified; the prompt was not rendered again: {exc}"
+    except RosettaError as error:  # e.g. demos a search generated (bootstrapped), which no source holds
+        return "up to date", f"seal and inputs verified; the prompt was not rendered again: {error.problems[0].message}"
     if wanted != text:
         return "invalid", (f"differs from what its sources compile to now, at `{first_difference(wanted, text)}` "
                            f"(edited after compiling, or rendered by an older rosetta); run `{rebuild}`")

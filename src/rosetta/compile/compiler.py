@@ -230,6 +230,7 @@ def _settle_from_index(file: Path, entry: IndexEntry, options: CompileOptions) -
 
 def _compile_file(file: Path, error: DefinitionError | None, options: CompileOptions) -> FileOutcome:
     from rosetta.compile.check import check_target
+    from rosetta.compile.optimize.labeled import default_location
     from rosetta.definition.formats import SIDECAR_SUFFIXES, stem_of
     from rosetta.definition.loader import load_definition
     from rosetta.providers.catalog import load_catalog
@@ -250,10 +251,8 @@ def _compile_file(file: Path, error: DefinitionError | None, options: CompileOpt
     probes = tuple(relative_to(file.with_name(stem_of(file) + suffix), options.root) for suffix in SIDECAR_SUFFIXES
                    if relative_to(file.with_name(stem_of(file) + suffix), options.root) not in source_files)
     outcome = FileOutcome([], IndexEntry(signature.name, source_files, probes, source_sha, preferences))
-    configured = definition.spec.evaluation.dataset
-    dataset = None if options.datasets_dir is None else (
-        configured if configured and configured.startswith("hub:") else
-        str((options.root / configured).resolve()) if configured else str(options.datasets_dir / signature.name))
+    dataset = None if options.datasets_dir is None else default_location(
+        options.datasets_dir, signature.name, definition.spec.evaluation.dataset, options.root)
     for name in dict.fromkeys(targets):  # keep order, drop duplicates
         try:
             model = load_catalog().resolve(name, adapters, unlisted=options.unlisted)

@@ -144,7 +144,7 @@ class Catalog:
             if guessed is not None:
                 return guessed
         close = difflib.get_close_matches(key, list(table), n=5, cutoff=0.5)
-        hints = [("nearest catalog names: " + ", ".join(close)) if close else "run `rosetta models` to list the catalog"]
+        hints = ["nearest catalog names: " + ", ".join(close) if close else "run `rosetta models` to list the catalog"]
         if "/" in key:
             hints.append(f"to run a model outside the catalog, add {name.strip()!r} (or a pattern such as "
                          f"'{key.split('/', 1)[0]}/*') to unlisted_models in [tool.rosetta], or pass --unlisted")
