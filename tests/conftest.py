@@ -52,7 +52,7 @@ output:
 portability:
   enabled: true
   minimum_context_window: 8000
-  model_preferences: [anthropic/claude-sonnet-4, openai/gpt-4o]
+  model_preferences: [anthropic/claude-sonnet-5-5, openai/gpt-4o]
   reasoning_strategy: adaptive
   body_format: markdown
 ---

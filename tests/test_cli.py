@@ -119,6 +119,31 @@ def test_models_lists_the_catalog(cli):
     assert cli("models").exit_code == 0
 
 
+def test_models_shows_each_models_status_and_replacement(cli):
+    rows = {r["id"]: r for r in json.loads(cli("models", "-f", "json").stdout)}
+    assert rows["anthropic/claude-sonnet-5-5"]["status"] == "current"
+    retired = rows["anthropic/claude-sonnet-4-20250514"]
+    assert retired["status"] == "retired" and retired["replacement"] == "anthropic/claude-sonnet-5-5"
+    assert retired["retires"] == "2026-10-14"
+    text = cli("models").stdout
+    assert "retired" in text and "reviewed 2026-11-26" in " ".join(text.split())
+
+
+def test_doctor_lists_artifacts_compiled_for_retired_models(cli, tree, monkeypatch):
+    monkeypatch.chdir(tree)
+    assert cli("compile", "signatures/vuln-triage.md", "-m", "sonnet").exit_code == 0
+    current = tree / "compiled/vuln-triage/anthropic/claude-sonnet-5-5.yaml"
+    old = current.with_name("claude-sonnet-4-20250514.yaml")  # as an older rosetta left it
+    old.write_text(current.read_text().replace("model: anthropic/claude-sonnet-5-5",
+                                               "model: anthropic/claude-sonnet-4-20250514"))
+    result = cli("doctor")
+    assert result.exit_code == 0
+    squashed = " ".join(result.output.split())
+    assert "vuln-triage on anthropic/claude-sonnet-4-20250514: retired 2026-10-14, replace with " \
+           "anthropic/claude-sonnet-5-5" in squashed
+    assert "claude-sonnet-4-20250514.yaml" in "".join(squashed.split()) and "5-5.yaml" not in squashed
+
+
 def test_render_shows_the_prompt_with_inputs_filled(cli):
     from conftest import REPO
 
@@ -136,7 +161,7 @@ def test_render_formats_and_manual_mode(cli, tmp_path):
 
     agent = REPO / "signatures" / "vuln-triage.md"
     data = json.loads(cli("render", agent, "-m", "sonnet", "-f", "json").stdout)
-    assert data["system"].startswith("<role>") and data["structured_output"] == "forced_tool"
+    assert data["system"].startswith("<role>") and data["structured_output"] == "output_config"
     assert yaml.safe_load(cli("render", agent, "-m", "sonnet", "-f", "yaml").stdout)["adapter"] == "anthropic"
     (tmp_path / "report.txt").write_text("heap overflow in parser")
     manual = cli("render", agent, "-m", "openai/gpt-4o", "--manual", "-i", f"report=@{tmp_path / 'report.txt'}")
@@ -166,7 +191,7 @@ def test_compile_check_show_and_diff(cli, tree, monkeypatch):
     assert "6 up to date" in again.stdout
     assert cli("compile", "--check", "-m", "sonnet", "-m", "openai/gpt-4o").exit_code == 0
     shown = cli("show", "vuln-triage", "--model", "opus")
-    assert shown.exit_code == 0 and "family" in shown.stdout and "claude-sonnet-4" in shown.stdout
+    assert shown.exit_code == 0 and "family" in shown.stdout and "claude-sonnet-5-5" in shown.stdout
     diff = cli("diff", "vuln-triage", "-m", "sonnet", "-m", "openai/gpt-4o")
     assert diff.exit_code == 0 and "-<role>" in diff.stdout and "+## Role" in diff.stdout
     assert cli("diff", "vuln-triage", "-m", "sonnet").exit_code == 2

@@ -31,14 +31,14 @@ def test_compile_writes_one_sealed_artifact_per_agent_and_model(tree):
     report = compile_tree(tree)
     assert report.count(Status.WRITTEN) == 12 and report.exit_code() == 0
     files = artifacts(tree)
-    assert "vuln-triage/anthropic/claude-sonnet-4-20250514.yaml" in files
+    assert "vuln-triage/anthropic/claude-sonnet-5-5.yaml" in files
     assert "code-reviewer/ollama_chat/llama3.1.yaml" in files
     text = files["vuln-triage/openai/gpt-4o.yaml"].decode()
     assert read_header(text).intact
     artifact = parse_artifact(text, path="x")
     assert artifact.prompt.system.startswith("## Role") and artifact.provenance.source_files == (
         "signatures/vuln-triage.md",)
-    claude = parse_artifact(files["code-reviewer/anthropic/claude-sonnet-4-20250514.yaml"].decode(), path="x")
+    claude = parse_artifact(files["code-reviewer/anthropic/claude-sonnet-5-5.yaml"].decode(), path="x")
     assert claude.provenance.source_files == ("signatures/code-reviewer.md", "signatures/code-reviewer.governance.yaml")
     assert "\n  system: |" in text  # long texts as block scalars
     assert str(tree) not in text  # no absolute paths
@@ -143,7 +143,7 @@ def test_a_new_sidecar_invalidates_the_index(tree):
     (tree / "signatures" / "vuln-triage.governance.yaml").write_text("review: {owner: secops}\n")
     report = compile_tree(tree, models=("sonnet",))
     assert {r.agent for r in report.results if r.status is Status.WRITTEN} == {"vuln-triage"}
-    text = (tree / "compiled" / "vuln-triage" / "anthropic" / "claude-sonnet-4-20250514.yaml").read_text()
+    text = (tree / "compiled" / "vuln-triage" / "anthropic" / "claude-sonnet-5-5.yaml").read_text()
     assert "signatures/vuln-triage.governance.yaml" in text
 
 

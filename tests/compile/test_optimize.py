@@ -306,6 +306,38 @@ def test_plain_compile_keeps_the_optimized_artifact_and_new_data_searches_again(
     assert run(toy).status == "written"
 
 
+def test_an_edit_that_leaves_the_prompt_as_it_was_carries_the_optimized_artifact_over(toy: Path,
+                                                                                      cli: object) -> None:
+    """Moving model_preferences (here: adding a second model) changes the source hash, not the
+    prompt: the search and its scores carry over instead of costing another search."""
+    run(toy)
+    before = parse_artifact((toy / ARTIFACT).read_text(), path="before")
+    definition = toy / "signatures" / "toy-sorter.md"
+    definition.write_text(definition.read_text().replace("model_preferences: [scripted/toy]",
+                                                         "model_preferences: [scripted/toy, scripted/other]"))
+    calls = calls_made()
+    result = cli("-C", toy, "compile", definition, "--model", "scripted/toy")
+    assert result.exit_code == 0 and "carried over" in result.output and calls_made() == calls
+    after = parse_artifact((toy / ARTIFACT).read_text(), path="after")
+    assert after.prompt == before.prompt and after.provenance.scores == before.provenance.scores
+    assert after.provenance.source_sha256 != before.provenance.source_sha256
+    assert "carried over" in after.provenance.optimizer["notes"][-1]
+    assert cli("-C", toy, "compile", definition, "--model", "scripted/toy", "--check").exit_code == 0
+
+
+def test_an_edit_that_changes_the_prompt_leaves_the_optimized_artifact_stale_not_replaced(toy: Path,
+                                                                                       cli: object) -> None:
+    run(toy)
+    optimized = (toy / ARTIFACT).read_bytes()
+    definition = toy / "signatures" / "toy-sorter.md"
+    definition.write_text(definition.read_text().replace("JSON with a `label`.", "JSON with a `label`, lower case."))
+    result = cli("-C", toy, "compile", definition, "--model", "scripted/toy")
+    assert result.exit_code == 1 and "stale" in result.output and "--optimize" in result.output
+    assert (toy / ARTIFACT).read_bytes() == optimized  # never silently replaced by an unoptimized render
+    forced = cli("-C", toy, "compile", definition, "--model", "scripted/toy", "--force")
+    assert forced.exit_code == 0 and not parse_artifact((toy / ARTIFACT).read_text(), path="x").provenance.optimizer
+
+
 def test_killed_study_resumes_losing_at_most_the_call_in_flight(toy: Path, tmp_path: Path) -> None:
     reference = tmp_path / "reference"
     reference.mkdir()

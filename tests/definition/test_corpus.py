@@ -113,10 +113,17 @@ def test_markers_name_known_rules():
 # -- lint ------------------------------------------------------------------------------------
 
 
-def test_lint_reports_no_errors():
-    errors = [f"{_rel(f.file)}:{f.line} {f.id} [{f.field}] {f.message}"
-              for d in _definitions() for f in _findings(d.source.path) if f.severity is Severity.ERROR]
+def test_lint_reports_no_errors_but_retired_models():
+    """The corpus was written for the models of its day: a preference for a model its vendor has
+    since retired is the one error (RS-005), and it names the replacement."""
+    errors, retired = [], []
+    for definition in _definitions():
+        for f in _findings(definition.source.path):
+            if f.severity is Severity.ERROR:
+                found = f"{_rel(f.file)}:{f.line} {f.id} [{f.field}] {f.message}"
+                (retired if f.id == "RS-005" else errors).append(found)
     assert not errors, f"{len(errors)} error findings in the corpus:\n" + "\n".join(errors)
+    assert retired and all("was retired on" in e and "; use anthropic/claude-" in e for e in retired), retired
 
 
 def test_warnings_are_exactly_the_marked_lines():

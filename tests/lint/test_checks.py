@@ -89,7 +89,7 @@ def test_pv005_allows_cot_with_explicit_cot_and_in_code(portable):
 def test_pv006_warns_on_vendor_shorthand_model(write):
     path = write("x.md", "---\nname: x\nmodel: sonnet\n---\nbody\n")
     (finding,) = _findings(path, "PV-006")
-    assert finding.severity is Severity.WARNING and "anthropic/claude-sonnet-4" in finding.remediation
+    assert finding.severity is Severity.WARNING and "'anthropic/claude-sonnet'" in finding.remediation
     assert finding.line == 3
 
 
@@ -133,3 +133,31 @@ def test_input_names_must_be_identifiers(write):
     with pytest.raises(DefinitionError) as caught:
         load_definition(write("x.md", "---\nname: x\ninputs:\n  bad-name: {type: string}\n---\nbody\n"))
     assert "identifier" in caught.value.problems[0].message
+
+
+def test_rs005_a_retired_preference_is_an_error_naming_the_replacement(portable):
+    findings = _findings(portable("old", {"anthropic/claude-sonnet-5-5": "anthropic/claude-sonnet-4-20250514"}),
+                         "RS-005")
+    (finding,) = findings
+    assert finding.severity is Severity.ERROR and finding.line == 20
+    assert "retired on 2026-10-14" in finding.message and "anthropic/claude-sonnet-5-5" in finding.remediation
+
+
+def test_rs005_a_deprecated_preference_is_a_warning_with_its_date(portable, monkeypatch):
+    import datetime
+
+    import rosetta.providers.catalog as catalog_module
+
+    class Before(datetime.date):  # the day before Claude Sonnet 4's retirement
+        @classmethod
+        def today(cls):
+            return cls(2026, 10, 13)
+
+    monkeypatch.setattr(catalog_module.datetime, "date", Before)
+    (finding,) = _findings(portable("old", {"anthropic/claude-sonnet-5-5": "anthropic/claude-sonnet-4"}), "RS-005")
+    assert finding.severity is Severity.WARNING
+    assert "retires on 2026-10-14" in finding.message and "'anthropic/claude-sonnet-4'" in finding.message
+
+
+def test_rs005_leaves_unknown_models_to_compile(portable):
+    assert _findings(portable("new", {"anthropic/claude-sonnet-5-5": "acme/brand-new-model"}), "RS-005") == []

@@ -18,7 +18,7 @@ from rosetta.errors import UsageError
 matplotlib.use("Agg")
 
 AGENT = "signatures/toy-sorter.md"
-MODELS = ["scripted/toy", "anthropic/claude-sonnet-4", "openai/gpt-4o", "gemini/gemini-2.5-pro"]
+MODELS = ["scripted/toy", "anthropic/claude-sonnet-5-5", "openai/gpt-4o", "gemini/gemini-2.5-pro"]
 
 
 @pytest.fixture(autouse=True)
@@ -37,11 +37,11 @@ def toy(tmp_path: Path) -> Path:
 def test_render_table_has_one_row_per_model_with_each_providers_decisions(toy: Path) -> None:
     table = nb.render_table(toy / AGENT, MODELS)
     # canonical ids, in the order asked
-    assert list(table["model"]) == ["scripted/toy", "anthropic/claude-sonnet-4-20250514", "openai/gpt-4o",
+    assert list(table["model"]) == ["scripted/toy", "anthropic/claude-sonnet-5-5", "openai/gpt-4o",
                                     "gemini/gemini-2.5-pro"]
     by_model = table.set_index("model")
-    assert by_model.loc["anthropic/claude-sonnet-4-20250514", "structured_output"] == "forced_tool"
-    assert by_model.loc["anthropic/claude-sonnet-4-20250514", "delimiter"] == "xml"
+    assert by_model.loc["anthropic/claude-sonnet-5-5", "structured_output"] == "output_config"
+    assert by_model.loc["anthropic/claude-sonnet-5-5", "delimiter"] == "xml"
     assert by_model.loc["openai/gpt-4o", "structured_output"] == "json_schema_strict"
     assert (table["tokens"] > 0).all() and (table["error"] == "").all()
     assert set(table.columns) >= {"adapter", "system_placement", "demos", "warnings", "reasoning"}
@@ -63,7 +63,7 @@ def test_render_show_prompts_and_diff(toy: Path) -> None:
     plain = nb.render(toy / AGENT, "openai/gpt-4o")
     xml = nb.render(toy / AGENT, "openai/gpt-4o", delimiter="xml")
     assert plain.knobs.delimiter.value == "markdown" and xml.knobs.delimiter.value == "xml"
-    view = nb.show_prompts(nb.load(toy / AGENT), ["anthropic/claude-sonnet-4", "openai/gpt-4o"],
+    view = nb.show_prompts(nb.load(toy / AGENT), ["anthropic/claude-sonnet-5-5", "openai/gpt-4o"],
                            inputs={"text": "a note about <hats>"})
     assert view._repr_html_().count('class="column"') == 2
     assert "a note about &lt;hats&gt;" in view._repr_html_() and "a note about <hats>" in repr(view)

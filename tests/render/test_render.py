@@ -40,7 +40,7 @@ def test_reasoning_is_injected_for_open_models_only_under_adaptive(triage):
     instruction = "step by step"
     assert instruction not in render(triage, "sonnet").system
     assert instruction in render(triage, "ollama/llama3.1").system
-    assert instruction in render(triage, "haiku").system  # mid class
+    assert instruction in render(triage, "gpt-mini").system  # mid class, no reasoning of its own
     assert instruction not in render(triage, "ollama/llama3.1", Knobs(reasoning=False)).system
     assert instruction in render(triage, "sonnet", Knobs(reasoning=True)).system
 
@@ -63,8 +63,10 @@ def test_explicit_cot_and_none_strategies():
 
 def test_structured_output_mechanism_per_adapter(triage):
     claude = render(triage, "sonnet").to_litellm({"report": "r"})
-    assert claude["tool_choice"] == {"type": "function", "function": {"name": "respond"}}
-    assert claude["tools"][0]["function"]["parameters"]["properties"]["severity"]["enum"]
+    assert claude["output_config"]["format"]["schema"]["properties"]["severity"]["enum"] and "tools" not in claude
+    forced = render(triage, "sonnet", Knobs(structured_output="forced_tool")).to_litellm({"report": "r"})
+    assert forced["tool_choice"] == {"type": "function", "function": {"name": "respond"}}
+    assert forced["tools"][0]["function"]["parameters"]["properties"]["severity"]["enum"]
     gpt = render(triage, "openai/gpt-4o").to_litellm({"report": "r"})
     assert gpt["response_format"]["json_schema"]["strict"] is True
     gemini = render(triage, "gemini/2.5-pro")

@@ -42,9 +42,9 @@ def test_openai_strict_refuses_what_it_cannot_express(keyword, schema):
 
 
 def test_anthropic_inlines_refs_and_moves_constraints_into_descriptions():
-    schema, _ = inline_refs(NESTED, "anthropic/claude-sonnet-4-20250514")
+    schema, _ = inline_refs(NESTED, "anthropic/claude-sonnet-5-5")
     assert "$defs" not in schema and schema["properties"]["affected"]["items"]["properties"]["name"]
-    schema, _ = constraints_to_descriptions(schema, "anthropic/claude-sonnet-4-20250514")
+    schema, _ = constraints_to_descriptions(schema, "anthropic/claude-sonnet-5-5")
     score = schema["properties"]["score"]
     assert "minimum" not in score and "minimum 0" in score["description"] and "maximum 10" in score["description"]
 

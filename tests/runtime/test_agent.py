@@ -29,8 +29,8 @@ def compiled(tree):
 
 def test_exact_artifact_is_used(compiled):
     agent = load("vuln-triage", project=compiled)
-    selection = agent.explain("anthropic/claude-sonnet-4")
-    assert selection.kind == "artifact" and selection.artifact.endswith("claude-sonnet-4-20250514.yaml")
+    selection = agent.explain("anthropic/claude-sonnet-5-5")
+    assert selection.kind == "artifact" and selection.artifact.endswith("claude-sonnet-5-5.yaml")
     assert agent.prompt_for("sonnet").system.startswith("<role>")
 
 
@@ -38,7 +38,7 @@ def test_fallback_order_family_provider_uncompiled(compiled, caplog):
     agent = load("vuln-triage", project=compiled)
     with caplog.at_level(logging.WARNING, logger="rosetta.runtime"):
         family = agent.explain("opus")  # same family (claude) as the sonnet artifact
-        assert family.kind == "family" and family.prompt.model == "anthropic/claude-opus-4-20250514"
+        assert family.kind == "family" and family.prompt.model == "anthropic/claude-opus-5-5"
         provider = agent.explain("o3")  # openai provider, o-series family
         assert provider.kind == "provider" and provider.prompt.model == "openai/o3"
         uncompiled = agent.explain("gemini/2.5-pro")
@@ -51,7 +51,7 @@ def test_each_fallback_is_logged_once_per_agent_and_model(compiled, caplog):
     with caplog.at_level(logging.WARNING, logger="rosetta.runtime"):
         for _ in range(3):
             agent.prompt_for("opus")
-    assert caplog.text.count("claude-opus-4") == 2  # one record naming the model twice (target, reason)
+    assert caplog.text.count("claude-opus-5-5") == 2  # one record naming the model twice (target, reason)
     assert len(caplog.records) == 1
 
 
@@ -65,7 +65,7 @@ def test_strict_mode_raises_instead_of_falling_back(compiled):
 
 
 def test_tampered_artifact_is_never_used(compiled, caplog):
-    path = compiled / "compiled" / "vuln-triage" / "anthropic" / "claude-sonnet-4-20250514.yaml"
+    path = compiled / "compiled" / "vuln-triage" / "anthropic" / "claude-sonnet-5-5.yaml"
     path.write_text(path.read_text().replace("critical", "harmless", 1))
     agent = load("vuln-triage", project=compiled)
     selection = agent.explain("sonnet")

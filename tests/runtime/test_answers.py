@@ -8,7 +8,7 @@ import pytest
 
 from conftest import REPO
 from rosetta.definition import load_definition
-from rosetta.render import render
+from rosetta.render import Knobs, render
 from rosetta.runtime.answers import (
     MAX_ANSWER_CHARS,
     MAX_DEPTH,
@@ -42,8 +42,14 @@ def test_native_schema_answer(triage):
     assert answer.valid and answer.data == GOOD
 
 
-def test_forced_tool_call_arguments(triage):
+def test_output_config_answer_is_the_message_text(triage):
     prompt = render(triage, "sonnet")
+    answer = read_answer(answer_text(complete(prompt, mock_response=json.dumps(GOOD)), prompt), prompt)
+    assert answer.valid and answer.data == GOOD
+
+
+def test_forced_tool_call_arguments(triage):
+    prompt = render(triage, "claude-sonnet-4-6", Knobs(structured_output="forced_tool"))
     call = {"id": "c1", "type": "function", "function": {"name": "respond", "arguments": json.dumps(GOOD)}}
     message = complete(prompt, mock_tool_calls=[call])
     answer = read_answer(answer_text(message, prompt), prompt)

@@ -55,17 +55,17 @@ def test_the_first_turn_may_fall_back_but_later_turns_never_switch(agent):
     with FaultServer(script) as server:
         chat = agent.chat("openai/gpt-4o", fallbacks=["sonnet"])
         first = chat.send(REPORT, **connection(server))
-        assert first.model == "anthropic/claude-sonnet-4-20250514" and chat.model == first.model
+        assert first.model == "anthropic/claude-sonnet-5-5" and chat.model == first.model
         history = json.loads(chat.to_json())
         with pytest.raises(ModelCallError):
             chat.send("And if the form is behind a VPN?", **connection(server))
     # the failed turn went to Claude only (its Messages API), and left the conversation as it was
     assert all(r["path"].endswith("/messages") for r in server.requests[2:])
     assert json.loads(chat.to_json()) == history
-    # Claude's own compiled prompt began the history, and its forced respond tool carried the answer
+    # Claude's own compiled prompt began the history, and its native structured output shaped the answer
     assert chat.messages[:-1] == agent.prompt_for("sonnet").messages(REPORT) != agent.prompt_for(
         "openai/gpt-4o").messages(REPORT)
-    assert server.requests[2]["body"]["tool_choice"]["name"] == "respond"
+    assert server.requests[2]["body"]["output_config"]["format"]["type"] == "json_schema"
 
 
 def test_saved_conversations_resume_in_another_process(agent, tree):

@@ -23,7 +23,7 @@ REPORT = "SQL injection in the login form lets an unauthenticated attacker bypas
 FAULTS = [("status", 503), ("status", 429), ("stall", 5.0), ("drop",), ("reset",)]
 POLICY = RetryPolicy(attempts=2, base=0.01, multiplier=2.0, cap=0.1, timeout=2.0)
 """Two tries on the primary: about one call in eleven falls back, so the fallback works under load too."""
-PRIMARY, FALLBACK = "openai/gpt-4o", "anthropic/claude-sonnet-4-20250514"
+PRIMARY, FALLBACK = "openai/gpt-4o", "anthropic/claude-sonnet-5-5"
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from fault_server import FaultServer
+from rosetta.errors import UsageError
 from rosetta.runtime.agent import load
 from rosetta.runtime.guardrails import GuardrailError
 from rosetta.runtime.invoke import ModelCallError, RetryPolicy
@@ -31,6 +32,14 @@ def run(agent, server, **kwargs):
     kwargs.setdefault("model", "openai/gpt-4o")
     return agent.run(REPORT, policy=kwargs.pop("policy", FAST), api_base=server.url, api_key="sk-test-not-a-real-key",
                      **kwargs)
+
+
+def test_a_retired_model_fails_before_any_request_naming_its_replacement(agent):
+    with FaultServer([("ok", GOOD)]) as server:
+        with pytest.raises(UsageError) as caught:
+            run(agent, server, model="anthropic/claude-sonnet-4-20250514")
+        assert server.requests == []  # not a provider 404 after the fact
+    assert "retired on 2026-10-14" in str(caught.value) and "anthropic/claude-sonnet-5-5" in str(caught.value)
 
 
 def test_valid_answer_is_typed_and_recorded(agent):

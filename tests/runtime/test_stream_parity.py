@@ -11,7 +11,7 @@ from rosetta.providers.litellm_offline import import_litellm
 from rosetta.runtime.agent import load
 from rosetta.runtime.invoke import RetryPolicy
 
-MODELS = {"anthropic": "anthropic/claude-sonnet-4", "openai": "openai/gpt-4o", "google": "gemini/gemini-2.5-pro",
+MODELS = {"anthropic": "anthropic/claude-sonnet-5-5", "openai": "openai/gpt-4o", "google": "gemini/gemini-2.5-pro",
           "open-source": "ollama_chat/llama3.1"}
 ANSWER = json.dumps({"severity": "high", "rationale": "Unauthenticated SQL injection in the login form."})
 REPORT = {"report": "SQL injection in the login form lets an unauthenticated attacker bypass authentication."}

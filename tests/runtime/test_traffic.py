@@ -72,7 +72,7 @@ def test_buckets_are_per_api_key_and_a_model_limit_beats_its_providers():
     assert limiter.reserve(request("sk-a"), 0).wait == pytest.approx(60.0)
     assert limiter.reserve(request("sk-b"), 0).wait == 0.0  # another key: its own budget
     assert [limiter.reserve(request("sk-a", "openai/o3"), 0).wait for _ in range(3)] == pytest.approx([0, 0, 30])
-    assert limiter.reserve(request(model="anthropic/claude-sonnet-4-20250514"), 0) is None  # unmetered
+    assert limiter.reserve(request(model="anthropic/claude-sonnet-5-5"), 0) is None  # unmetered
 
 
 def test_credential_key_never_holds_the_key(monkeypatch):
@@ -148,7 +148,7 @@ def test_every_endpoint_has_a_gate_64_wide_unless_its_limit_says_otherwise():
     assert limiter.gate(request()).limit == 8 and limiter.gate(request()) is limiter.gate(request())
     assert limiter.gate(request("sk-b")) is not limiter.gate(request())  # another key, another endpoint
     assert limiter.gate(request(model="openai/o3")).limit == 64  # a model with its own entry counts alone
-    assert limiter.gate(request(model="anthropic/claude-sonnet-4-20250514")).limit == Limit().max_in_flight == 64
+    assert limiter.gate(request(model="anthropic/claude-sonnet-5-5")).limit == Limit().max_in_flight == 64
 
 
 def test_a_gate_admits_its_limit_and_hands_freed_slots_over_in_arrival_order():
@@ -377,7 +377,7 @@ def test_a_cooling_provider_is_skipped_for_the_next_provider(agent):
         # gpt-4o: three 503s trip the breaker; o3 (same endpoint) is skipped without a request;
         # Claude answers through the Anthropic Messages API
         assert [(a.model.split("/")[-1], a.outcome) for a in result.attempts] == [
-            ("gpt-4o", "transient")] * 3 + [("o3", "unavailable"), ("claude-sonnet-4-20250514", "ok")]
+            ("gpt-4o", "transient")] * 3 + [("o3", "unavailable"), ("claude-sonnet-5-5", "ok")]
         assert len(server.requests) == 4 and server.requests[-1]["path"].endswith("/messages")
         assert result.valid and result.data["severity"] == "high"
         with pytest.raises(ModelCallError) as caught:  # everything left in the chain is cooling

@@ -25,7 +25,7 @@ from rosetta.providers.adapter import load_adapters
 from rosetta.runtime.agent import load
 from rosetta.store.artifact import HEADER
 
-MODELS = ("anthropic/claude-sonnet-4-20250514", "openai/gpt-4o")
+MODELS = ("anthropic/claude-sonnet-5-5", "openai/gpt-4o")
 
 
 def options(tree: Path, *, check: bool = False, adapter_dirs: tuple[Path, ...] = ()) -> CompileOptions:
@@ -122,7 +122,7 @@ def tampers() -> Iterator[tuple[str, Tamper]]:
     )
     yield (
         "another model's artifact",
-        lambda tree, path: shutil.copy(tree / "compiled/vuln-triage/anthropic/claude-sonnet-4-20250514.yaml", path),
+        lambda tree, path: shutil.copy(tree / "compiled/vuln-triage/anthropic/claude-sonnet-5-5.yaml", path),
     )
     yield (
         "symlink to another agent's",

@@ -1,14 +1,16 @@
 """``rosetta doctor``: provider credentials (never printed), the local model runtime and weights,
-and the installed litellm release."""
+the installed litellm release, and compiled artifacts for models their vendors retire."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import typer
 from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from rosetta.cli.common import out, reports_errors
+from rosetta.cli.common import out, project_settings, reports_errors
 from rosetta.errors import RosettaError
 
 KNOWN_BAD_LITELLM = {"1.82.7", "1.82.8"}
@@ -16,8 +18,9 @@ KNOWN_BAD_LITELLM = {"1.82.7", "1.82.8"}
 
 
 @reports_errors
-def doctor() -> None:
-    """Check the environment: provider credentials (never printed), local model, litellm version."""
+def doctor(ctx: typer.Context) -> None:
+    """Check the environment: provider credentials (never printed), local model, litellm version,
+    and artifacts compiled for retired or deprecated models."""
     import importlib.metadata
     import importlib.util
 
@@ -52,9 +55,37 @@ def doctor() -> None:
             out.print(f"  {model.id}: [green]weights ok[/green] (sha256 pinned) {escape(str(resolve(model.id).path))}")
         except RosettaError as exc:
             out.print(f"  {model.id}: [yellow]weights unavailable[/yellow] {escape(str(exc))}")
+    _retiring_artifacts(project_settings(ctx).compiled_dir)
     version = importlib.metadata.version("litellm")
     bad = version in KNOWN_BAD_LITELLM
     out.print(f"litellm {version}: " + ("[red]KNOWN-BAD RELEASE — reinstall from the lock file[/red]" if bad
                                         else "[green]ok[/green]"))
     if bad:
         raise typer.Exit(1)
+
+
+def _retiring_artifacts(compiled_dir: Path) -> None:
+    """The artifacts under ``compiled_dir`` whose model is retired (never served again) or deprecated."""
+    from rosetta.providers.catalog import load_catalog
+    from rosetta.store.lookup import compiled_models
+
+    catalog = load_catalog()
+    rows = []
+    for agent, models in compiled_models(compiled_dir).items():
+        for model_id, path in models.items():
+            model = catalog.names().get(model_id.lower())
+            status = catalog.status(model) if model is not None else None
+            if status is not None and status.state != "current":
+                rows.append((agent, model_id, status, path))
+    if not rows:
+        out.print(f"compiled artifacts ({escape(str(compiled_dir))}): [green]none for retired or deprecated "
+                  "models[/green]")
+        return
+    out.print(f"compiled artifacts for retired or deprecated models: [yellow]{len(rows)}[/yellow]")
+    for agent, model_id, status, path in rows:
+        state = f"[red]retired {status.date}[/red]" if status.state == "retired" else \
+            f"[yellow]retires {status.date}[/yellow]"
+        out.print(f"  {escape(agent)} on {escape(model_id)}: {state}, replace with {escape(status.replacement)} "
+                  f"[dim]({escape(str(path))})[/dim]")
+    out.print("[dim]retired models are never compiled or called: move model_preferences to the replacement, run "
+              "`rosetta compile`, and delete the old artifacts[/dim]")

@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich import box
@@ -129,7 +129,8 @@ def diff(
 def models(
     format: Annotated[ListFormat, typer.Option("--format", "-f", help="Output format.")] = ListFormat.text,
 ) -> None:
-    """List the model catalog: canonical ids, aliases, adapter, class, limits and capabilities."""
+    """List the model catalog: canonical ids, aliases, status (deprecated and retired models with
+    their replacement), adapter, class, limits and capabilities."""
     from rosetta.providers.catalog import load_catalog
 
     catalog = load_catalog()
@@ -139,14 +140,28 @@ def models(
             row = asdict(m)
             row["class"] = row.pop("model_class")
             row.pop("known")
+            status = catalog.status(m)
+            row["status"] = status.state
+            if status.state != "current":
+                row["retires"], row["replacement"] = str(status.date), status.replacement
             rows.append(row)
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
         return
-    table = Table(title=f"{len(catalog.models)} models", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("Model", "Aliases", "Adapter", "Class", "Context", "Capabilities"):
+    reviewed = catalog.reviewed
+    table = Table(title=f"{len(catalog.models)} models (catalog reviewed {reviewed.get('date')} against litellm "
+                        f"{reviewed.get('litellm')})", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("Model", "Aliases", "Status", "Adapter", "Class", "Context", "Capabilities"):
         table.add_column(column, overflow="fold")
     for m in catalog.models:
         flags = [name for name, on in asdict(m.capabilities).items() if on]
-        table.add_row(escape(m.id), escape(", ".join(m.aliases)), m.adapter, m.model_class,
-                      f"{m.context_window:,}", ", ".join(flags))
+        table.add_row(escape(m.id), escape(", ".join(m.aliases)), _status_cell(catalog.status(m)), m.adapter,
+                      m.model_class, f"{m.context_window:,}", ", ".join(flags))
     out.print(table)
+
+
+def _status_cell(status: Any) -> str:
+    if status.state == "retired":
+        return f"[red]retired {status.date}[/red] → {escape(status.replacement)}"
+    if status.state == "deprecated":
+        return f"[yellow]retires {status.date}[/yellow] → {escape(status.replacement)}"
+    return "current"

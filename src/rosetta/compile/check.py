@@ -45,7 +45,7 @@ def check_target(path: Path, expected: Provenance, signature: Any, model: Any, a
     stale = changed_inputs(artifact.provenance, expected)
     if stale:
         return "stale", f"{stale}; run `{'rosetta compile' if not artifact.provenance.optimizer else rebuild}`"
-    demos, note = _labeled_demos(artifact, signature, options, dataset)
+    demos, note = labeled_demos(artifact, signature, options, dataset)
     if demos is None:
         return ("stale", f"{note}; run `{rebuild}`") if note else ("up to date", "")
     try:
@@ -58,7 +58,7 @@ def check_target(path: Path, expected: Provenance, signature: Any, model: Any, a
     return "up to date", note
 
 
-def _labeled_demos(artifact: Artifact, signature: Any, options: Any, dataset: str | None) -> tuple[Any, str]:
+def labeled_demos(artifact: Artifact, signature: Any, options: Any, dataset: str | None) -> tuple[Any, str]:
     """The demos an optimized artifact may draw on (its train rows), checked against the data it was
     optimized on. (None, why) when the data changed; (demos, note) otherwise."""
     recorded = artifact.provenance.dataset_sha256

@@ -229,6 +229,7 @@ def _settle_from_index(file: Path, entry: IndexEntry, options: CompileOptions) -
 
 
 def _compile_file(file: Path, error: DefinitionError | None, options: CompileOptions) -> FileOutcome:
+    from rosetta.compile.carry import optimized_artifact
     from rosetta.compile.check import check_target
     from rosetta.compile.optimize.labeled import default_location
     from rosetta.definition.formats import SIDECAR_SUFFIXES, stem_of
@@ -273,8 +274,33 @@ def _compile_file(file: Path, error: DefinitionError | None, options: CompileOpt
         if not options.force and _current_status(path, inputs_sha) is Status.UP_TO_DATE:
             outcome.results.append(TargetResult(str(file), signature.name, model.id, Status.UP_TO_DATE, str(path)))
             continue
+        optimized = None if options.force else optimized_artifact(path)
+        if optimized is not None:
+            outcome.results.append(_carry(file, optimized, provenance, signature, model, adapter, path, options,
+                                          dataset, outcome))
+            continue
         outcome.results.append(_build(file, provenance, signature, model, adapter, path, options, outcome))
     return outcome
+
+
+def _carry(file: Path, artifact: Any, provenance: Provenance, signature: Any, model: Any, adapter: Any, path: Path,
+           options: CompileOptions, dataset: str | None, outcome: FileOutcome) -> TargetResult:
+    """A stale optimized artifact: carried over when its prompt renders the same, else left as it
+    is (stale) rather than replaced by an unoptimized render."""
+    from rosetta.compile.carry import carry_over
+    from rosetta.store.publish import stage
+
+    text, note = carry_over(artifact, provenance, signature, model, adapter, options, dataset)
+    if text is None:
+        return TargetResult(str(file), signature.name, model.id, Status.STALE, str(path),
+                            f"optimized on earlier sources and not carried over ({note}); `rosetta compile "
+                            "--optimize` searches again, `--force` replaces it with the unoptimized render")
+    try:
+        staged = stage(path, text, options.out)
+    except ArtifactError as failure:
+        return TargetResult(str(file), signature.name, model.id, Status.FAILED, str(path), str(failure))
+    outcome.staged[len(outcome.results)] = (staged, provenance.inputs_sha256)
+    return TargetResult(str(file), signature.name, model.id, Status.WRITTEN, str(path), f"carried over: {note}")
 
 
 def _current_status(path: Path, inputs_sha: str) -> Status:

@@ -154,14 +154,14 @@ def _model_remedy(name: str) -> str:
     suggestion = _portable_name(name)
     if suggestion:
         return f"Write '{suggestion}' instead of the vendor shorthand {name!r}."
-    return "Write the model as provider/model, e.g. anthropic/claude-sonnet-4 or openai/gpt-4o."
+    return "Write the model as provider/model, e.g. anthropic/claude-sonnet-5-5 or openai/gpt-5.6."
 
 
 @rule(
     "PV-006", "Model preference uses portable format",
     criterion="Every portability.model_preferences entry (and the top-level model) is provider/model; a "
     "Claude Code subagent keeps Claude Code's own model values.",
-    remediation="Write models as provider/model, e.g. anthropic/claude-sonnet-4, openai/gpt-4o.",
+    remediation="Write models as provider/model, e.g. anthropic/claude-sonnet-5-5, openai/gpt-5.6.",
 )
 def check_model_format(definition: AgentDefinition) -> Iterator[Hit]:
     preferences = definition.spec.portability.model_preferences
@@ -352,3 +352,28 @@ def check_few_shot(definition: AgentDefinition) -> Iterator[Hit]:
     elif few_shot.examples_ref and not few_shot.enabled:
         yield Hit(f"examples_ref {few_shot.examples_ref!r} is not used while few_shot.enabled is false",
                   field=EXAMPLES_REF, severity=Severity.INFO, remediation="Set few_shot.enabled: true to use them.")
+
+
+@rule(
+    "RS-005", "Preferred models are still served",
+    criterion="No portability.model_preferences entry (nor the top-level model) names a model its vendor has "
+    "retired (error) or has announced a retirement date for (warning).",
+    remediation="Replace the model with the one the message names, then run `rosetta compile`.",
+    portability=False,
+)
+def check_model_lifecycle(definition: AgentDefinition) -> Iterator[Hit]:
+    from rosetta.providers.catalog import load_catalog
+
+    catalog = load_catalog()
+    named = [(("portability", "model_preferences", i), n)
+             for i, n in enumerate(definition.spec.portability.model_preferences)]
+    if definition.spec.model:
+        named.append((("model",), definition.spec.model))
+    for path, name in named:
+        model = catalog.names().get(name.strip().lower())
+        status = catalog.status(model) if model is not None else None
+        if status is None or status.state == "current":
+            continue  # unknown names are compile's to judge (they may be accepted unlisted models)
+        yield Hit(status.describe(model.id) + ("" if name == model.id else f" ({name!r})"), field=path,
+                  severity=Severity.WARNING if status.state == "deprecated" else None,
+                  remediation=f"Write {status.replacement} instead of {name!r}, then run `rosetta compile`.")

@@ -6,10 +6,16 @@ error listing the nearest known names, unless the user accepted it (``unlisted_m
 in the project settings, or ``--unlisted``): then it is looked up in litellm's bundled model map
 (read offline: ``LITELLM_LOCAL_MODEL_COST_MAP``) and served by the adapter that owns its provider,
 or by the open-source adapter, with a warning.
+
+Each entry also carries the vendor's request rules for the model (sampling parameters, the
+structured-output mechanism, thinking that counts against ``max_tokens``) and its lifecycle: a model
+the vendor retires on a date is *deprecated* until then and *retired* after, when it is never
+compiled or called and every error names its replacement.
 """
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import fnmatch
 import logging
@@ -71,6 +77,14 @@ class CatalogModel:
     known: bool = True  # False for models resolved from litellm's map or guessed
     prompt_style: str = "chat"  # "completion" for base (not instruction-tuned) models
     weights: Weights | None = None  # local models shipped as GGUF files
+    structured_output: StructuredOutput | None = None  # the vendor's mechanism for this model (None: the adapter's)
+    thinking_reserve: int | None = None  # thinks by default, counted in max_tokens: tokens added for it
+
+    @property
+    def decodes_greedily(self) -> bool:
+        """Whether temperature 0 can be asked for: a model that takes no sampling parameters
+        samples every answer, so scores measured on it are estimates, not exact."""
+        return self.capabilities.sampling_params
 
     @property
     def provider(self) -> str:
@@ -92,14 +106,42 @@ class CatalogModel:
             values["aliases"] = tuple(values.get("aliases", ()))
             if values.get("weights") is not None:
                 values["weights"] = Weights(**values["weights"])
+            if values.get("structured_output") is not None:
+                values["structured_output"] = StructuredOutput(values["structured_output"])
             model = cls(**values)
         except (KeyError, TypeError) as exc:
             raise ValueError(f"catalog entry {data.get('id')!r}: {exc}") from None
         if model.model_class not in ("frontier", "mid", "open") or model.context_window <= 0 \
                 or not 0 < model.max_output <= model.context_window or "/" not in model.id \
-                or model.prompt_style not in ("chat", "completion"):
+                or model.prompt_style not in ("chat", "completion") \
+                or not 0 <= (model.thinking_reserve or 0) < model.max_output:
             raise ValueError(f"catalog entry {model.id!r} has an invalid class, limit or id")
         return model
+
+
+@dataclass(frozen=True)
+class Retirement:
+    """When the vendor stops serving a model, and what to use instead."""
+
+    date: datetime.date
+    replacement: str
+
+
+@dataclass(frozen=True)
+class Status:
+    """A model's lifecycle today: ``current``, ``deprecated`` (until ``date``) or ``retired``."""
+
+    state: str
+    date: datetime.date | None = None
+    replacement: str | None = None
+
+    def describe(self, model_id: str) -> str:
+        """One sentence for people, e.g. "… was retired on 2026-10-14; use …"."""
+        if self.state == "retired":
+            return f"{model_id} was retired on {self.date}; use {self.replacement} instead"
+        if self.state == "deprecated":
+            return f"{model_id} is deprecated and retires on {self.date}; move to {self.replacement}"
+        return f"{model_id} is current"
 
 
 @dataclass(frozen=True)
@@ -108,6 +150,8 @@ class Catalog:
 
     models: tuple[CatalogModel, ...]
     default_targets: tuple[str, ...]
+    retirements: dict[str, Retirement] = field(default_factory=dict)  # model id → its retirement
+    reviewed: dict[str, Any] = field(default_factory=dict)  # when, and against which litellm map
     _names: dict[str, CatalogModel] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -119,6 +163,30 @@ class Catalog:
         unknown = [t for t in self.default_targets if t.lower() not in self._names]
         if unknown:
             raise ValueError(f"default_targets not in the catalog: {unknown}")
+        for model_id, retirement in self.retirements.items():
+            if retirement.replacement.lower() not in self._names or retirement.replacement in self.retirements:
+                raise ValueError(f"{model_id}: replacement {retirement.replacement!r} is not a current catalog model")
+
+    def status(self, model: CatalogModel | str, today: datetime.date | None = None) -> Status:
+        """``model``'s lifecycle on ``today`` (default: the local date)."""
+        model_id = model if isinstance(model, str) else model.id
+        retirement = self.retirements.get(model_id)
+        if retirement is None:
+            return Status("current")
+        state = "retired" if retirement.date <= (today or datetime.date.today()) else "deprecated"
+        return Status(state, retirement.date, retirement.replacement)
+
+    def refuse_retired(self, model: CatalogModel, today: datetime.date | None = None) -> None:
+        """Raise a :class:`UsageError` naming the replacement when ``model`` is retired: a request
+        to it would only come back as a provider 404."""
+        status = self.status(model, today)
+        if status.state == "retired":
+            replacement = self._names[status.replacement.lower()]
+            aliases = f" (or {replacement.aliases[-1]})" if replacement.aliases else ""
+            raise UsageError(Problem(status.describe(model.id), field="model",
+                                     expected="a model its vendor still serves",
+                                     hint=f"write {status.replacement}{aliases} in model_preferences and "
+                                          "run `rosetta compile`; `rosetta models` shows every model's status"))
 
     def names(self) -> dict[str, CatalogModel]:
         """Every id and alias (lower-cased) → model."""
@@ -168,8 +236,17 @@ def load_catalog() -> Catalog:
     """The bundled catalog (parsed once per process)."""
     path = resources.files("rosetta.providers") / "catalog.yaml"
     data, _ = parse_yaml(path.read_text(encoding="utf-8"), file="rosetta/providers/catalog.yaml")
-    return Catalog(models=tuple(CatalogModel.from_dict(entry) for entry in data["models"]),
-                   default_targets=tuple(data["default_targets"]))
+    entries = [dict(entry) for entry in data["models"]]
+    retirements = {entry["id"]: Retirement(_date(entry["retires"]["date"]), entry["retires"]["replacement"])
+                   for entry in entries if "retires" in entry}
+    return Catalog(models=tuple(CatalogModel.from_dict({k: v for k, v in entry.items() if k != "retires"})
+                                for entry in entries),
+                   default_targets=tuple(data["default_targets"]), retirements=retirements,
+                   reviewed=dict(data.get("reviewed") or {}))
+
+
+def _date(value: Any) -> datetime.date:
+    return value if isinstance(value, datetime.date) else datetime.date.fromisoformat(str(value))
 
 
 def resolve_model(name: str, *, unlisted: bool | Iterable[str] = False) -> CatalogModel:
@@ -201,6 +278,9 @@ def _from_litellm(name: str, adapters: dict[str, Any] | None) -> CatalogModel | 
     adapter = _adapter_for(provider, adapters)
     window = int(info.get("max_input_tokens") or 8192)
     model_class: ModelClass = adapter.unknown_model_class
+    # a Claude model the map does not know to take output_config.format gets the forced tool
+    forced_tool = adapter.structured_output is StructuredOutput.OUTPUT_CONFIG \
+        and info.get("supports_native_structured_output") is not True
     model = CatalogModel(
         id=route,
         adapter=adapter.name,
@@ -216,14 +296,23 @@ def _from_litellm(name: str, adapters: dict[str, Any] | None) -> CatalogModel | 
             and adapter.structured_output is not StructuredOutput.PROMPT_SCHEMA,
             json_mode=True,
             vision=bool(info.get("supports_vision")),
+            sampling_params=_raw_entry(litellm, route).get("supports_sampling_params") is not False,
         ),
         known=False,
+        structured_output=StructuredOutput.FORCED_TOOL if forced_tool else None,
     )
     log.warning(
         "model %r is not in rosetta's catalog; using the %s adapter with %s (class %s, %d-token window)",
         name, adapter.name, "litellm's model map" if info else "conservative defaults", model_class, window,
     )
     return model
+
+
+def _raw_entry(litellm: Any, route: str) -> dict[str, Any]:
+    """The map's own row for ``route``: get_model_info leaves out flags it has no field for
+    (``supports_sampling_params`` among them)."""
+    table = litellm.model_cost
+    return table.get(route) or table.get(route.split("/", 1)[-1]) or {}
 
 
 def _adapter_for(provider: str, adapters: dict[str, Any] | None) -> Any:

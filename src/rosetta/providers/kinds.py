@@ -49,7 +49,8 @@ class StructuredOutput(StrEnum):
     """How the provider is made to answer in the output schema."""
 
     JSON_SCHEMA_STRICT = "json_schema_strict"  # OpenAI response_format json_schema, strict
-    FORCED_TOOL = "forced_tool"  # Anthropic: a tool with the output schema, forced
+    FORCED_TOOL = "forced_tool"  # a tool with the output schema, forced (Claude before native structured output)
+    OUTPUT_CONFIG = "output_config"  # Anthropic output_config.format: a JSON schema the answer is decoded to
     RESPONSE_SCHEMA = "response_schema"  # Gemini response_schema + JSON mime type
     PROMPT_SCHEMA = "prompt_schema"  # schema in the prompt (+ JSON mode where offered)
 
@@ -61,3 +62,4 @@ class SchemaTransform(StrEnum):
     CONSTRAINTS_TO_DESCRIPTIONS = "constraints_to_descriptions"
     OPENAI_STRICT = "openai_strict"
     GEMINI_SUBSET = "gemini_subset"
+    ANTHROPIC_OUTPUT = "anthropic_output"

@@ -54,6 +54,12 @@ def _forced_tool(call: Request) -> dict[str, Any]:
     return {"tools": [tool], "tool_choice": choice}
 
 
+def _output_config(call: Request) -> dict[str, Any]:
+    # sent as Anthropic spells it: litellm passes output_config through, while its translation of
+    # response_format still emits the beta `output_format` that the current API no longer documents
+    return {"output_config": {"format": {"type": "json_schema", "schema": call.schema}}}
+
+
 def _prompt_schema(call: Request) -> dict[str, Any]:
     if call.constrained_decoding:  # the schema in the prompt, and constraining decoding too
         return _json_schema(strict=False)(call)
@@ -67,8 +73,10 @@ def _native(_schema: dict[str, Any]) -> str:
 MECHANISMS: dict[StructuredOutput, Mechanism] = {
     StructuredOutput.JSON_SCHEMA_STRICT: Mechanism(_json_schema(strict=True), _native, True, False),
     StructuredOutput.RESPONSE_SCHEMA: Mechanism(_json_schema(strict=False), _native, True, False),
+    StructuredOutput.OUTPUT_CONFIG: Mechanism(_output_config, _native, True, False),
     StructuredOutput.FORCED_TOOL: Mechanism(
-        _forced_tool, lambda _schema: f"Give your final answer by calling the `{RESPOND_TOOL}` tool.", True, True),
+        _forced_tool, lambda _schema: f"Give your final answer by calling the `{RESPOND_TOOL}` tool.", True, True,
+        only_transforms=frozenset({"inline_refs", "constraints_to_descriptions"})),
     StructuredOutput.PROMPT_SCHEMA: Mechanism(
         _prompt_schema,
         lambda schema: "Respond with a single JSON object that is valid against this JSON Schema, and nothing "

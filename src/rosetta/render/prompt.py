@@ -119,17 +119,21 @@ class RenderedPrompt:
     tokens: dict[str, int] = field(default_factory=dict)
     dropped: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    sampling_params: bool = True  # False: the model rejects temperature / top_p, so none is ever sent
     knobs: Knobs = field(default_factory=Knobs)
 
     # -- plain data --------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain, JSON-compatible data in field order (what artifacts store); an absent demo pool is
-        left out, so prompts without one keep the bytes (and cache keys) they always had."""
+        """Plain, JSON-compatible data in field order (what artifacts store); an absent demo pool and
+        accepted sampling parameters are left out, so prompts without them keep the bytes (and cache
+        keys) they always had."""
         data = _plain(self)
         data["knobs"] = _knobs_plain(self.knobs)
         if self.demo_pool is None:
             del data["demo_pool"]
+        if self.sampling_params:
+            del data["sampling_params"]
         return data
 
     @classmethod

@@ -62,6 +62,7 @@ def render(
         raise RenderError(Problem(f"no adapter named {model.adapter!r} for {model.id}",
                                   hint=f"known adapters: {', '.join(sorted(adapters))}"))
     adapter = adapters[model.adapter]
+    load_catalog().refuse_retired(model)
     warnings: list[str] = []
     _check_capabilities(signature, model)
     if signature.host_tools:
@@ -142,6 +143,7 @@ def render(
         tokens=tokens,
         dropped=tuple(dropped),
         warnings=tuple(warnings),
+        sampling_params=model.capabilities.sampling_params,
         knobs=replace(knobs, delimiter=delimiter, section_order=tuple(order), reasoning=reasoning,
                       demo_ids=tuple(d.id for d in demos), demo_count=pool.count if pool else len(demos),
                       structured_output=mechanism, demo_selection="nearest" if pool else "fixed"),
@@ -210,7 +212,7 @@ def _mechanism(signature: Signature, adapter: Adapter, model: CatalogModel, knob
                warnings: list[str]) -> StructuredOutput | None:
     if signature.output_schema is None:
         return None
-    wanted = knobs.structured_output or adapter.structured_output
+    wanted = knobs.structured_output or model.structured_output or adapter.structured_output
     if wanted is not StructuredOutput.PROMPT_SCHEMA and not model.capabilities.structured_output:
         warnings.append(f"{model.id} has no native structured output; the schema goes in the prompt instead")
         return StructuredOutput.PROMPT_SCHEMA
@@ -244,14 +246,15 @@ def _tool_for(spec: ToolSpec, adapter: Adapter, model: CatalogModel, warnings: l
 
 
 def _generation(signature: Signature, model: CatalogModel, knobs: Knobs, warnings: list[str]) -> dict[str, Any]:
-    """The definition's parameters for the phase, clamped to what the model allows."""
+    """The definition's parameters for the phase, clamped to what the model allows. A model that
+    thinks by default spends max_tokens on thinking and answer alike: its reserve is added."""
     asked = signature.generation_params.get(knobs.phase) or signature.generation_params.get("default")
     params: dict[str, Any] = {}
     max_tokens = asked.max_output_tokens if asked and asked.max_output_tokens else min(model.max_output, 4096)
     if max_tokens > model.max_output:
         warnings.append(f"max_output_tokens {max_tokens} clamped to {model.id}'s limit {model.max_output}")
         max_tokens = model.max_output
-    params["max_tokens"] = max_tokens
+    params["max_tokens"] = min(max_tokens + (model.thinking_reserve or 0), model.max_output)
     if asked:
         for key in ("temperature", "top_p", "seed"):
             value = getattr(asked, key)
@@ -262,7 +265,7 @@ def _generation(signature: Signature, model: CatalogModel, knobs: Knobs, warning
     if not model.capabilities.sampling_params:
         for key in ("temperature", "top_p"):
             if params.pop(key, None) is not None:
-                warnings.append(f"{model.id} ignores {key}; not sent")
+                warnings.append(f"{model.id} rejects {key} (its vendor removed sampling parameters); not sent")
     return params
 
 

@@ -130,6 +130,31 @@ def constraints_to_descriptions(schema: Schema, provider: str) -> tuple[Schema, 
     return schema, []
 
 
+_ANTHROPIC_UNSUPPORTED = ("not", "if", "then", "else", "patternProperties", "propertyNames", "dependentRequired",
+                          "dependentSchemas", "unevaluatedProperties", "unevaluatedItems", "contains")
+
+
+def anthropic_output(schema: Schema, provider: str) -> tuple[Schema, Warnings]:
+    """Anthropic's output_config.format (structured outputs docs): closed objects and ``anyOf`` for
+    ``oneOf`` (after ``constraints_to_descriptions`` moved what its decoder cannot enforce)."""
+    schema = copy_json(schema)
+
+    def visit(node: Schema, path: tuple) -> None:
+        for keyword in _ANTHROPIC_UNSUPPORTED:
+            if keyword in node:
+                raise _fail(provider, keyword, path, "not supported by Anthropic's structured outputs")
+        if "oneOf" in node:
+            node["anyOf"] = node.pop("oneOf")
+        is_object = node.get("type") == "object" or (isinstance(node.get("type"), list) and "object" in node["type"])
+        if is_object or "properties" in node:
+            if node.get("additionalProperties") not in (None, False):
+                raise _fail(provider, "additionalProperties", path, "structured outputs need closed objects")
+            node["additionalProperties"] = False
+
+    _walk(schema, visit)
+    return schema, []
+
+
 _OPENAI_UNSUPPORTED = ("allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
                        "patternProperties", "unevaluatedProperties", "unevaluatedItems", "propertyNames",
                        "contains", "minProperties", "maxProperties")
@@ -220,6 +245,7 @@ TRANSFORMS: dict[SchemaTransform, Callable[[Schema, str], tuple[Schema, Warnings
     SchemaTransform.CONSTRAINTS_TO_DESCRIPTIONS: constraints_to_descriptions,
     SchemaTransform.OPENAI_STRICT: openai_strict,
     SchemaTransform.GEMINI_SUBSET: gemini_subset,
+    SchemaTransform.ANTHROPIC_OUTPUT: anthropic_output,
 }
 
 

@@ -266,7 +266,8 @@ def plan(
         if correction < validation_retries:
             kwargs["messages"] = [*kwargs["messages"], {"role": "assistant", "content": answer.raw or ""},
                                   {"role": "user", "content": correction_message(answer)}]
-            kwargs["temperature"] = min(kwargs.get("temperature", retry_temperature), retry_temperature)
+            if prompt.sampling_params:  # a model that rejects temperature gets the correction alone
+                kwargs["temperature"] = min(kwargs.get("temperature", retry_temperature), retry_temperature)
     assert answer is not None
     output = answer.data
     if answer.valid and output_model is not None and answer.data is not None:

@@ -74,8 +74,12 @@ class Selector:
         return _pinned_route(target, pins)
 
     def target(self, model: str) -> CatalogModel:
-        """The catalog entry of ``model``; an id outside the catalog only if the project accepts it."""
-        return load_catalog().resolve(model, unlisted=self.dirs.unlisted_models)
+        """The catalog entry of ``model``; an id outside the catalog only if the project accepts it,
+        and never a retired one (the error names its replacement)."""
+        catalog = load_catalog()
+        target = catalog.resolve(model, unlisted=self.dirs.unlisted_models)
+        catalog.refuse_retired(target)
+        return target
 
     def choose(self, target: CatalogModel, strict: bool) -> Selection:
         """The artifact for the exact model, its family or provider, else the uncompiled render."""
@@ -160,8 +164,13 @@ def _pinned_route(target: CatalogModel, pins: Any) -> Route:
 
 
 def retarget(prompt: RenderedPrompt, target: CatalogModel) -> RenderedPrompt:
-    """Another model's compiled prompt, sent to ``target`` (output limit clamped to it)."""
+    """Another model's compiled prompt, sent to ``target``: output limit clamped to it, and no
+    sampling parameter that ``target`` rejects."""
     generation = dict(prompt.generation)
     if generation.get("max_tokens", 0) > target.max_output:
         generation["max_tokens"] = target.max_output
-    return replace(prompt, model=target.id, generation=generation)
+    sampling = target.capabilities.sampling_params
+    if not sampling:
+        for key in ("temperature", "top_p"):
+            generation.pop(key, None)
+    return replace(prompt, model=target.id, generation=generation, sampling_params=sampling)

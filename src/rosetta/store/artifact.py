@@ -97,8 +97,15 @@ def inputs_digest(**parts: Any) -> str:
 
 @lru_cache(maxsize=256)
 def model_fingerprint(model: Any) -> str:
-    """sha256 of a catalog entry (what the renderer knows about the model)."""
-    return inputs_digest(model=asdict(model))
+    """sha256 of a catalog entry (what the renderer knows about the model). Fields left unset
+    (None) are left out, so that a rule added to the catalog later changes the fingerprint of the
+    models it is set for, not of every model (and their artifacts stay current)."""
+    return inputs_digest(model=_set_fields(asdict(model)))
+
+
+def _set_fields(data: dict[str, Any]) -> dict[str, Any]:
+    return {key: _set_fields(value) if isinstance(value, dict) else value
+            for key, value in data.items() if value is not None}
 
 
 def target_inputs(source_sha: str, model: Any, adapter_sha: str, section_roles: Mapping[str, Any]) -> str:

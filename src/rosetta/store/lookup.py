@@ -149,6 +149,14 @@ def _adapter_digests(extra_dirs: tuple[Path, ...]) -> dict[str, str]:
     return _digests[extra_dirs]
 
 
+def compiled_models(compiled_dir: Path) -> dict[str, dict[str, Path]]:
+    """agent → (model id → artifact path) for every agent under ``compiled_dir``."""
+    if compiled_dir.is_symlink() or not compiled_dir.is_dir():
+        return {}
+    agents = (d.name for d in sorted(compiled_dir.iterdir()) if d.is_dir() and not d.is_symlink())
+    return {agent: found for agent in agents if (found := _index(compiled_dir, agent))}
+
+
 def _index(compiled_dir: Path, agent: str) -> dict[str, Path]:
     """model id → artifact path, read from each file's ``model:`` line (no full parse). Only plain
     files under a real ``compiled/<agent>`` directory count: a symlinked tree could be anyone's."""

@@ -1,0 +1,56 @@
+"""An optimized artifact whose sources changed: carried over when the change leaves its prompt as it
+was, never silently replaced by an unoptimized render.
+
+A search costs hours on a local model and money on a hosted one; editing a definition's
+``model_preferences`` (or anything else that is not rendered for this model) changes its source
+hash, and so used to send the artifact back to square one. When the sources, rendered again with the
+artifact's recorded knobs and the labeled data it was searched on, give the very same prompt, the
+scores it records are still the scores of the prompt it serves (under the decoder build they name):
+the artifact is rewritten with the new provenance and a note saying where its search ran. Anything else is left for
+``--optimize`` (search again) or ``--force`` (replace it with the unoptimized render).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rosetta.errors import RosettaError
+from rosetta.store.artifact import Artifact, ArtifactError, Provenance, dump_artifact, parse_artifact
+
+
+def optimized_artifact(path: Path) -> Artifact | None:
+    """The optimized artifact at ``path``; None when there is none (or it cannot be read)."""
+    from rosetta.fileio import read_regular
+
+    try:
+        artifact = parse_artifact(read_regular(path), path=str(path))
+    except (ArtifactError, OSError, UnicodeDecodeError):
+        return None
+    return artifact if artifact.provenance.optimizer else None
+
+
+def carry_over(artifact: Artifact, expected: Provenance, signature: Any, model: Any, adapter: Any,
+               options: Any, dataset: str | None) -> tuple[str | None, str]:
+    """(artifact text to write, note) when ``artifact`` carries over to the provenance a compile
+    records now (``expected``); (None, why not) otherwise."""
+    from rosetta.compile.check import labeled_demos
+    from rosetta.store.verify import render_again
+
+    recorded = artifact.provenance
+    if recorded.compiler_version != expected.compiler_version:
+        return None, f"it was optimized by rosetta {recorded.compiler_version}"
+    demos, note = labeled_demos(artifact, signature, options, dataset)
+    if demos is None or note:
+        return None, note
+    try:
+        fresh = parse_artifact(render_again(artifact, expected, signature, model, adapter, demos), path="<fresh>")
+    except RosettaError as error:
+        return None, f"its prompt cannot be rendered again: {error.problems[0].message}"
+    if fresh.prompt != artifact.prompt:
+        return None, "the change alters its prompt"
+    note = (f"carried over from sources {recorded.source_sha256[:12]} to {expected.source_sha256[:12]}, which "
+            "render this prompt byte for byte (`rosetta compile --optimize --force` searches again)")
+    optimizer = {**recorded.optimizer, "notes": [*recorded.optimizer.get("notes", ()), note]}
+    return dump_artifact(replace(fresh, provenance=replace(fresh.provenance, optimizer=optimizer))), note
