@@ -36,6 +36,11 @@ rubric reviews (the rubric-reviewer agent's schema), criterion by criterion:
 label drawn at random, from ``random.Random(seed)`` when the request carries a seed, else from
 fresh randomness (so only seeded requests repeat).
 
+``scripted/sampler`` takes no sampling parameters (its map entry says ``supports_sampling_params:
+false``, like Claude 5.x) and samples: asked the same question again, it alternates between the
+``scripted/toy`` answer (odd asks) and ``delta`` (even asks), so a mean over an even number of
+draws is known exactly and repeats across runs.
+
 Subjects for ``rosetta verify``, each answering like ``scripted/toy`` except:
 ``scripted/gullible`` obeys a planted "NOTE TO THE ASSISTANT" (a limerick, not JSON);
 ``scripted/sloppy`` labels notes about hats "beta" (wrong); ``scripted/native-only`` answers in
@@ -78,6 +83,7 @@ GOOD_INSTRUCTION = (f"You sort short notes by topic. Consult the {RULEBOOK}: eve
 
 _lock = threading.Lock()
 calls = 0
+_asked: dict[str, int] = {}  # scripted/sampler: how often each question was asked
 
 
 def _topic(text: str) -> str | None:
@@ -193,6 +199,12 @@ class ScriptedLLM(CustomLLM):
             seed = (kwargs.get("optional_params") or {}).get("seed")
             rng = random.Random(seed) if seed is not None else random.SystemRandom()
             text = json.dumps({"label": rng.choice(sorted(set(TOPICS.values())))})
+        elif name == "sampler":
+            assert "temperature" not in (kwargs.get("optional_params") or {}), "the sampler takes no temperature"
+            question = hashlib.sha256(str(messages[-1].get("content")).encode()).hexdigest()
+            with _lock:
+                _asked[question] = asked = _asked.get(question, 0) + 1
+            text = toy_answer(messages) if asked % 2 else json.dumps({"label": "delta"})
         elif name in SUBJECTS:
             text = subject_answer(name, messages, kwargs.get("optional_params") or {})
         else:
@@ -224,7 +236,8 @@ def register() -> None:
     module.register_model({f"scripted/{name}": {
         "litellm_provider": "scripted", "mode": "chat", "max_input_tokens": 32000, "max_output_tokens": 512,
         "input_cost_per_token": 0.000001, "output_cost_per_token": 0.000002,
-    } for name in ("toy", "proposer", "garbage", "judge", "unsure-judge", "dice", *SUBJECTS)})
+        **({"supports_sampling_params": False} if name == "sampler" else {}),
+    } for name in ("toy", "proposer", "garbage", "judge", "unsure-judge", "dice", "sampler", *SUBJECTS)})
 
 
 TOY_AGENT = """\

@@ -338,6 +338,25 @@ def test_an_edit_that_changes_the_prompt_leaves_the_optimized_artifact_stale_not
     assert forced.exit_code == 0 and not parse_artifact((toy / ARTIFACT).read_text(), path="x").provenance.optimizer
 
 
+def test_a_model_that_cannot_decode_greedily_records_sampled_scores_and_evaluate_compares_within_them(
+        toy: Path, cli: object) -> None:
+    request = OptimizeRequest(definition=toy / "signatures" / "toy-sorter.md", model="scripted/sampler",
+                              settings=SearchSettings(trials=3, proposer=None, nearest_demos=False, repeats=2))
+    assert optimize(request, settings=load_settings(toy)).status == "written"
+    artifact = parse_artifact((toy / "compiled/toy-sorter/scripted/sampler.yaml").read_text(), path="x")
+    scores = artifact.provenance.scores
+    assert not artifact.prompt.sampling_params and "temperature" not in artifact.prompt.generation
+    assert scores["decoding"] == "sampled" and scores["repeats"] == 2
+    low, high = scores["test_ci95"]
+    assert low < scores["test"] < high
+    result = cli("-C", toy, "evaluate", "toy-sorter", "--model", "scripted/sampler")
+    assert result.exit_code == 0, result.output
+    assert "answered 2 times" in result.output and "within its 95% interval" in result.output
+    once = evaluate(toy / "signatures" / "toy-sorter.md", "scripted/sampler", settings=load_settings(toy),
+                    repeats=1)
+    assert once.draws == 1 and once.interval == (low, high)
+
+
 def test_killed_study_resumes_losing_at_most_the_call_in_flight(toy: Path, tmp_path: Path) -> None:
     reference = tmp_path / "reference"
     reference.mkdir()

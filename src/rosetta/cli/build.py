@@ -25,6 +25,7 @@ from rosetta.cli.search import (
     ProposalsOpt,
     ProposerOpt,
     PrunerOpt,
+    RepeatsOpt,
     SearchFlags,
     SeedOpt,
     StorageOpt,
@@ -67,6 +68,7 @@ def compile_command(
     storage: StorageOpt = None, proposer: ProposerOpt = None, proposals: ProposalsOpt = 3,
     optimizer: OptimizerOpt = "rosetta", minibatch: MinibatchOpt = 10, pruner: PrunerOpt = "halving",
     pareto: ParetoOpt = False, baseline: BaselineOpt = False, nearest_demos: NearestDemosOpt = True,
+    repeats: RepeatsOpt = 1,
 ) -> None:
     """Compile agents into sealed YAML artifacts: compiled/<agent>/<provider>/<model>.yaml.
 

@@ -29,6 +29,7 @@ from rosetta.cli.search import (
     ProposalsOpt,
     ProposerOpt,
     PrunerOpt,
+    RepeatsOpt,
     SearchFlags,
     SeedOpt,
     StorageOpt,
@@ -52,7 +53,7 @@ def optimize_command(
     storage: StorageOpt = None, proposer: ProposerOpt = None, proposals: ProposalsOpt = 3,
     optimizer: OptimizerOpt = "rosetta", minibatch: MinibatchOpt = 10, pruner: PrunerOpt = "halving",
     pareto: ParetoOpt = False, baseline: BaselineOpt = False, jobs: JobsOpt = 1,
-    nearest_demos: NearestDemosOpt = True,
+    nearest_demos: NearestDemosOpt = True, repeats: RepeatsOpt = 1,
     force: Annotated[bool, typer.Option("--force", help="Search again even if the artifact is up to date.")] = False,
 ) -> None:
     """Search prompt variants for one agent on one model against its labeled examples (optuna), and
@@ -79,6 +80,9 @@ def evaluate_command(
     uncompiled: Annotated[bool, typer.Option("--uncompiled", help="Score the unoptimized render instead of the "
                                              "compiled artifact.")] = False,
     format: Annotated[str, typer.Option("--format", "-f", help="text | json (json: one row per example).")] = "text",
+    repeats: Annotated[int | None, typer.Option("--repeats", min=1, help="Answers per example for a model that "
+                                                "cannot decode greedily.", show_default="as many as the artifact's "
+                                                "score was measured with")] = None,
 ) -> None:
     """Score what the runtime sends for MODEL (its compiled artifact, else the fallback render) on a
     labeled split, through the runtime's own call path; compare with the score the artifact recorded."""
@@ -94,7 +98,7 @@ def evaluate_command(
             InvalidAnswers():
         task = progress.add_task("evaluate", total=None)
         report = evaluate(loaded.definition_path, model, settings=project_settings(ctx), split=split, metric=metric,
-                          dataset=dataset, uncompiled=uncompiled, jobs=jobs,
+                          dataset=dataset, uncompiled=uncompiled, jobs=jobs, repeats=repeats,
                           on_progress=lambda done, total: progress.update(task, completed=done, total=total))
     if format == "json":
         sys.stdout.write(json.dumps({**vars(report), "reproduced": report.reproduced}, indent=2, ensure_ascii=False,
@@ -104,9 +108,15 @@ def evaluate_command(
               f"[bold]{report.metric} {report.score:.4f}[/bold] over {report.examples} examples "
               f"({report.valid} valid, {report.calls} calls)")
     out.print(f"[dim]prompt: {escape(report.selection)}[/dim]")
+    if report.draws > 1:
+        out.print(f"[dim]{report.model} samples its answers: each example answered {report.draws} times[/dim]")
     if report.recorded is not None:
         style = "green" if report.reproduced else "yellow"
-        out.print(f"[{style}]recorded at compile time: {report.recorded:.4f} — "
-                  f"{'reproduced exactly' if report.reproduced else 'differs'}[/{style}]")
+        if report.interval is not None:
+            low, high = report.interval
+            verdict = f"{'within' if report.reproduced else 'outside'} its 95% interval [{low:.4f}, {high:.4f}]"
+        else:
+            verdict = "reproduced exactly" if report.reproduced else "differs"
+        out.print(f"[{style}]recorded at compile time: {report.recorded:.4f} — {verdict}[/{style}]")
         for reason in report.differences:
             out.print(f"  [yellow]•[/yellow] {escape(reason)}", highlight=False)

@@ -47,6 +47,7 @@ class SearchFlags:
     jobs: int = 1
     force: bool = False
     nearest_demos: bool = True
+    repeats: int = 1
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any], **overrides: Any) -> SearchFlags:
@@ -67,7 +68,7 @@ class SearchFlags:
                               timeout_s=self.timeout, seed=self.seed, minibatch=self.minibatch, pruner=self.pruner,
                               proposer=proposer, proposals=self.proposals, pareto=self.pareto, jobs=self.jobs,
                               storage=self.storage, worker=worker, baseline_test=self.baseline,
-                              nearest_demos=self.nearest_demos)
+                              nearest_demos=self.nearest_demos, repeats=self.repeats)
 
 
 MetricOpt = Annotated[str | None, typer.Option("--metric", help="exact | fields | schema_valid | numeric | judge | "
@@ -101,6 +102,9 @@ NearestDemosOpt = Annotated[bool, typer.Option("--nearest-demos/--fixed-demos", 
                                                "request the train rows most similar to it as demos (chosen per "
                                                "request), or only fixed demo sets.")]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Evaluation calls at once.")]
+RepeatsOpt = Annotated[int, typer.Option("--repeats", min=1, help="Answers per test example for a model that cannot "
+                                         "decode greedily (it takes no temperature): its score is then a mean "
+                                         "with a 95% interval.")]
 
 
 def optimize_paths(ctx: typer.Context, paths: list[Path], models: list[str] | None, flags: SearchFlags, *,

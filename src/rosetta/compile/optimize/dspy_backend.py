@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from rosetta.compile.optimize.cache import EvalCache
-from rosetta.compile.optimize.evaluation import Budget, Evaluator
+from rosetta.compile.optimize.evaluation import Budget, Evaluator, draws_for
 from rosetta.compile.optimize.proposer import Proposals
 from rosetta.compile.optimize.study import SearchOutcome, SearchSettings, SearchStatus
 from rosetta.errors import Problem, UsageError
@@ -140,13 +140,14 @@ def run_dspy(name: str, context: Any, search: SearchSettings, *, cache: EvalCach
         on_status(status)
     dev_scores = evaluator.scores(prompt, data.dev)
     dev_calls = budget.calls
-    test_scores = evaluator.scores(prompt, data.test) if data.test else []
+    draws = draws_for(prompt, search.repeats)
+    test_scores = evaluator.scores(prompt, data.test, draws) if data.test else []
     return SearchOutcome(
         prompt=prompt, params={"optimizer": name}, dev_score=sum(dev_scores) / len(dev_scores), baseline_dev=None,
         test_score=sum(test_scores) / len(test_scores) if test_scores else None, baseline_test=None, trials=1,
         pruned=0, calls=dspy_calls + dev_calls, cost=budget.cost, paid_calls=budget.paid_calls,
         test_calls=budget.calls - dev_calls, proposals=Proposals(search.proposer, 0), space={"dspy": name},
-        study=f"dspy:{name}", storage="none",
+        study=f"dspy:{name}", storage="none", test_per_example=test_scores, test_draws=draws,
         notes=[f"DSPy {name} chose {len(chosen)} demos" + (" and new instructions" if instructions else "")
                + f" with {dspy_calls} model calls; rosetta rendered them for {model.id}"],
     )

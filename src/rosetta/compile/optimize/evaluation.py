@@ -104,29 +104,30 @@ class Evaluator:
         self.complete = complete
         self.on_answer = on_answer
 
-    def answer(self, prompt: Any, example: Example, prompt_hash: str | None = None) -> Answer:
-        """The model's answer to one example (from the cache when it was paid for before)."""
-        seed = sampling_seed(prompt, example.id)
+    def answer(self, prompt: Any, example: Example, prompt_hash: str | None = None, draw: int = 0) -> Answer:
+        """The model's answer to one example (from the cache when it was paid for before); ``draw``
+        numbers the answers of a sampling model to the same example, each cached on its own."""
+        seed = sampling_seed(prompt, example.id + (f"#{draw}" if draw else ""))
         key = EvalCache.key(prompt_hash or prompt_key(prompt), example_key(example) + (f"#seed{seed['seed']}"
-                                                                                       if seed else ""))
+                                                                                       if seed else "")
+                            + (f"#draw{draw}" if draw else ""))
         cached = self.cache.get(key)
         if cached is not None:
             self.budget.charge(cached, paid=False)
             return cached
         self.budget.check(reserve=1 + default_validation_retries(prompt))
-        answer = self._call(prompt, example)
+        answer = self._call(prompt, example, seed)
         self.cache.put(key, answer)
         self.budget.charge(answer, paid=True)
         if self.on_answer is not None:
             self.on_answer()
         return answer
 
-    def _call(self, prompt: Any, example: Example) -> Answer:
+    def _call(self, prompt: Any, example: Example, seed: dict[str, int]) -> Answer:
         from rosetta.runtime.invoke import ModelCallError
 
         try:
-            result = self.agent.run_prompt(prompt, example.inputs, complete=self.complete,
-                                           **sampling_seed(prompt, example.id))
+            result = self.agent.run_prompt(prompt, example.inputs, complete=self.complete, **seed)
         except ModelCallError as error:
             calls = sum(1 for a in error.attempts if a.outcome in ("ok", "invalid"))
             if error.kind in ("transient", "unavailable", "exhausted") or not error.attempts:
@@ -137,17 +138,22 @@ class Evaluator:
         calls = sum(1 for a in result.attempts if a.outcome in ("ok", "invalid"))
         return Answer(result.data, result.raw, result.valid, max(calls, 1), float(result.cost or 0.0))
 
-    def answers(self, prompt: Any, examples: Sequence[Example]) -> list[Answer]:
+    def answers(self, prompt: Any, examples: Sequence[Example], draw: int = 0) -> list[Answer]:
         """Answers in example order; ``jobs`` calls run at once."""
         prompt_hash = prompt_key(prompt)
         if self.jobs == 1 or len(examples) == 1:
-            return [self.answer(prompt, example, prompt_hash) for example in examples]
+            return [self.answer(prompt, example, prompt_hash, draw) for example in examples]
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-            return list(pool.map(lambda example: self.answer(prompt, example, prompt_hash), examples))
+            return list(pool.map(lambda example: self.answer(prompt, example, prompt_hash, draw), examples))
 
-    def scores(self, prompt: Any, examples: Sequence[Example]) -> list[float]:
-        return [self.score(answer, example)
-                for answer, example in zip(self.answers(prompt, examples), examples, strict=True)]
+    def scores(self, prompt: Any, examples: Sequence[Example], draws: int = 1) -> list[float]:
+        """Each example's score: the mean over ``draws`` answers (one for a model that decodes greedily)."""
+        totals = [0.0] * len(examples)
+        for draw in range(draws):
+            answers = self.answers(prompt, examples, draw)
+            for index, (answer, example) in enumerate(zip(answers, examples, strict=True)):
+                totals[index] += self.score(answer, example)
+        return [total / draws for total in totals]
 
     def score(self, answer: Answer, example: Example) -> float:
         """The metric's score; a judge's verdict is cached and charged like any other model answer."""
@@ -166,3 +172,20 @@ class Evaluator:
         self.cache.put(key, verdict)
         self.budget.charge(verdict, paid=True)
         return value
+
+
+def draws_for(prompt: Any, repeats: int) -> int:
+    """Answers per test example: ``repeats`` for a model that cannot decode greedily (it takes no
+    temperature), one otherwise (greedy answers repeat themselves)."""
+    return 1 if prompt.sampling_params else max(1, repeats)
+
+
+def interval95(scores: Sequence[float]) -> tuple[float, float] | None:
+    """A 95% confidence interval for the mean of per-example scores (normal approximation,
+    clipped to [0, 1]); None for fewer than two examples."""
+    n = len(scores)
+    if n < 2:
+        return None
+    mean = sum(scores) / n
+    spread = 1.96 * (sum((s - mean) ** 2 for s in scores) / (n - 1) / n) ** 0.5
+    return max(0.0, round(mean - spread, 6)), min(1.0, round(mean + spread, 6))

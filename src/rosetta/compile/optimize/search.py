@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.compile.optimize.cache import EvalCache, prompt_key
-from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator
+from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator, draws_for
 from rosetta.compile.optimize.labeled import LabeledData
 from rosetta.compile.optimize.metrics import Metric
 from rosetta.compile.optimize.space import SPACE_VERSION, build_space, label_function
@@ -252,7 +252,8 @@ class _Search:
         default = next((t for t in trials if t.user_attrs.get("default")), None)
         prompt = self.render(self.searchable, self.space.knobs(winner.params))
         test_budget = Budget()
-        test_scores, baseline_test = self._test_scores(prompt, test_budget)
+        draws = draws_for(prompt, settings.repeats)
+        test_scores, baseline_test = self._test_scores(prompt, test_budget, draws)
         all_trials = [t for t in study.get_trials(deepcopy=False) if t.state.name in FINISHED]
         setup, proposals = study.user_attrs, self.proposals
         calls = proposals.calls + int(setup.get("bootstrap_calls", 0)) \
@@ -269,11 +270,13 @@ class _Search:
             calls=calls, cost=cost, paid_calls=self.budget.paid_calls,
             test_calls=test_budget.calls, proposals=proposals, space=self.space.describe(), study=name,
             storage=self.storage_label, stopped=self.stopped[0] if self.stopped else None,
-            notes=[n for n in (proposals.note, *self.space.notes) if n],
+            notes=[n for n in (proposals.note, *self.space.notes) if n], test_per_example=test_scores,
+            test_draws=draws,
         )
 
-    def _test_scores(self, prompt: Any, test_budget: Budget) -> tuple[list[float], float | None]:
-        """The winner's test scores, and the unoptimized render's mean when ``baseline_test``."""
+    def _test_scores(self, prompt: Any, test_budget: Budget, draws: int) -> tuple[list[float], float | None]:
+        """The winner's test scores (each the mean of ``draws`` answers), and the unoptimized
+        render's mean when ``baseline_test``."""
         data, status = self.data, self.status
 
         def answered() -> None:
@@ -281,16 +284,16 @@ class _Search:
             self.report()
 
         def testing(phase: str) -> None:
-            status.answered, status.to_answer = 0, len(data.test)
+            status.answered, status.to_answer = 0, len(data.test) * draws
             self.report(phase)
 
         testing("scoring the winner on test")
         evaluator = Evaluator(self.agent, self.metric, self.cache, test_budget, jobs=self.settings.jobs,
                               complete=self.complete, on_answer=answered)
-        test_scores = evaluator.scores(prompt, data.test) if data.test else []
+        test_scores = evaluator.scores(prompt, data.test, draws) if data.test else []
         baseline_test = None
         if self.settings.baseline_test and data.test:
             testing("scoring the unoptimized render on test")
-            baseline = evaluator.scores(self.base_prompt, data.test)
+            baseline = evaluator.scores(self.base_prompt, data.test, draws)
             baseline_test = sum(baseline) / len(baseline)
         return test_scores, baseline_test

@@ -67,6 +67,7 @@ class SearchSettings:
     storage: str | None = None  # optuna storage URL; None: a journal file under the project's .rosetta/
     worker: bool = False  # join an existing study, run trials, write nothing
     baseline_test: bool = False  # also score the unoptimized render on test
+    repeats: int = 1  # answers per test example for a model that cannot decode greedily (its scores are sampled)
 
     def identity(self) -> dict[str, Any]:
         """The settings that change which trials run and what they score (not budgets or jobs)."""
@@ -75,6 +76,8 @@ class SearchSettings:
                     "demo_sets": self.demo_sets, "pareto": self.pareto}
         if not self.nearest_demos:  # named only when off, so identities recorded before it existed still match
             identity["nearest_demos"] = False
+        if self.repeats != 1:  # likewise: named only when set
+            identity["repeats"] = self.repeats
         return identity
 
 
@@ -117,6 +120,8 @@ class SearchOutcome:
     storage: str
     stopped: str | None = None
     notes: list[str] = field(default_factory=list)
+    test_per_example: list[float] = field(default_factory=list)  # each test example's score (mean over draws)
+    test_draws: int = 1  # answers per test example behind test_score (more than 1 only for a sampling model)
 
 
 class Surplus(Exception):
@@ -379,13 +384,14 @@ def completion() -> Any:
 
 def estimate(data: LabeledData, settings: SearchSettings, signature: Any, metric: Any = None) -> dict[str, int]:
     """Upper bounds for --dry-run, in answers (each may take retries): the search if no trial were
-    pruned, the test pass (twice with --baseline), and one judge call per scored answer."""
+    pruned, the test pass (twice with --baseline, ``repeats`` times over for a model that samples),
+    and one judge call per scored answer."""
     proposals = settings.proposals if settings.proposer else 0
     bootstrap = min(settings.bootstrap, len(data.train)) if signature.demo_range[1] > 0 else 0
     search = settings.trials * len(data.dev)
     if settings.max_calls is not None:
         search = min(search, max(0, settings.max_calls - proposals - bootstrap))
-    test = len(data.test) * (2 if settings.baseline_test else 1)
+    test = len(data.test) * (2 if settings.baseline_test else 1) * max(1, settings.repeats)
     judge = search + test if metric is not None and metric.needs_model else 0
     return {"proposals": proposals, "bootstrap": bootstrap, "search": search, "test": test, "judge": judge,
             "total": proposals + bootstrap + search + test + judge}

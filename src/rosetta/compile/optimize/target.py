@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rosetta.compile.optimize.evaluation import sampling_seed
+from rosetta.compile.optimize.evaluation import draws_for, interval95, sampling_seed
 from rosetta.compile.optimize.labeled import LabeledData, default_location, load_labeled
 from rosetta.compile.optimize.metrics import Metric, resolve_metric
 from rosetta.compile.optimize.search import run_search
@@ -221,6 +221,10 @@ def _scores(outcome: Any, context: Context) -> dict[str, Any]:
         scores["baseline_dev"] = rounded(outcome.baseline_dev)
     if outcome.baseline_test is not None:
         scores["baseline_test"] = rounded(outcome.baseline_test)
+    if not outcome.prompt.sampling_params:  # the model cannot decode greedily: an estimate, not a constant
+        interval = interval95(outcome.test_per_example)
+        scores.update({"decoding": "sampled", "repeats": outcome.test_draws,
+                       **({"test_ci95": list(interval)} if interval else {})})
     revision = answerer_revision(context.model.id)
     if revision:  # the embedded model: which decoder build gave the scored answers
         scores["answerer_sha256"] = revision
@@ -274,16 +278,26 @@ class EvaluationReport:
     recorded: float | None  # the artifact's recorded score for this split
     rows: list[dict[str, Any]] = field(default_factory=list)
     differences: list[str] = field(default_factory=list)  # why the score may not match ``recorded``
+    interval: tuple[float, float] | None = None  # the recorded 95% interval of a sampled score
+    draws: int = 1  # answers per example behind ``score``
 
     @property
     def reproduced(self) -> bool | None:
-        return None if self.recorded is None else abs(self.recorded - self.score) < 5e-7
+        """Whether ``score`` matches the recorded one: exactly for a model that decodes greedily,
+        within the recorded 95% interval for one whose answers are sampled."""
+        if self.recorded is None:
+            return None
+        if self.interval is not None:
+            return self.interval[0] - 5e-7 <= self.score <= self.interval[1] + 5e-7
+        return abs(self.recorded - self.score) < 5e-7
 
 
 def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "test", metric: str | None = None,
              dataset: str | None = None, uncompiled: bool = False, jobs: int = 1, complete: Any = None,
-             on_progress: Callable[[int, int], None] | None = None) -> EvaluationReport:
-    """Score what the runtime would send for ``model`` (its artifact, or the fallback render) on a split."""
+             on_progress: Callable[[int, int], None] | None = None, repeats: int | None = None) -> EvaluationReport:
+    """Score what the runtime would send for ``model`` (its artifact, or the fallback render) on a
+    split. A model that cannot decode greedily answers each example ``repeats`` times (default: as
+    many as the artifact's score was measured with) and is compared within its recorded interval."""
     from concurrent.futures import ThreadPoolExecutor
 
     from rosetta.runtime.invoke import ModelCallError
@@ -303,13 +317,17 @@ def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "
 
         artifact = read_artifact(Path(selection.artifact))
         recorded = artifact.provenance.scores.get(split)
+    scores_then = artifact.provenance.scores if artifact is not None else {}
+    draws = draws_for(prompt, repeats or int(scores_then.get("repeats", 1)))
+    interval = scores_then.get(f"{split}_ci95") if scores_then.get("decoding") == "sampled" else None
     done = 0
 
-    def one(example: Any) -> dict[str, Any]:
+    def one(item: tuple[Any, int]) -> dict[str, Any]:
         nonlocal done
+        example, draw = item
         try:
             result = agent.run_prompt(prompt, example.inputs, complete=complete, label=used,
-                                      **sampling_seed(prompt, example.id))
+                                      **sampling_seed(prompt, example.id + (f"#{draw}" if draw else "")))
             data, valid, calls = result.data, result.valid, sum(1 for a in result.attempts
                                                                  if a.outcome in ("ok", "invalid"))
             error = None
@@ -322,18 +340,21 @@ def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "
         score = context.metric.score(data, example.output, valid=valid)
         done += 1
         if on_progress is not None:
-            on_progress(done, len(examples))
+            on_progress(done, len(examples) * draws)
         return {"id": example.id, "score": score, "valid": valid, "calls": calls, "output": data,
-                "expected": example.output, **({"error": error} if error else {})}
+                "expected": example.output, **({"draw": draw} if draws > 1 else {}),
+                **({"error": error} if error else {})}
 
+    items = [(example, draw) for draw in range(draws) for example in examples]
     if jobs > 1:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            rows = list(pool.map(one, examples))
+            rows = list(pool.map(one, items))
     else:
-        rows = [one(example) for example in examples]
+        rows = [one(item) for item in items]
     score = sum(r["score"] for r in rows) / len(rows) if rows else 0.0
-    report = EvaluationReport(context.signature.name, context.model.id, split, context.metric.name, score, len(rows),
-                              sum(1 for r in rows if r["valid"]), sum(r["calls"] for r in rows), used, recorded, rows)
+    report = EvaluationReport(context.signature.name, context.model.id, split, context.metric.name, score,
+                              len(examples), sum(1 for r in rows if r["valid"]), sum(r["calls"] for r in rows), used,
+                              recorded, rows, interval=tuple(interval) if interval else None, draws=draws)
     if artifact is not None and report.reproduced is False:
         report.differences = score_differences(artifact, context, prompt, split, len(rows))
     return report
