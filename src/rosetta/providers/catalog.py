@@ -81,12 +81,6 @@ class CatalogModel:
     thinking_reserve: int | None = None  # thinks by default, counted in max_tokens: tokens added for it
 
     @property
-    def decodes_greedily(self) -> bool:
-        """Whether temperature 0 can be asked for: a model that takes no sampling parameters
-        samples every answer, so scores measured on it are estimates, not exact."""
-        return self.capabilities.sampling_params
-
-    @property
     def provider(self) -> str:
         """The litellm provider prefix, e.g. ``anthropic`` or ``ollama_chat``."""
         return self.id.split("/", 1)[0]

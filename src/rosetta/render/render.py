@@ -265,7 +265,7 @@ def _generation(signature: Signature, model: CatalogModel, knobs: Knobs, warning
     if not model.capabilities.sampling_params:
         for key in ("temperature", "top_p"):
             if params.pop(key, None) is not None:
-                warnings.append(f"{model.id} rejects {key} (its vendor removed sampling parameters); not sent")
+                warnings.append(f"{model.id} takes no {key} (its API rejects sampling parameters); not sent")
     return params
 
 

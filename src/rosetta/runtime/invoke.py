@@ -368,16 +368,41 @@ def _streamed_reply(complete: Callable[..., Any], step: Call) -> Generator[str, 
     """The streamed call's text deltas, then litellm's response assembled from its chunks."""
     from rosetta.providers.litellm_offline import import_litellm
 
-    chunks = []
+    chunks, stream, ended = [], None, False
     try:
-        for chunk in complete(**{**step.kwargs, "stream": True}):
+        stream = complete(**{**step.kwargs, "stream": True})
+        for chunk in stream:
             chunks.append(chunk)
             text = getattr(chunk.choices[0].delta, "content", None) if chunk.choices else None
             if text:
                 yield text
+        ended = True
         return import_litellm().stream_chunk_builder(chunks, messages=step.kwargs.get("messages"))
     except Exception as error:  # classified like any call; the plan retries
+        ended = True
         return error
+    finally:  # also when the caller stops reading early (GeneratorExit): then the rest is not read
+        _release_stream(stream, read_rest=ended)
+
+
+def _release_stream(stream: Any, *, read_rest: bool) -> None:
+    """Release a stream's HTTP response. litellm's Anthropic reader stops at the stop reason and
+    leaves the last lines of the body unread, so the response stays open until the garbage
+    collector finds it, and a collection that runs while this thread holds the connection pool's
+    lock (during the next request) deadlocks. Reading the rest of the lines (the closing event,
+    then the end of the body) lets httpx close the response as it does for any body read whole;
+    a stream its reader abandoned is closed unread instead (httpcore drops the connection)."""
+    lines = getattr(getattr(stream, "completion_stream", None), "streaming_response", None)
+    if lines is None or not hasattr(lines, "__next__"):
+        return
+    try:
+        if read_rest:
+            for _ in lines:
+                pass
+        else:
+            lines.close()
+    except Exception as error:  # noqa: BLE001 (best effort: the answer, or the error, is already in hand)
+        log.debug("releasing a stream failed: %s", error)
 
 
 _HINTS = {
