@@ -54,3 +54,15 @@ def test_bad_adapter_file_names_file_line_and_field(tmp_path):
 def test_missing_adapter_directory(tmp_path):
     with pytest.raises(ConfigError):
         load_adapters([tmp_path / "nope"])
+
+
+def test_an_older_adapter_file_with_retired_fields_still_loads_with_a_warning(tmp_path, caplog):
+    """`roles` and `strict_alternation` were never read (litellm maps roles): gone from the model,
+    but a user's adapter file written when they existed keeps loading."""
+    data = json.loads(load_adapters()["openai"].model_dump_json())
+    data.update(name="old-gateway", roles={"user": "user", "assistant": "assistant"}, strict_alternation=True)
+    (tmp_path / "old.yaml").write_text(json.dumps(data))
+    with caplog.at_level("WARNING"):
+        adapter = load_adapters([tmp_path])["old-gateway"]
+    assert not hasattr(adapter, "roles") and adapter.delimiter is Delimiter.MARKDOWN
+    assert "adapter 'old-gateway': `roles` and `strict_alternation` are no longer used; delete them" in caplog.text

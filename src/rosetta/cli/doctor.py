@@ -70,10 +70,10 @@ def _retiring_artifacts(compiled_dir: Path) -> None:
     from rosetta.store.lookup import compiled_models
 
     catalog = load_catalog()
-    rows = []
+    names, rows = catalog.names(), []
     for agent, models in compiled_models(compiled_dir).items():
         for model_id, path in models.items():
-            model = catalog.names().get(model_id.lower())
+            model = names.get(model_id.lower())
             status = catalog.status(model) if model is not None else None
             if status is not None and status.state != "current":
                 rows.append((agent, model_id, status, path))

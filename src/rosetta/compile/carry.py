@@ -1,13 +1,14 @@
-"""An optimized artifact whose sources changed: carried over when the change leaves its prompt as it
-was, never silently replaced by an unoptimized render.
+"""An optimized artifact whose inputs changed: carried over when the change leaves its prompt as
+it was, never silently replaced by an unoptimized render.
 
-A search costs hours on a local model and money on a hosted one; editing a definition's
-``model_preferences`` (or anything else that is not rendered for this model) changes its source
-hash, and so used to send the artifact back to square one. When the sources, rendered again with the
-artifact's recorded knobs and the labeled data it was searched on, give the very same prompt, the
-scores it records are still the scores of the prompt it serves (under the decoder build they name):
-the artifact is rewritten with the new provenance and a note saying where its search ran. Anything else is left for
-``--optimize`` (search again) or ``--force`` (replace it with the unoptimized render).
+A search costs hours on a local model and money on a hosted one. Editing a definition's
+``model_preferences`` (or anything else that is not rendered for this model), or an adapter field
+no render reads, changes the artifact's inputs hash, and used to send it back to square one. When
+the sources, rendered again with the artifact's recorded knobs and the labeled data it was searched
+on, give the very same prompt, the scores it records are still the scores of the prompt it serves
+(under the decoder build they name): the artifact is rewritten with the new provenance and a note
+naming the inputs it was carried over from. Anything else is left for ``--optimize`` (search
+again) or ``--force`` (replace it with the unoptimized render).
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.errors import RosettaError
-from rosetta.store.artifact import Artifact, ArtifactError, Provenance, dump_artifact, parse_artifact
+from rosetta.store.artifact import (
+    Artifact,
+    ArtifactError,
+    Provenance,
+    changed_inputs,
+    dump_artifact,
+    parse_artifact,
+)
 
 
 def optimized_artifact(path: Path) -> Artifact | None:
@@ -50,7 +58,8 @@ def carry_over(artifact: Artifact, expected: Provenance, signature: Any, model: 
         return None, f"its prompt cannot be rendered again: {error.problems[0].message}"
     if fresh.prompt != artifact.prompt:
         return None, "the change alters its prompt"
-    note = (f"carried over from sources {recorded.source_sha256[:12]} to {expected.source_sha256[:12]}, which "
-            "render this prompt byte for byte (`rosetta compile --optimize --force` searches again)")
+    note = (f"carried over from inputs {recorded.inputs_sha256[:12]} to {expected.inputs_sha256[:12]}: "
+            f"{changed_inputs(recorded, expected)}, but this prompt renders byte for byte as it was searched "
+            "(`rosetta compile --optimize --force` searches again)")
     optimizer = {**recorded.optimizer, "notes": [*recorded.optimizer.get("notes", ()), note]}
     return dump_artifact(replace(fresh, provenance=replace(fresh.provenance, optimizer=optimizer))), note

@@ -300,7 +300,7 @@ def _carry(file: Path, artifact: Any, provenance: Provenance, signature: Any, mo
     except ArtifactError as failure:
         return TargetResult(str(file), signature.name, model.id, Status.FAILED, str(path), str(failure))
     outcome.staged[len(outcome.results)] = (staged, provenance.inputs_sha256)
-    return TargetResult(str(file), signature.name, model.id, Status.WRITTEN, str(path), f"carried over: {note}")
+    return TargetResult(str(file), signature.name, model.id, Status.WRITTEN, str(path), note)
 
 
 def _current_status(path: Path, inputs_sha: str) -> Status:

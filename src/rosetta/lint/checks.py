@@ -365,12 +365,13 @@ def check_model_lifecycle(definition: AgentDefinition) -> Iterator[Hit]:
     from rosetta.providers.catalog import load_catalog
 
     catalog = load_catalog()
+    names = catalog.names()
     named = [(("portability", "model_preferences", i), n)
              for i, n in enumerate(definition.spec.portability.model_preferences)]
     if definition.spec.model:
         named.append((("model",), definition.spec.model))
     for path, name in named:
-        model = catalog.names().get(name.strip().lower())
+        model = names.get(name.strip().lower())
         status = catalog.status(model) if model is not None else None
         if status is None or status.state == "current":
             continue  # unknown names are compile's to judge (they may be accepted unlisted models)

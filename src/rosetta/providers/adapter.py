@@ -10,10 +10,11 @@ with their own directories (``--adapters DIR`` / ``adapter_dirs`` in config): a 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -30,6 +31,9 @@ from rosetta.providers.kinds import (  # noqa: F401  (re-exported: adapters are 
     SystemPlacement,
     ToolEnvelope,
 )
+
+log = logging.getLogger(__name__)
+
 
 class PerClass(BaseModel):
     """A value per model class."""
@@ -64,6 +68,10 @@ class Budget(BaseModel):
 
 DEFAULT_REASONING_INSTRUCTION = "Think through the problem step by step before you give your final answer."
 
+RETIRED_FIELDS = ("roles", "strict_alternation")
+"""Fields adapters once had and no code read (litellm maps roles and merges turns): still accepted
+in a user's adapter file, with a warning, so that an older file keeps loading."""
+
 
 class Adapter(BaseModel):
     """Everything the renderer needs to know about one provider family."""
@@ -96,10 +104,6 @@ class Adapter(BaseModel):
     """Mechanism that enforces the output schema."""
     schema_transforms: list[SchemaTransform] = []
     """Output-schema rewrites applied, in order, before sending."""
-    roles: dict[Literal["system", "user", "assistant"], str]
-    """Message role names as the provider calls them (informational; litellm maps them)."""
-    strict_alternation: bool = False
-    """Whether user/assistant turns must alternate."""
     budget: Budget
     """Context window shares."""
     unknown_model_class: ModelClass = "mid"
@@ -108,6 +112,17 @@ class Adapter(BaseModel):
     """Hash of the adapter file (provenance for compiled artifacts)."""
     path: str = Field(default="", exclude=True)
     """Where the adapter was loaded from."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_retired_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict) and any(name in data for name in RETIRED_FIELDS):
+            found = [name for name in RETIRED_FIELDS if name in data]
+            log.warning("adapter %r: %s no longer used; delete %s", data.get("name"),
+                        " and ".join(f"`{n}`" for n in found) + (" are" if len(found) > 1 else " is"),
+                        "them" if len(found) > 1 else "it")
+            data = {k: v for k, v in data.items() if k not in RETIRED_FIELDS}
+        return data
 
     @model_validator(mode="after")
     def _check_tables(self) -> Adapter:

@@ -11,8 +11,7 @@ from __future__ import annotations
 import errno
 import logging
 import time
-from collections.abc import Callable, Generator, Mapping
-from contextlib import nullcontext
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +27,6 @@ from rosetta.runtime.answers import (
 from rosetta.runtime.health import ProviderHealth
 from rosetta.runtime.limits import Gate, RateLimiter, credential_key
 from rosetta.runtime.secrets import redact, redact_problems
-from rosetta.runtime.tracing import annotate, span, usage_attributes
 
 log = logging.getLogger("rosetta.runtime")
 
@@ -195,8 +193,8 @@ def plan(
     health: ProviderHealth | None = None,
 ) -> Generator[Call | Wait, Any, Result]:
     """The retry logic, free of network I/O: yields :class:`Call` (send back the response, or the
-    exception it raised) and :class:`Wait` steps, and returns the :class:`Result`. :func:`invoke`
-    and :func:`ainvoke` drive it with blocking and async calls, so both behave identically.
+    exception it raised) and :class:`Wait` steps, and returns the :class:`Result`; the drivers of
+    :mod:`rosetta.runtime.drive` make its calls blocking, awaited or streamed, so all behave alike.
 
     ``messages`` replaces the rendered turn (a conversation's history plus its new user turn);
     ``limiter`` paces calls per API key and ``health`` stops calling an endpoint that cools down.
@@ -255,7 +253,7 @@ def plan(
                 health.record(endpoint, failed=False)
             break
         _add_usage(usage, outcome)
-        cost += _cost(outcome)
+        cost += response_cost(outcome)
         reply = outcome.choices[0].message
         called += tool_calls(reply)
         answer = read_answer(answer_text(reply, prompt), prompt)
@@ -275,134 +273,6 @@ def plan(
     return Result(output=output, raw=answer.raw, data=answer.data, model=prompt.model, artifact=artifact,
                   attempts=attempts, usage=usage, cost=cost, latency_s=time.monotonic() - started,
                   issues=answer.issues, state=provider_state(outcome), tool_calls=called)
-
-
-Steps = Generator[Call | Wait, Any, Any]
-"""A plan (or a chain of plans over several models): Call and Wait steps, then a return value."""
-
-
-def invoke(prompt: RenderedPrompt, inputs: Mapping[str, Any], *, complete: Callable[..., Any],
-           sleep: Callable[[float], None] = time.sleep, **options: Any) -> Result:
-    """Call ``prompt.model`` until it gives a valid answer or the retries run out (blocking).
-
-    Returns a :class:`Result` (possibly with ``issues`` when the answer never validated); raises
-    :class:`ModelCallError` for hard errors, context overflow, or exhausted transient retries.
-    ``options`` are those of :func:`plan`.
-    """
-    return drive(plan(prompt, inputs, **options), complete=complete, sleep=sleep)
-
-
-async def ainvoke(prompt: RenderedPrompt, inputs: Mapping[str, Any], *, acomplete: Callable[..., Any],
-                  **options: Any) -> Result:
-    """:func:`invoke` for asyncio: the same plan driven by awaited calls and sleeps."""
-    return await adrive(plan(prompt, inputs, **options), acomplete=acomplete)
-
-
-def drive(steps: Steps, *, complete: Callable[..., Any], sleep: Callable[[float], None] = time.sleep) -> Any:
-    """Run ``steps`` with blocking calls and sleeps; return what the plan returns."""
-    silent = drive_streaming(steps, complete=complete, sleep=sleep, stream=False)
-    try:
-        while True:
-            next(silent)  # yields no text when nothing streams
-    except StopIteration as done:
-        return done.value
-
-
-async def adrive(steps: Steps, *, acomplete: Callable[..., Any]) -> Any:
-    """:func:`drive` for asyncio."""
-    import asyncio
-
-    reply: Any = None
-    try:
-        while True:
-            step = steps.send(reply)
-            if isinstance(step, Wait):
-                await asyncio.sleep(step.seconds)
-                reply = None
-                continue
-            async with step.gate or nullcontext():  # queueing for a slot costs none of the call's timeout
-                with span("rosetta.llm_call", **_call_attributes(step)) as current:
-                    try:
-                        reply = await acomplete(**step.kwargs)
-                    except Exception as error:  # litellm raises many classes; classify() sorts them
-                        reply = error
-                    _annotate_call(current, reply)
-    except StopIteration as done:
-        return done.value
-
-
-def drive_streaming(steps: Steps, *, complete: Callable[..., Any], sleep: Callable[[float], None] = time.sleep,
-                    stream: bool = True) -> Generator[str, None, Any]:
-    """:func:`drive`, streaming the first call: yields its text as it arrives (the same request a
-    plain run sends, plus ``stream``), then sends the assembled response back into the plan like
-    any other; later calls (retries, corrections, fallbacks) are plain. Returns the plan's value."""
-    reply: Any = None
-    pending = stream  # the first call is still to stream
-    try:
-        while True:
-            step = steps.send(reply)
-            if isinstance(step, Wait):
-                sleep(step.seconds)
-                reply = None
-                continue
-            marks = {"rosetta.stream": pending} if stream else {}
-            with step.gate or nullcontext(), span("rosetta.llm_call", **_call_attributes(step), **marks) as current:
-                if pending:  # the slot stays held until the stream ends
-                    pending = False
-                    reply = yield from _streamed_reply(complete, step)
-                else:
-                    reply = _reply(complete, step)
-                _annotate_call(current, reply)
-    except StopIteration as done:
-        return done.value
-
-
-def _reply(complete: Callable[..., Any], step: Call) -> Any:
-    try:
-        return complete(**step.kwargs)
-    except Exception as error:  # litellm raises many classes; classify() sorts them
-        return error
-
-
-def _streamed_reply(complete: Callable[..., Any], step: Call) -> Generator[str, None, Any]:
-    """The streamed call's text deltas, then litellm's response assembled from its chunks."""
-    from rosetta.providers.litellm_offline import import_litellm
-
-    chunks, stream, ended = [], None, False
-    try:
-        stream = complete(**{**step.kwargs, "stream": True})
-        for chunk in stream:
-            chunks.append(chunk)
-            text = getattr(chunk.choices[0].delta, "content", None) if chunk.choices else None
-            if text:
-                yield text
-        ended = True
-        return import_litellm().stream_chunk_builder(chunks, messages=step.kwargs.get("messages"))
-    except Exception as error:  # classified like any call; the plan retries
-        ended = True
-        return error
-    finally:  # also when the caller stops reading early (GeneratorExit): then the rest is not read
-        _release_stream(stream, read_rest=ended)
-
-
-def _release_stream(stream: Any, *, read_rest: bool) -> None:
-    """Release a stream's HTTP response. litellm's Anthropic reader stops at the stop reason and
-    leaves the last lines of the body unread, so the response stays open until the garbage
-    collector finds it, and a collection that runs while this thread holds the connection pool's
-    lock (during the next request) deadlocks. Reading the rest of the lines (the closing event,
-    then the end of the body) lets httpx close the response as it does for any body read whole;
-    a stream its reader abandoned is closed unread instead (httpcore drops the connection)."""
-    lines = getattr(getattr(stream, "completion_stream", None), "streaming_response", None)
-    if lines is None or not hasattr(lines, "__next__"):
-        return
-    try:
-        if read_rest:
-            for _ in lines:
-                pass
-        else:
-            lines.close()
-    except Exception as error:  # noqa: BLE001 (best effort: the answer, or the error, is already in hand)
-        log.debug("releasing a stream failed: %s", error)
 
 
 _HINTS = {
@@ -429,7 +299,7 @@ def _add_usage(total: dict[str, int], response: Any) -> None:
             total[key] = total.get(key, 0) + value
 
 
-def _cost(response: Any) -> float:
+def response_cost(response: Any) -> float:
     try:
         from rosetta.providers.litellm_offline import import_litellm
 
@@ -458,19 +328,3 @@ def provider_state(response: Any) -> dict[str, Any]:
 def _estimate_tokens(messages: list[dict[str, Any]]) -> int:
     """About four characters a token: enough to pace a conversation's calls."""
     return sum(len(str(m.get("content") or "")) for m in messages) // 4 + 4 * len(messages)
-
-
-def _call_attributes(step: Call) -> dict[str, Any]:
-    return {"gen_ai.system": str(step.kwargs.get("model", "")).split("/", 1)[0],
-            "gen_ai.request.model": step.kwargs.get("model"), "rosetta.attempt": step.attempt,
-            "rosetta.artifact_id": step.artifact}
-
-
-def _annotate_call(current: Any, reply: Any) -> None:
-    if current is None:
-        return
-    if isinstance(reply, BaseException):
-        annotate(current, **{"rosetta.outcome": classify(reply), "error.type": type(reply).__name__})
-        return
-    annotate(current, **{"rosetta.outcome": "ok", **usage_attributes(getattr(reply, "usage", None) or {},
-                                                                     _cost(reply))})

@@ -93,7 +93,7 @@ class Runner:
     def run(self, inputs: Mapping[str, Any], chain: list[str], *, complete: Any = None,
             messages: list[dict[str, Any]] | None = None, user_id: object | None = None, **options: Any) -> Any:
         """The first model of ``chain`` that answers (blocking)."""
-        from rosetta.runtime.invoke import drive
+        from rosetta.runtime.drive import drive
 
         return drive(self.steps(inputs, chain, options, messages, user_id), complete=complete or litellm().completion)
 
@@ -101,7 +101,7 @@ class Runner:
                    messages: list[dict[str, Any]] | None = None, user_id: object | None = None,
                    **options: Any) -> Any:
         """:meth:`run` for asyncio."""
-        from rosetta.runtime.invoke import adrive
+        from rosetta.runtime.drive import adrive
 
         return await adrive(self.steps(inputs, chain, options, messages, user_id),
                             acomplete=acomplete or litellm().acompletion)
@@ -109,10 +109,10 @@ class Runner:
     def stream(self, inputs: Mapping[str, Any], chain: list[str], *, complete: Any = None,
                user_id: object | None = None, **options: Any) -> Iterator[Any]:
         """The first call's text as it arrives, then the final Result (see
-        :func:`~rosetta.runtime.invoke.drive_streaming`). Under ``no_secrets_in_output`` the text is
+        :func:`~rosetta.runtime.drive.drive_streaming`). Under ``no_secrets_in_output`` the text is
         redacted as it streams, as the Result is (with ``on_secret="fail"`` the Result then raises)."""
+        from rosetta.runtime.drive import drive, drive_streaming
         from rosetta.runtime.guardrails import NO_SECRETS
-        from rosetta.runtime.invoke import drive, drive_streaming
 
         steps, complete = self.steps(inputs, chain, options, None, user_id), complete or litellm().completion
         if self.agent.selector.target(chain[0]).capabilities.streaming:
@@ -128,7 +128,8 @@ class Runner:
         """Answer ``inputs`` with an explicit ``prompt`` on its own model, and no fallback chain:
         the optimizer scores candidates here, so a prompt scores the same at compile time as when
         the runtime later serves it from its artifact."""
-        from rosetta.runtime.invoke import drive, plan
+        from rosetta.runtime.drive import drive
+        from rosetta.runtime.invoke import plan
 
         spec = self.check_inputs(inputs)
         selection = Selection(model=prompt.model, kind=label, artifact=None, reason=label, prompt=prompt,

@@ -92,7 +92,8 @@ def load_context(definition_path: Path, model_name: str, *, settings: Any, metri
 
 def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[SearchStatus], None] | None = None,
              complete: Any = None, proposer_complete: Any = None) -> OptimizeReport:
-    """Run one optimization and write its artifact (see the module docstring)."""
+    """Run one optimization and write its artifact (see the module docstring). Long on purpose: its
+    steps (context, identity, dry run, the up-to-date check, the search, the artifact) read in order."""
     from rosetta.compile.compiler import CompileOptions, relative_to
     from rosetta.signature import source_digest
     from rosetta.store.artifact import (
@@ -300,8 +301,6 @@ def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "
     many as the artifact's score was measured with) and is compared within its recorded interval."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from rosetta.runtime.invoke import ModelCallError
-
     context = load_context(definition, model_name, settings=settings, metric=metric, dataset=dataset)
     agent, examples = context.agent, context.data.split(split)
     selection = agent.explain(context.model.id)
@@ -324,26 +323,11 @@ def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "
 
     def one(item: tuple[Any, int]) -> dict[str, Any]:
         nonlocal done
-        example, draw = item
-        try:
-            result = agent.run_prompt(prompt, example.inputs, complete=complete, label=used,
-                                      **sampling_seed(prompt, example.id + (f"#{draw}" if draw else "")))
-            data, valid, calls = result.data, result.valid, sum(1 for a in result.attempts
-                                                                 if a.outcome in ("ok", "invalid"))
-            error = None
-        except ModelCallError as failure:
-            if failure.kind in ("transient", "unavailable", "exhausted"):
-                raise
-            data, valid, calls, error = None, False, len(failure.attempts), failure.problems[0].message
-        except UsageError as failure:
-            data, valid, calls, error = None, False, 0, failure.problems[0].message
-        score = context.metric.score(data, example.output, valid=valid)
+        row = _score_example(agent, prompt, context.metric, *item, complete=complete, label=used, draws=draws)
         done += 1
         if on_progress is not None:
             on_progress(done, len(examples) * draws)
-        return {"id": example.id, "score": score, "valid": valid, "calls": calls, "output": data,
-                "expected": example.output, **({"draw": draw} if draws > 1 else {}),
-                **({"error": error} if error else {})}
+        return row
 
     items = [(example, draw) for draw in range(draws) for example in examples]
     if jobs > 1:
@@ -356,8 +340,30 @@ def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "
                               len(examples), sum(1 for r in rows if r["valid"]), sum(r["calls"] for r in rows), used,
                               recorded, rows, interval=tuple(interval) if interval else None, draws=draws)
     if artifact is not None and report.reproduced is False:
-        report.differences = score_differences(artifact, context, prompt, split, len(rows))
+        report.differences = score_differences(artifact, context, prompt, split, len(examples))
     return report
+
+
+def _score_example(agent: Any, prompt: Any, metric: Metric, example: Any, draw: int, *, complete: Any, label: str,
+                   draws: int) -> dict[str, Any]:
+    """One answer to ``example`` (the ``draw``-th of ``draws``) through the runtime's call path, scored;
+    a failure of the prompt scores 0, a failure of the provider stops the evaluation."""
+    from rosetta.runtime.invoke import ModelCallError
+
+    try:
+        result = agent.run_prompt(prompt, example.inputs, complete=complete, label=label,
+                                  **sampling_seed(prompt, example.id + (f"#{draw}" if draw else "")))
+        data, valid, error = result.data, result.valid, None
+        calls = sum(1 for a in result.attempts if a.outcome in ("ok", "invalid"))
+    except ModelCallError as failure:
+        if failure.kind in ("transient", "unavailable", "exhausted"):
+            raise
+        data, valid, calls, error = None, False, len(failure.attempts), failure.problems[0].message
+    except UsageError as failure:
+        data, valid, calls, error = None, False, 0, failure.problems[0].message
+    return {"id": example.id, "score": metric.score(data, example.output, valid=valid), "valid": valid,
+            "calls": calls, "output": data, "expected": example.output, **({"draw": draw} if draws > 1 else {}),
+            **({"error": error} if error else {})}
 
 
 def score_differences(artifact: Any, context: Context, prompt: Any, split: str, examples: int) -> list[str]:
