@@ -292,7 +292,7 @@ def test_compile_optimize_hands_the_same_search_flags_as_optimize(cli, tree, mon
     seen = []
     monkeypatch.chdir(tree)
     monkeypatch.setattr(rosetta.cli.build, "optimize_paths",
-                        lambda ctx, paths, models, flags, check: seen.append(flags) or 0)
+                        lambda ctx, paths, models, flags, check, out: seen.append(flags) or 0)
     monkeypatch.setattr(rosetta.cli.optimize, "optimize_targets",
                         lambda ctx, definitions, models, flags, worker: seen.append(flags) or 0)
     monkeypatch.setattr(rosetta.cli.optimize, "load_agent",

@@ -87,7 +87,7 @@ def test_nearest_demos_win_where_each_request_needs_its_own_examples(toy: Path, 
     assert artifact.prompt == prompt and artifact.provenance.knobs["demo_selection"] == "nearest"
     # the runtime picks the same demos per request: the recorded test score is reproduced
     result = cli("-C", toy, "evaluate", "toy-sorter", "--model", "scripted/toy", "-f", "json")
-    assert json.loads(result.output)["reproduced"] is True, result.output
+    assert json.loads(result.stdout)["reproduced"] is True, result.output
 
 
 def test_trial_1_is_the_plain_k_shot_prompt_of_train_s_first_rows(toy: Path) -> None:
@@ -242,6 +242,9 @@ def test_evaluate_reproduces_the_recorded_test_score(toy: Path, cli: object) -> 
     assert baseline.score == 0.25 and baseline.recorded is None
     result = cli("-C", toy, "evaluate", "toy-sorter", "--model", "scripted/toy")
     assert result.exit_code == 0 and "reproduced exactly" in result.output
+    # not a terminal (a CI log): plain progress lines, the first answer and the last
+    assert "evaluating toy-sorter → scripted/toy: 1/16 answers" in result.output
+    assert "evaluating toy-sorter → scripted/toy: 16/16 answers" in result.output
     # had it differed with nothing known changed, the model itself answered differently
     context = load_context(toy / "signatures/toy-sorter.md", "scripted/toy", settings=settings)
     artifact = parse_artifact((toy / ARTIFACT).read_text(), path=str(toy / ARTIFACT))
@@ -278,7 +281,7 @@ def test_evaluate_says_why_a_score_differs(toy: Path, cli: object) -> None:
     assert "differs" in result.output
     assert "the labeled data changed since the artifact was compiled" in result.output
     assert "the metric differs: compiled with exact, scored now with schema_valid" in result.output
-    report = json.loads(cli("-C", toy, "evaluate", "toy-sorter", "--model", "scripted/toy", "-f", "json").output)
+    report = json.loads(cli("-C", toy, "evaluate", "toy-sorter", "--model", "scripted/toy", "-f", "json").stdout)
     assert report["reproduced"] is False and report["differences"][0].startswith("the labeled data changed")
 
 
@@ -355,6 +358,15 @@ def test_a_model_that_cannot_decode_greedily_records_sampled_scores_and_evaluate
     once = evaluate(toy / "signatures" / "toy-sorter.md", "scripted/sampler", settings=load_settings(toy),
                     repeats=1)
     assert once.draws == 1 and once.interval == (low, high)
+
+
+def test_out_is_where_an_optimized_artifact_goes(toy: Path, cli: object, tmp_path: Path) -> None:
+    """Issue 38: `--out DIR` was ignored with --optimize, replacing the active artifact in compiled/."""
+    elsewhere = tmp_path / "candidates"
+    result = cli("-C", toy, "compile", toy / "signatures" / "toy-sorter.md", "--model", "scripted/toy", "--optimize",
+                 "--trials", "2", "--proposer", "none", "--fixed-demos", "--out", elsewhere)
+    assert result.exit_code == 0, result.output
+    assert (elsewhere / "toy-sorter/scripted/toy.yaml").is_file() and not (toy / ARTIFACT).exists()
 
 
 def test_killed_study_resumes_losing_at_most_the_call_in_flight(toy: Path, tmp_path: Path) -> None:

@@ -84,7 +84,7 @@ def compile_command(
     paths, settings = paths_or_default(ctx, paths)
     if optimize:
         flags = SearchFlags.from_params(ctx.params, jobs=jobs or 1)
-        raise typer.Exit(optimize_paths(ctx, paths, models, flags, check=check))
+        raise typer.Exit(optimize_paths(ctx, paths, models, flags, check=check, out=out_dir))
     options = CompileOptions(
         out=(out_dir or settings.compiled_dir).resolve(),
         root=settings.root,

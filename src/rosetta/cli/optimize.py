@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Annotated
 
 import typer
@@ -94,12 +95,18 @@ def evaluate_command(
     if format not in ("text", "json"):
         raise UsageError(Problem(f"unknown format {format!r}", field="--format", expected="text | json"))
     with Progress(TextColumn("[bold]evaluating"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True) as progress, \
-            InvalidAnswers():
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True,
+                  disable=not err.is_terminal) as progress, InvalidAnswers():
         task = progress.add_task("evaluate", total=None)
+        lines = _PlainProgress(f"evaluating {loaded.name} → {model}")
+
+        def progressed(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+            if not err.is_terminal:
+                lines.update(done, total)
+
         report = evaluate(loaded.definition_path, model, settings=project_settings(ctx), split=split, metric=metric,
-                          dataset=dataset, uncompiled=uncompiled, jobs=jobs, repeats=repeats,
-                          on_progress=lambda done, total: progress.update(task, completed=done, total=total))
+                          dataset=dataset, uncompiled=uncompiled, jobs=jobs, repeats=repeats, on_progress=progressed)
     if format == "json":
         sys.stdout.write(json.dumps({**vars(report), "reproduced": report.reproduced}, indent=2, ensure_ascii=False,
                                     default=str) + "\n")
@@ -120,3 +127,20 @@ def evaluate_command(
         out.print(f"[{style}]recorded at compile time: {report.recorded:.4f} — {verdict}[/{style}]")
         for reason in report.differences:
             out.print(f"  [yellow]•[/yellow] {escape(reason)}", highlight=False)
+
+
+class _PlainProgress:
+    """Where stderr is not a terminal (CI logs, pipes): a line at the first answer, then at most one a
+    minute, and one at the last, so a long evaluation does not look stuck."""
+
+    QUIET_S = 60.0
+
+    def __init__(self, title: str) -> None:
+        self.title, self.began, self.said_at = title, time.monotonic(), None
+
+    def update(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if self.said_at is None or done == total or now - self.said_at >= self.QUIET_S:
+            self.said_at = now
+            err.print(f"{escape(self.title)}: {done}/{total} answers · {now - self.began:.0f}s", highlight=False,
+                      soft_wrap=True)

@@ -108,8 +108,9 @@ RepeatsOpt = Annotated[int, typer.Option("--repeats", min=1, help="Answers per t
 
 
 def optimize_paths(ctx: typer.Context, paths: list[Path], models: list[str] | None, flags: SearchFlags, *,
-                   check: bool) -> int:
-    """``rosetta compile --optimize``: :func:`optimize_targets` over every definition under ``paths``."""
+                   check: bool, out: Path | None = None) -> int:
+    """``rosetta compile --optimize``: :func:`optimize_targets` over every definition under ``paths``,
+    writing into ``out`` when given (``--out``) instead of the project's compiled directory."""
     from rosetta.definition.loader import discover_many
 
     if not models:
@@ -121,15 +122,17 @@ def optimize_paths(ctx: typer.Context, paths: list[Path], models: list[str] | No
         if error is not None:
             raise error
         definitions.append(file)
-    return optimize_targets(ctx, definitions, list(models), flags)
+    return optimize_targets(ctx, definitions, list(models), flags, out=out)
 
 
 def optimize_targets(ctx: typer.Context, definitions: list[Path], models: list[str], flags: SearchFlags, *,
-                     worker: bool = False) -> int:
+                     worker: bool = False, out: Path | None = None) -> int:
     """Optimize every (definition, model) and print what happened; errors raise (exit code 2)."""
     from rosetta.compile.optimize.target import OptimizeRequest, optimize
 
     settings = project_settings(ctx)
+    if out is not None:
+        settings = settings.model_copy(update={"compiled_dir": out.resolve()})
     for definition in definitions:
         for model in models:
             request = OptimizeRequest(definition=definition, model=model, settings=flags.settings(model, worker),
