@@ -369,6 +369,18 @@ def test_out_is_where_an_optimized_artifact_goes(toy: Path, cli: object, tmp_pat
     assert (elsewhere / "toy-sorter/scripted/toy.yaml").is_file() and not (toy / ARTIFACT).exists()
 
 
+def test_a_study_in_sqlite_runs_without_optunas_heartbeat_warning(toy: Path, tmp_path: Path) -> None:
+    """Issue 38: `--storage sqlite:///…` printed "Heartbeat of storage is supposed to be used with
+    Study.optimize" on every trial (the search asks and tells; optuna beats only inside optimize)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = run(toy, trials=2, storage=f"sqlite:///{tmp_path / 'studies.db'}")
+    assert report.status == "written"
+    assert not [w for w in caught if "Heartbeat" in str(w.message)], [str(w.message) for w in caught]
+
+
 def test_killed_study_resumes_losing_at_most_the_call_in_flight(toy: Path, tmp_path: Path) -> None:
     reference = tmp_path / "reference"
     reference.mkdir()

@@ -144,14 +144,10 @@ def open_storage(url: str | None, default_path: Path) -> tuple[Any, str]:
 
         return optuna.storages.JournalStorage(JournalFileBackend(str(path))), f"journal:{path}"
     import time
-    import warnings
 
     for attempt in range(5):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                storage = optuna.storages.RDBStorage(url, heartbeat_interval=30, grace_period=120,
-                                                     engine_kwargs={"pool_pre_ping": True})
+        try:  # no heartbeat: optuna records one only inside Study.optimize, and the search asks and tells
+            storage = optuna.storages.RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
             return storage, _safe_url(url)
         except Exception as exc:  # sqlalchemy raises many classes (bad URL, no driver, no server)
             # two processes creating optuna's tables in a new database at once: one of them loses
