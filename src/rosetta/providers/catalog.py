@@ -130,12 +130,11 @@ class Status:
     replacement: str | None = None
 
     def describe(self, model_id: str) -> str:
-        """One sentence for people, e.g. "… was retired on 2026-10-14; use …"."""
+        """One sentence for people about a deprecated or retired model, e.g. "… was retired on
+        2026-10-14; use …"."""
         if self.state == "retired":
             return f"{model_id} was retired on {self.date}; use {self.replacement} instead"
-        if self.state == "deprecated":
-            return f"{model_id} is deprecated and retires on {self.date}; move to {self.replacement}"
-        return f"{model_id} is current"
+        return f"{model_id} is deprecated and retires on {self.date}; move to {self.replacement}"
 
 
 @dataclass(frozen=True)
