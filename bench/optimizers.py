@@ -5,7 +5,9 @@ choosing its prompt, the test pass excluded; wall time includes the test pass):
 
 - unoptimized render — rosetta's per-model render of the definition, no search;
 - fixed k-shot — the first k train rows as demos (k = the definition's count_range max);
-- random search — 10 random demo sets × 40 dev examples = 400 calls, the best one on dev;
+- random search — label-balanced random demo sets (labels taken in turn; plain samples where the
+  output has no label), each scored on all of dev, as many as 400 calls allow (8 × 50 dev rows,
+  10 × 40), the best one on dev;
 - DSPy LabeledFewShot, BootstrapFewShotWithRandomSearch and MIPROv2 (auto="light") on the agent's
   ``to_dspy()`` signature, run and scored by DSPy in its own prompt formats (parsed = answers
   DSPy could parse); a crash is reported as such;
@@ -23,7 +25,9 @@ row's wall time so far are kept under ``.rosetta/bench/``, so a rerun replays th
 paid for (still counted as calls) and the row's wall time is the sum over its attempts.
 ``--fresh`` measures everything again.
 
-    python bench/optimizers.py [--agent vuln-triage] [--max-calls 150] [--skip-dspy] [--rows KEYS] [--fresh]
+    python bench/optimizers.py [--agent question-type ...] [--max-calls 150] [--skip-dspy] [--rows KEYS] [--fresh]
+
+With no ``--agent``, the four agents of the measurements in bench/README.md, one table each.
 """
 
 from __future__ import annotations
@@ -49,10 +53,11 @@ MODEL = "local/gemma-3-270m"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--agent", default="vuln-triage")
+    parser.add_argument("--agent", action="append", default=None,
+                        help=f"agent to measure (repeatable; default: {', '.join(AGENTS)})")
     parser.add_argument("--max-calls", type=int, default=150)
-    parser.add_argument("--trials", type=int, default=24)
-    parser.add_argument("--random-candidates", type=int, default=10)
+    parser.add_argument("--trials", type=int, default=None, help="rosetta's candidates (default: as the budget allows)")
+    parser.add_argument("--random-calls", type=int, default=400, help="the random search's budget, in dev answers")
     parser.add_argument("--skip-dspy", action="store_true", help="only the rosetta rows")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", type=int, default=None,
@@ -64,21 +69,29 @@ def main() -> None:
                         help="measure only these rows now (comma-separated: unoptimized, fixed-k, random, rosetta, "
                              "dspy-labeled, dspy-bootstrap, dspy-mipro); kept rows are still shown")
     args = parser.parse_args()
-    args.results = args.results or ROOT / ".rosetta" / "bench" / f"optimizers-{args.agent}.jsonl"
     import logging
 
     logging.disable(logging.WARNING)
-    with tempfile.TemporaryDirectory() as state:
-        rows = run(args, Path(state))
-    print_table(args.agent, rows, args.limit)
+    for agent in args.agent or AGENTS:
+        one = argparse.Namespace(**{**vars(args), "agent": agent})
+        one.results = args.results or ROOT / ".rosetta" / "bench" / f"optimizers-{agent}.jsonl"
+        with tempfile.TemporaryDirectory() as state:
+            rows = run(one, Path(state))
+        print_table(agent, rows, args.limit)
+
+
+AGENTS = ("question-type", "news-topic", "vuln-triage", "leak-detector")
+"""Two pure classification tasks on public data (TREC question type, AG News topic), one
+label-plus-rationale task and one extraction task (see datasets/README.md)."""
 
 
 def run(args: argparse.Namespace, state: Path) -> list[dict]:
     from rosetta.compile.optimize.cache import EvalCache
+    from rosetta.compile.optimize.context import load_context
     from rosetta.compile.optimize.evaluation import Budget, Evaluator
     from rosetta.compile.optimize.search import run_search
+    from rosetta.compile.optimize.space import label_function
     from rosetta.compile.optimize.study import SearchSettings
-    from rosetta.compile.optimize.target import load_context
     from rosetta.config import load_settings
     from rosetta.render.prompt import Knobs
     from rosetta.render.render import render
@@ -150,16 +163,18 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
         rng = random.Random(args.seed)
         budget = Budget()
         evaluator = Evaluator(context.agent, metric, EvalCache(None), budget)
+        label_of = label_function(signature)
         best = None
-        for _ in range(args.random_candidates):
-            chosen = rng.sample(train_demos, k)
+        sets = max(1, args.random_calls // len(data.dev))
+        for _ in range(sets):
+            chosen = balanced_sample(train_demos, k, rng, label_of)
             prompt = render(with_train, model, Knobs(demo_ids=tuple(d.id for d in chosen), demo_count=k),
                             adapters=adapters)
             value = sum(evaluator.scores(prompt, data.dev)) / len(data.dev)
             if best is None or value > best[0]:
                 best = (value, prompt)
-        score(f"random search ({args.random_candidates} demo sets × {len(data.dev)} dev)", best[1], budget.calls,
-              started)
+        kind = "label-balanced" if label_of else "random"
+        score(f"random search ({sets} {kind} demo sets × {len(data.dev)} dev)", best[1], budget.calls, started)
 
     def rosetta_search() -> None:
         started = time.monotonic()
@@ -169,9 +184,16 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
                              default_storage=state / "study.journal")
         # the search already ran the winner on test through the same runtime path: its cached answers
         # are what a cold test pass would produce (parity), so they are scored rather than paid twice
+        race = outcome.race
+        anchors = {0: "the unoptimized render", 1: "the plain k-shot prompt", 2: "the nearest-demos prompt"}
+        interval = outcome.dev_interval or (outcome.dev_score, outcome.dev_score)
         score(f"rosetta (--max-calls {args.max_calls})", outcome.prompt, outcome.calls, started, cache=cache,
-              note=f"{outcome.trials} trials, {outcome.pruned} pruned; dev {outcome.dev_score:.3f}"
-                   + (f"; {outcome.stopped}" if outcome.stopped else ""))
+              note=f"{outcome.trials} candidates raced (rows per rung {race['rows']}, kept {race['keep']}), "
+                   f"{outcome.pruned} out, {outcome.cut_short} stopped by the budget; winner: candidate "
+                   f"{race['winner']} ({anchors.get(race['winner'], 'a drawn variant')}), dev {outcome.dev_score:.3f} "
+                   f"[{interval[0]:.3f}, {interval[1]:.3f}] on {outcome.dev_examples} rows; rows scored by "
+                   f"{outcome.scoring}; calls by phase {outcome.phases}" + (f"; {outcome.stopped}" if outcome.stopped
+                                                                            else ""))
 
     # rosetta runs before DSPy's optimizers (the longest rows), so an interrupted run keeps it
     measured("unoptimized", unoptimized)
@@ -186,11 +208,11 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
     return [row for row in rows if row["key"] != "rosetta"] + ours  # shown last, below the rows it is compared with
 
 
-SEARCH_CODE = ("search.py", "study.py", "space.py", "pruning.py", "proposer.py")
+SEARCH_CODE = ("search.py", "study.py", "space.py", "race.py", "label_odds.py", "proposer.py")
 """rosetta's search (src/rosetta/compile/optimize/): only the rosetta row depends on these files."""
 
 DSPY_CODE = ("compile/optimize/dspy_backend.py", "compile/optimize/metrics.py", "compile/optimize/labeled.py",
-             "compile/optimize/target.py", "compile/optimize/judge.py", "providers/", "definition/", "signature.py",
+             "compile/optimize/context.py", "compile/optimize/judge.py", "providers/", "definition/", "signature.py",
              "schema_types.py", "parts.py", "config.py", "errors.py", "project.py")
 """What a DSPy row runs of rosetta (under src/rosetta/): loading the agent, its data and metric, the
 glue to DSPy and the embedded model's provider (which finds the weights through project.py; the
@@ -219,7 +241,7 @@ def fingerprint(args: argparse.Namespace, data: object, *, row: str) -> str:
     # the bench's own code: a DSPy row is measured by dspy_row alone, the other rows by all of this file
     code.update(inspect.getsource(dspy_row).encode() if row == "dspy" else Path(__file__).resolve().read_bytes())
     settings = {"code": code.hexdigest(), "decoder": answerer_revision(MODEL), "agent": args.agent, "model": MODEL,
-                "data": data.sha256, "random_candidates": args.random_candidates, "seed": args.seed,
+                "data": data.sha256, "random_calls": args.random_calls, "seed": args.seed,
                 "limit": args.limit, "litellm": version("litellm")}
     if row == "search":
         settings.update(max_calls=args.max_calls, trials=args.trials)
@@ -235,6 +257,25 @@ def _runs(row: str, relative: str) -> bool:
     if row == "dspy":
         return any(relative == part or (part.endswith("/") and relative.startswith(part)) for part in DSPY_CODE)
     return not (relative.startswith("compile/optimize/") and relative.rpartition("/")[2] in SEARCH_CODE)
+
+
+def balanced_sample(demos: tuple, k: int, rng: random.Random, label_of: Callable | None) -> list:
+    """``k`` demos taking the labels in turn (a shuffled label order, a random row of each), or a
+    plain random sample when the output has no label."""
+    if label_of is None:
+        return rng.sample(demos, k)
+    groups: dict[str, list] = {}
+    for demo in demos:
+        groups.setdefault(label_of(demo.output), []).append(demo)
+    pools = {label: rng.sample(rows, len(rows)) for label, rows in sorted(groups.items())}
+    labels = list(pools)
+    rng.shuffle(labels)
+    chosen: list = []
+    while len(chosen) < k and any(pools.values()):
+        for label in labels:
+            if pools[label] and len(chosen) < k:
+                chosen.append(pools[label].pop())
+    return chosen
 
 
 class Checkpoint:

@@ -80,6 +80,9 @@ class Settings(BaseSettings):
     """Project-wide heading → RCCF role overrides, e.g. {"House rules": "constraints"}."""
     local_models: dict[str, Path] = {}
     """Extra GGUF models for the local/ provider: name → file (`local/<name>` then runs it)."""
+    local_threads: PositiveInt | None = None
+    """CPU threads the embedded model computes with (default: all of them); lower it where other
+    work shares the machine, e.g. a compile and an evaluate running side by side."""
     rate_limits: dict[str, RateLimitSettings] = {}
     """Client-side limits per API key, by provider ("openai") or model id: requests/tokens per minute."""
     health: HealthSettings = HealthSettings()

@@ -80,6 +80,7 @@ class ProjectDirs:
     adapter_dirs: tuple[Path, ...] = ()  # project adapters beside the bundled ones
     section_roles: dict[str, str] = field(default_factory=dict)  # heading → RCCF role, project-wide
     unlisted_models: tuple[str, ...] = ()  # patterns of model ids outside the catalog the project accepts
+    local_threads: int | None = None  # CPU threads of the embedded model (None: all)
 
 
 def project_dirs(start: str | os.PathLike[str] | None = None, **overrides: object) -> ProjectDirs:
@@ -121,7 +122,21 @@ def project_dirs(start: str | os.PathLike[str] | None = None, **overrides: objec
                        rate_limits, _health(_table(table, "health", where), where),
                        directory("cache_dir", str(Path(cache) / "rosetta")), local_models,
                        tuple(_absolute(Path(str(p)).expanduser(), root) for p in _list(overrides, table, "adapter_dirs")),
-                       section_roles, tuple(str(p) for p in _list(overrides, table, "unlisted_models")))
+                       section_roles, tuple(str(p) for p in _list(overrides, table, "unlisted_models")),
+                       _positive_int(setting("local_threads", ""), "local_threads", where))
+
+
+def _positive_int(text: str, key: str, where: str) -> int | None:
+    """An optional whole-number setting above zero ("" when unset)."""
+    if not text.strip():
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0 or text.strip().lower() in ("true", "false"):
+        raise ConfigError.at(f"{key} must be a positive integer, not {text!r}", file=where, field=key)
+    return value
 
 
 def _list(overrides: Mapping[str, object], table: dict[str, Any], key: str) -> list[Any]:

@@ -15,10 +15,11 @@ import pytest
 import scripted_model
 from scripted_model import RULEBOOK, write_toy_project
 
-from rosetta.store.artifact import parse_artifact
+from rosetta.compile.optimize.context import load_context
 from rosetta.compile.optimize.study import SearchSettings
-from rosetta.compile.optimize.target import OptimizeRequest, evaluate, load_context, optimize, score_differences
+from rosetta.compile.optimize.target import OptimizeRequest, evaluate, optimize, score_differences
 from rosetta.config import load_settings
+from rosetta.store.artifact import parse_artifact
 
 TESTS = Path(__file__).resolve().parents[1]
 ARTIFACT = Path("compiled/toy-sorter/scripted/toy.yaml")
@@ -95,7 +96,6 @@ def test_trial_1_is_the_plain_k_shot_prompt_of_train_s_first_rows(toy: Path) -> 
 
     from rosetta.compile.optimize.space import build_space
     from rosetta.compile.optimize.study import open_storage
-    from rosetta.compile.optimize.target import load_context
 
     outcome = run(toy, proposer=None, trials=3).outcome
     storage, _ = open_storage(None, toy / ".rosetta/studies/toy-sorter/scripted__toy.journal")
@@ -125,30 +125,33 @@ def test_same_seed_same_artifact_and_a_warm_cache_pays_nothing(toy: Path, tmp_pa
     assert again.outcome.paid_calls == 0 and calls_made() - before == 0  # every answer came from the cache
 
 
-def test_pruning_cuts_calls(toy: Path, tmp_path: Path) -> None:
-    unpruned_root = tmp_path / "unpruned"
-    unpruned_root.mkdir()
-    write_toy_project(unpruned_root, dev=30)
+def test_racing_compares_many_more_candidates_for_the_same_calls(toy: Path, tmp_path: Path) -> None:
+    flat_root = tmp_path / "flat"
+    flat_root.mkdir()
+    write_toy_project(flat_root, dev=30)
     write_toy_project(toy, dev=30)
     # no proposer: demo choice is all there is, and some demo sets trail the best one from the start
-    pruned = run(toy, pruner="halving", proposer=None, trials=16, minibatch=5).outcome
-    unpruned = run(unpruned_root, pruner="none", proposer=None, trials=16, minibatch=5).outcome
-    assert pruned.pruned > 0 and unpruned.pruned == 0
-    assert pruned.calls < unpruned.calls * 0.75
-    # the pruned search keeps its gains (within two dev examples of the unpruned one)
-    assert pruned.dev_score > pruned.baseline_dev and pruned.dev_score >= unpruned.dev_score - 2 / 30
+    raced = run(toy, pruner="halving", proposer=None, max_calls=150, trials=None).outcome
+    flat = run(flat_root, pruner="none", proposer=None, max_calls=150, trials=None).outcome
+    assert raced.trials >= 3 * flat.trials and raced.pruned > 0 and flat.pruned == 0
+    assert raced.calls <= 150 and flat.calls <= 150 and raced.stopped is None
+    assert raced.race["rows"][-1] == 30 and raced.dev_examples == 30  # the winner answered all of dev
+    assert raced.phases["proposals"] == 0 and sum(raced.phases.values()) == raced.calls
+    assert raced.dev_score >= max(raced.baseline_dev, flat.dev_score)
 
 
 def test_a_perfect_dev_score_ends_the_search(toy: Path) -> None:
     outcome = run(toy, trials=30).outcome
-    assert outcome.dev_score == 1.0 and outcome.trials < 30
-    assert "nothing left to gain" in outcome.stopped
+    assert outcome.dev_score == 1.0 and "nothing left to gain" in outcome.stopped
+    last = f"rung {len(outcome.race['rows']) - 1}"
+    assert outcome.phases[last] < outcome.race["keep"][-1] * (outcome.race["rows"][-1] - outcome.race["rows"][-2])
+    assert outcome.cut_short == 0  # finalists left unanswered were not stopped by the budget
 
 
-def test_max_calls_holds_and_says_why_it_stopped(toy: Path) -> None:
+def test_max_calls_sizes_the_race(toy: Path) -> None:
     before = calls_made()
-    outcome = run(toy, max_calls=40, proposer=None, trials=50).outcome
-    assert outcome.calls <= 40 and outcome.stopped == "--max-calls 40 reached"
+    outcome = run(toy, max_calls=40, proposer=None, trials=None).outcome
+    assert outcome.calls <= 40 and outcome.stopped is None and outcome.trials >= 8
     assert calls_made() - before == outcome.calls + outcome.test_calls
 
 
@@ -158,16 +161,21 @@ def test_max_calls_is_a_hard_cap_when_answers_take_retries(toy: Path) -> None:
     before = calls_made()
     request = OptimizeRequest(definition=toy / "signatures" / "toy-sorter.md", model="scripted/garbage",
                               settings=SearchSettings(trials=50, max_calls=101, proposer=None))
+    written = toy / "compiled/toy-sorter/scripted/garbage.yaml"
     outcome = optimize(request, settings=load_settings(toy)).outcome
     assert outcome.stopped == "--max-calls 101 reached"
     assert 101 - 3 < outcome.calls <= 101
     assert calls_made() - before == outcome.calls + outcome.test_calls
+    assert outcome.cut_short >= 1  # a candidate the budget stopped is reported as such, not as eliminated
+    artifact = parse_artifact(written.read_text(), path="a")
+    assert artifact.provenance.optimizer["cut_short"] == outcome.cut_short
+    assert artifact.provenance.budget["phases"] == outcome.phases
 
 
 def test_a_budget_below_one_dev_pass_is_a_clear_error(toy: Path) -> None:
     from rosetta.errors import UsageError
 
-    with pytest.raises(UsageError, match="before any variant was scored on the whole dev set"):
+    with pytest.raises(UsageError, match="less than one pass over dev"):
         run(toy, max_calls=5, proposer=None)
 
 
@@ -176,8 +184,10 @@ def test_dry_run_estimates_and_calls_nothing(toy: Path, cli: object) -> None:
     result = cli("-C", toy, "compile", toy / "signatures", "--model", "scripted/toy", "--optimize", "--dry-run",
                  "--trials", "5", "--max-calls", "50", "--proposer", "scripted/proposer")
     assert result.exit_code == 0, result.output
-    assert "at most 66 calls (3 proposals, 8 bootstrap, 39 search, 16 test)" in result.output
-    assert "about $0.0152; nothing was called" in result.output  # litellm's price for the scripted model
+    assert "at most 47 calls (3 proposals, 0 bootstrap, 28 search, 16 test)" in result.output
+    assert "no bootstrapped demos: the answer is only a label" in result.output
+    assert "race: 5 candidates; rows per rung [2, 6, 16], candidates per rung [5, 2, 1]" in result.output
+    assert "about $0.0109; nothing was called" in result.output  # litellm's price for the scripted model
     assert calls_made() == before and not (toy / ARTIFACT).exists()
 
 
@@ -229,8 +239,10 @@ def test_pareto_takes_the_shortest_prompt_within_tolerance(toy: Path) -> None:
 
     storage, _ = open_storage(None, toy / ".rosetta/studies/toy-sorter/scripted__toy.journal")
     study = optuna.load_study(study_name=outcome.study, storage=storage)
-    best = [t for t in study.get_trials() if t.values and t.values[0] >= 1.0 - 0.02]
-    assert outcome.prompt.tokens["total"] == min(t.values[1] for t in best)
+    final = len(outcome.race["rows"]) - 1
+    best = [t for t in study.get_trials() if t.user_attrs.get("rung") == final and t.value is not None
+            and t.value >= 1.0 - 0.02]
+    assert best and outcome.prompt.tokens["total"] == min(t.user_attrs["prompt_tokens"] for t in best)
 
 
 def test_evaluate_reproduces_the_recorded_test_score(toy: Path, cli: object) -> None:
@@ -563,8 +575,8 @@ def test_dry_run_counts_the_baseline_test_pass_and_judge_calls(toy: Path, cli: o
     result = cli("-C", toy, "compile", toy / "signatures", "--model", "scripted/toy", "--optimize", "--dry-run",
                  "--trials", "5", "--max-calls", "50", "--proposer", "none", "--baseline")
     assert result.exit_code == 0, result.output
-    # 8 bootstrap + 42 search; test 16 × 2 (--baseline); one verdict per scored answer: 42 + 32
-    assert "at most 156 calls (0 proposals, 8 bootstrap, 42 search, 32 test, 74 judge)" in result.output
+    # 8 bootstrap + 28 search; test 16 × 2 (--baseline); one verdict per scored answer: 28 + 32
+    assert "at most 128 calls (0 proposals, 8 bootstrap, 28 search, 32 test, 60 judge)" in result.output
 
 
 def test_a_search_logged_to_a_file_says_how_it_goes(toy: Path, cli: object) -> None:
@@ -574,8 +586,9 @@ def test_a_search_logged_to_a_file_says_how_it_goes(toy: Path, cli: object) -> N
                  "--max-calls", "60", "--proposer", "none")
     assert result.exit_code == 0, result.output
     lines = [line for line in result.output.splitlines() if line.startswith("toy-sorter → scripted/toy: ")]
-    assert lines[0].startswith("toy-sorter → scripted/toy: bootstrapping demos · 0/3 trials · best – · 0 calls · ")
-    assert [line.split(" · ")[1] for line in lines if ": searching · " in line][-1] == "3/3 trials"
-    assert "scoring the winner on test (0/16) · " in lines[-2]  # test answers are counted, not search calls
+    assert lines[0].startswith("toy-sorter → scripted/toy: starting · 0/3 candidates · best – · 0 calls · ")
+    assert any(": racing · " in line for line in lines)
+    assert "scoring the winner on test (0/16) · 3/3 candidates" in lines[-2]  # test answers are counted apart
     assert lines[-1].startswith("toy-sorter → scripted/toy: done · 3/3")
+    assert "calls by phase: 48 rung 0" in result.output
     assert len(lines) == len(set(lines)) and len(lines) <= 10

@@ -1,6 +1,7 @@
 """Two processes share one PostgreSQL-backed optuna study: `rosetta compile --optimize --storage
-postgresql://...` plus a `rosetta optimize --worker` — trials are split between them, none is
-evaluated twice, and the compile process writes the artifact."""
+postgresql://...` plus a `rosetta optimize --worker` — the race's units (a candidate answering a
+rung's rows) are split between them, none is answered twice, and the compile process writes the
+artifact."""
 
 from __future__ import annotations
 
@@ -47,11 +48,10 @@ def test_two_workers_share_one_study_without_duplicating_trials(tmp_path: Path, 
     storage = optuna.storages.RDBStorage(postgres)
     (summary,) = optuna.get_all_study_summaries(storage)
     trials = optuna.load_study(study_name=summary.study_name, storage=storage).get_trials()
-    finished = [t for t in trials if t.state.name in ("COMPLETE", "PRUNED")]
-    assert len(finished) == 14
-    assert len({t.user_attrs["pid"] for t in finished}) == 2  # both processes ran trials
-    evaluated = [t.user_attrs["prompt_sha256"] for t in finished if "duplicate_of" not in t.user_attrs]
-    assert len(evaluated) == len(set(evaluated))  # no prompt was evaluated by two trials
+    units = [(t.user_attrs["candidate"], t.user_attrs["rung"]) for t in trials if t.state.name == "COMPLETE"]
+    assert len({candidate for candidate, rung in units if rung == 0}) == 14  # every candidate raced
+    assert len(units) == len(set(units))  # no unit was answered twice
+    assert len({t.user_attrs["pid"] for t in trials if t.state.name == "COMPLETE"}) == 2  # both processes answered
     asked = Counter(line.split()[2] for line in log.read_text().splitlines())
     assert max(asked.values()) == 1  # and no model call was made twice
-    assert sum(1 for t in finished if t.user_attrs.get("default")) == 1  # the default render ran once
+    assert sum(1 for t in trials if t.user_attrs.get("default") and t.user_attrs.get("rung") == 0) == 1

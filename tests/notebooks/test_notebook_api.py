@@ -110,7 +110,8 @@ def test_optimize_in_a_sandbox_gives_the_study_its_frame_and_plots(toy: Path) ->
     assert summary["dev"] == 1.0 and summary["baseline_dev"] < 0.6 and summary["test"] == 1.0
     frame = result.trials_frame()
     assert len(frame) == len(result.study.trials) and frame.index.name == "number"
-    assert {"score", "state", "prompt_tokens", "calls", "default", "winner", "instruction"} <= set(frame.columns)
+    assert {"score", "state", "prompt_tokens", "calls", "default", "winner", "instruction", "candidate", "rung",
+            "rows"} <= set(frame.columns)
     assert frame["default"].iloc[0] and frame["winner"].sum() == 1
     assert frame.loc[frame["winner"], "score"].iloc[0] == 1.0
     assert not [c for c in frame.columns if c.startswith(("user_attrs_", "params_"))]
@@ -126,9 +127,9 @@ def test_optimize_in_a_sandbox_gives_the_study_its_frame_and_plots(toy: Path) ->
 def test_live_progress_prints_one_line_per_phase_outside_jupyter(toy: Path, capsys: pytest.CaptureFixture) -> None:
     nb.optimize(toy / AGENT, "scripted/toy", trials=3, max_calls=60)
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("toy-sorter → scripted/toy: bootstrapping demos · 0/3 trials")  # no proposer
-    assert any(line.startswith("toy-sorter → scripted/toy: searching") for line in lines)
-    assert lines[-1].startswith("toy-sorter → scripted/toy: done · 3/3 trials")
+    assert lines[0].startswith("toy-sorter → scripted/toy: starting · 0/3 candidates")  # no proposer, no bootstrap
+    assert any(line.startswith("toy-sorter → scripted/toy: racing") for line in lines)
+    assert lines[-1].startswith("toy-sorter → scripted/toy: done · 3/3 candidates")
     assert len(lines) == len(set(lines)) < 10
 
 

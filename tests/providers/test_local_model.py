@@ -160,6 +160,27 @@ def test_json_schema_output_always_parses_and_validates(schema, inputs):
         assert text(response) == text(response).strip()
 
 
+def test_logprobs_give_every_allowed_labels_odds_without_changing_the_answer():
+    schema = {"type": "object", "properties": {"label": {"type": "string", "enum": ["positive", "negative", "mixed"]}},
+              "required": ["label"], "additionalProperties": False}
+    request = {"max_tokens": 12, "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}}
+    content = "Review: I loved this movie, the acting was great.\nSentiment as JSON:"
+    plain = ask(content, **request)
+    scored = ask(content, logprobs=True, top_logprobs=5, **request)
+    assert text(scored) == text(plain) and getattr(plain.choices[0], "logprobs", None) is None
+    entries = scored.choices[0].logprobs.content
+    assert "".join(e.token for e in entries).strip() == text(scored)
+    for entry in entries:
+        alternatives = entry.top_logprobs
+        assert alternatives[0].logprob == pytest.approx(entry.logprob)  # greedy: the chosen token is the best
+        assert [a.logprob for a in alternatives] == sorted((a.logprob for a in alternatives), reverse=True)
+        assert sum(2.718281828 ** a.logprob for a in alternatives) <= 1.0 + 1e-6
+    # where the label starts, every label the grammar allows is among the alternatives
+    start = next(i for i, e in enumerate(entries) if "".join(x.token for x in entries[:i]).endswith('":"'))
+    firsts = {a.token for a in entries[start].top_logprobs}
+    assert all(any(label.startswith(t) for t in firsts) for label in ("positive", "negative", "mixed"))
+
+
 def test_json_object_output_parses():
     response = ask('A JSON object with a "colour" key:', max_tokens=60, response_format={"type": "json_object"})
     assert isinstance(json.loads(text(response)), dict)

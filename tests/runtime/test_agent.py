@@ -11,7 +11,7 @@ import pytest
 
 from rosetta.store.artifact import ArtifactError
 from rosetta.compile.compiler import CompileOptions, compile_paths
-from rosetta.errors import UsageError
+from rosetta.errors import ConfigError, UsageError
 from rosetta.providers.adapter import load_adapters
 from rosetta.runtime.agent import load
 
@@ -130,17 +130,24 @@ def test_runtime_dirs_agree_with_settings(tree, monkeypatch):
     from rosetta.project import project_dirs
 
     (tree / "pyproject.toml").write_text("[tool.rosetta]\nsignatures_dir = 'agents'\nstrict = true\n"
-                                         "adapter_dirs = ['adapters']\n"
+                                         "adapter_dirs = ['adapters']\nlocal_threads = 1\n"
                                          "[tool.rosetta.section_roles]\n'House rules' = 'constraints'\n"
                                          "[tool.rosetta.local_models]\ntiny = 'models/tiny.gguf'\n")
     monkeypatch.setenv("ROSETTA_COMPILED_DIR", "build/out")
     for kwargs in ({}, {"signatures_dir": "other"}, {"cache_dir": "cache"}):
         settings, dirs = load_settings(tree, **kwargs), project_dirs(tree, **kwargs)
         assert (dirs.root, dirs.signatures_dir, dirs.compiled_dir, dirs.strict, dirs.cache_dir, dirs.local_models,
-                list(dirs.adapter_dirs), dirs.section_roles) == (
+                list(dirs.adapter_dirs), dirs.section_roles, dirs.local_threads) == (
             settings.root, settings.signatures_dir, settings.compiled_dir, settings.strict, settings.cache_dir,
-            settings.local_models, settings.adapter_dirs, {k: v.value for k, v in settings.section_roles.items()})
+            settings.local_models, settings.adapter_dirs, {k: v.value for k, v in settings.section_roles.items()},
+            settings.local_threads)
     assert dirs.local_models == {"tiny": tree / "models" / "tiny.gguf"}
+    assert dirs.local_threads == 1
+    monkeypatch.setenv("ROSETTA_LOCAL_THREADS", "3")
+    assert project_dirs(tree).local_threads == load_settings(tree).local_threads == 3
+    monkeypatch.setenv("ROSETTA_LOCAL_THREADS", "none")
+    with pytest.raises(ConfigError, match="local_threads must be a positive integer"):
+        project_dirs(tree)
 
 
 def test_load_takes_agent_names_or_definition_files_only(compiled):

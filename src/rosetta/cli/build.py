@@ -18,7 +18,6 @@ from rosetta.cli.search import (
     MaxCallsOpt,
     MaxCostOpt,
     MetricOpt,
-    MinibatchOpt,
     NearestDemosOpt,
     OptimizerOpt,
     ParetoOpt,
@@ -63,10 +62,10 @@ def compile_command(
                                            "examples (optuna) and write the best; needs --model.")] = False,
     # The search options of --optimize: declared here for the command line, read back from ctx.params
     # by SearchFlags.from_params, so they are not named again below.
-    metric: MetricOpt = None, dataset: DatasetOpt = None, trials: TrialsOpt = 20, max_calls: MaxCallsOpt = None,
+    metric: MetricOpt = None, dataset: DatasetOpt = None, trials: TrialsOpt = None, max_calls: MaxCallsOpt = None,
     max_cost: MaxCostOpt = None, timeout: TimeoutOpt = None, dry_run: DryRunOpt = False, seed: SeedOpt = 0,
     storage: StorageOpt = None, proposer: ProposerOpt = None, proposals: ProposalsOpt = 3,
-    optimizer: OptimizerOpt = "rosetta", minibatch: MinibatchOpt = 10, pruner: PrunerOpt = "halving",
+    optimizer: OptimizerOpt = "rosetta", pruner: PrunerOpt = "halving",
     pareto: ParetoOpt = False, baseline: BaselineOpt = False, nearest_demos: NearestDemosOpt = True,
     repeats: RepeatsOpt = 1,
 ) -> None:

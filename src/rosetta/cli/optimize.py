@@ -23,7 +23,6 @@ from rosetta.cli.search import (
     MaxCallsOpt,
     MaxCostOpt,
     MetricOpt,
-    MinibatchOpt,
     NearestDemosOpt,
     OptimizerOpt,
     ParetoOpt,
@@ -49,10 +48,10 @@ def optimize_command(
     worker: Annotated[bool, typer.Option("--worker", help="Join the study in --storage and run trials; the "
                                          "process that started it writes the artifact.")] = False,
     # The search options: read back from ctx.params by SearchFlags.from_params.
-    metric: MetricOpt = None, dataset: DatasetOpt = None, trials: TrialsOpt = 20, max_calls: MaxCallsOpt = None,
+    metric: MetricOpt = None, dataset: DatasetOpt = None, trials: TrialsOpt = None, max_calls: MaxCallsOpt = None,
     max_cost: MaxCostOpt = None, timeout: TimeoutOpt = None, dry_run: DryRunOpt = False, seed: SeedOpt = 0,
     storage: StorageOpt = None, proposer: ProposerOpt = None, proposals: ProposalsOpt = 3,
-    optimizer: OptimizerOpt = "rosetta", minibatch: MinibatchOpt = 10, pruner: PrunerOpt = "halving",
+    optimizer: OptimizerOpt = "rosetta", pruner: PrunerOpt = "halving",
     pareto: ParetoOpt = False, baseline: BaselineOpt = False, jobs: JobsOpt = 1,
     nearest_demos: NearestDemosOpt = True, repeats: RepeatsOpt = 1,
     force: Annotated[bool, typer.Option("--force", help="Search again even if the artifact is up to date.")] = False,

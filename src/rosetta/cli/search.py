@@ -30,7 +30,7 @@ class SearchFlags:
 
     metric: str | None = None
     dataset: str | None = None
-    trials: int = 20
+    trials: int | None = None
     max_calls: int | None = None
     max_cost: float | None = None
     timeout: float | None = None
@@ -40,7 +40,6 @@ class SearchFlags:
     proposer: str | None = None
     proposals: int = 3
     optimizer: str = "rosetta"
-    minibatch: int = 10
     pruner: str = "halving"
     pareto: bool = False
     baseline: bool = False
@@ -65,7 +64,7 @@ class SearchFlags:
 
         proposer = None if (self.proposer or "").lower() == "none" else (self.proposer or model)
         return SearchSettings(trials=self.trials, max_calls=self.max_calls, max_cost=self.max_cost,
-                              timeout_s=self.timeout, seed=self.seed, minibatch=self.minibatch, pruner=self.pruner,
+                              timeout_s=self.timeout, seed=self.seed, pruner=self.pruner,
                               proposer=proposer, proposals=self.proposals, pareto=self.pareto, jobs=self.jobs,
                               storage=self.storage, worker=worker, baseline_test=self.baseline,
                               nearest_demos=self.nearest_demos, repeats=self.repeats)
@@ -75,10 +74,11 @@ MetricOpt = Annotated[str | None, typer.Option("--metric", help="exact | fields 
                                                "module:function.", show_default="the definition's evaluation.metric")]
 DatasetOpt = Annotated[str | None, typer.Option("--dataset", help="Folder of train/dev/test JSONL or CSV, or "
                                                 "hub:owner/name.", show_default="datasets/<agent>/")]
-TrialsOpt = Annotated[int, typer.Option("--trials", min=1, help="Variants to try (study-wide, across resumes and "
-                                        "workers).")]
-MaxCallsOpt = Annotated[int | None, typer.Option("--max-calls", min=1, help="Most model calls for the search "
-                                                 "(the final test pass is extra).")]
+TrialsOpt = Annotated[int | None, typer.Option("--trials", min=1, help="Candidates to race (study-wide, across "
+                                               "resumes and workers).", show_default="as many as --max-calls allows "
+                                               "(at most 81; 24 without --max-calls)")]
+MaxCallsOpt = Annotated[int | None, typer.Option("--max-calls", min=1, help="Most model calls for the search, "
+                                                 "cached or not: it sizes the race (the final test pass is extra).")]
 MaxCostOpt = Annotated[float | None, typer.Option("--max-cost", min=0, help="Most USD for the search (litellm "
                                                   "prices).")]
 TimeoutOpt = Annotated[float | None, typer.Option("--timeout", min=1, help="Stop searching after this many "
@@ -92,8 +92,8 @@ ProposerOpt = Annotated[str | None, typer.Option("--proposer", help="Model that 
                                                  "or 'none'.", show_default="the target model")]
 ProposalsOpt = Annotated[int, typer.Option("--proposals", min=0, help="Instruction candidates to ask for.")]
 OptimizerOpt = Annotated[str, typer.Option("--optimizer", help="rosetta | dspy-mipro | dspy-bootstrap.")]
-MinibatchOpt = Annotated[int, typer.Option("--minibatch", min=1, help="Dev examples per pruning step.")]
-PrunerOpt = Annotated[str, typer.Option("--pruner", help="halving | median | none.")]
+PrunerOpt = Annotated[str, typer.Option("--pruner", help="halving (race candidates on shared dev rows, the best "
+                                        "third going on) | none (every candidate answers all of dev).")]
 ParetoOpt = Annotated[bool, typer.Option("--pareto", help="Score vs prompt tokens: take the shortest prompt "
                                          "within 0.02 of the best score.")]
 BaselineOpt = Annotated[bool, typer.Option("--baseline", help="Also score the unoptimized render on test and "
@@ -185,9 +185,9 @@ class _Progress:
         self.title = title
         self.live = err.is_terminal
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} trials"),
+            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} candidates"),
             TextColumn("best [cyan]{task.fields[best]}[/]"), TextColumn("{task.fields[calls]} calls"),
-            TextColumn("{task.fields[pruned]} pruned"), TimeElapsedColumn(), TimeRemainingColumn(),
+            TextColumn("{task.fields[pruned]} out"), TimeElapsedColumn(), TimeRemainingColumn(),
             TextColumn("[dim]{task.fields[phase]}[/]"), console=err, transient=False,
         )
         self.task = self.progress.add_task(title, total=trials, best="–", calls="0", pruned=0, phase="")
@@ -208,8 +208,9 @@ class _Progress:
         calls = f"{status.calls}" + (f" (${status.cost:.4f})" if status.cost else "")
         best = "–" if status.best is None else f"{status.best:.3f}"
         phase = status.phase + (f" ({status.answered}/{status.to_answer})" if status.to_answer else "")
-        self.progress.update(self.task, completed=min(status.trials_done, status.trials_total), best=best,
-                             calls=calls, pruned=status.pruned, phase=escape(phase))
+        self.progress.update(self.task, completed=min(status.trials_done, status.trials_total),
+                             total=status.trials_total or None, best=best, calls=calls, pruned=status.pruned,
+                             phase=escape(phase))
         if status.note and status.note != self.note:
             self.note = status.note
             self.progress.console.print(f"[yellow]note[/yellow] {escape(status.note)}")
@@ -221,7 +222,7 @@ class _Progress:
                 self.line, self.line_at = (*key, work), now
                 spent = f"{status.calls} calls" + (f" (${status.cost:.4f})" if status.cost else "")
                 err.print(f"{escape(self.title)}: {escape(phase or 'working')} · {status.trials_done}/"
-                          f"{status.trials_total} trials · best {best} · {spent} · {status.pruned} pruned · "
+                          f"{status.trials_total} candidates · best {best} · {spent} · {status.pruned} out · "
                           f"{now - self.began:.0f}s", highlight=False, soft_wrap=True)
 
     def __exit__(self, *exc: object) -> None:
@@ -253,8 +254,17 @@ def _print_report(report: Any) -> None:
     test = "" if outcome.test_score is None else f", test {outcome.test_score:.3f}"
     if outcome.baseline_test is not None:
         test += f" (unoptimized {outcome.baseline_test:.3f})"
-    out.print(f"[green]optimized[/green] {escape(label)}: dev {outcome.dev_score:.3f}{baseline}{test}; "
-              f"{outcome.trials} trials, {outcome.pruned} pruned, {outcome.calls} calls "
-              f"({outcome.paid_calls} paid this run), {report.wall_s:.0f}s  [dim]{escape(str(report.artifact))}[/dim]")
+    interval = "" if outcome.dev_interval is None else \
+        f" [{outcome.dev_interval[0]:.3f}, {outcome.dev_interval[1]:.3f}] on {outcome.dev_examples} rows"
+    raced = f"{outcome.trials} candidates, {outcome.pruned} out" + (
+        f", {outcome.cut_short} stopped by the budget" if outcome.cut_short else "")
+    out.print(f"[green]optimized[/green] {escape(label)}: dev {outcome.dev_score:.3f}{interval}{baseline}{test}; "
+              f"{raced}; {outcome.calls} calls ({outcome.paid_calls} paid this run), {report.wall_s:.0f}s  "
+              f"[dim]{escape(str(report.artifact))}[/dim]")
+    if outcome.phases:
+        spent = ", ".join(f"{calls} {phase}" for phase, calls in outcome.phases.items() if calls)
+        out.print(f"           [dim]calls by phase: {escape(spent or 'none')}"
+                  + (f"; rows scored by {escape(outcome.scoring)}" if outcome.scoring != "metric" else "")
+                  + "[/dim]")
     if outcome.stopped:
         out.print(f"           [yellow]stopped early: {escape(outcome.stopped)}[/yellow]")

@@ -107,8 +107,8 @@ class _LiveStatus:
         if status is None:
             return f"{self.title}: starting"
         best = "–" if status.best is None else f"{status.best:.3f}"
-        return (f"{self.title}: {status.phase} · {status.trials_done}/{status.trials_total} trials · best {best} · "
-                f"{status.calls} calls · {status.pruned} pruned · {time.monotonic() - self.started:.0f}s"
+        return (f"{self.title}: {status.phase} · {status.trials_done}/{status.trials_total} candidates · "
+                f"best {best} · {status.calls} calls · {status.pruned} out · {time.monotonic() - self.started:.0f}s"
                 + (f" · {status.note}" if status.note else ""))
 
     def _bundle(self, status: Any) -> dict[str, str]:
@@ -156,7 +156,7 @@ class Optimization:
         outcome = self.outcome
         test = "" if outcome.test_score is None else f", test {outcome.test_score:.3f}"
         return (f"Optimization({self.report.agent} → {self.report.model}: dev {outcome.dev_score:.3f}{test}, "
-                f"{outcome.trials} trials, {outcome.calls} calls)")
+                f"{outcome.trials} candidates, {outcome.calls} calls)")
 
     def _repr_html_(self) -> str:
         rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
@@ -164,23 +164,23 @@ class Optimization:
         return f"<table>{rows}</table>"
 
     def trials_frame(self) -> Any:
-        """optuna's ``trials_dataframe()``, tidied: one row per trial with its knobs, ``score``,
-        ``state``, ``prompt_tokens``, ``calls`` and flags for the unoptimized render and the winner."""
+        """optuna's ``trials_dataframe()``, tidied: one row per unit of the race (a ``candidate``
+        answering dev up to ``rows`` in a ``rung``) with its knobs, ``score``, ``state``,
+        ``prompt_tokens``, ``calls`` and flags for the unoptimized render and the winner's last unit."""
         frame = self.study.trials_dataframe(multi_index=False)
         renames = {"value": "score", "values_0": "score", "values_1": "tokens_objective",
                    "user_attrs_prompt_tokens": "prompt_tokens", "user_attrs_calls": "calls",
-                   "user_attrs_cost": "cost", "user_attrs_scored": "scored_before_pruned",
-                   "user_attrs_duplicate_of": "duplicate_of"}
+                   "user_attrs_cost": "cost", "user_attrs_candidate": "candidate", "user_attrs_rung": "rung",
+                   "user_attrs_rows": "rows", "user_attrs_stopped": "stopped"}
         frame = frame.rename(columns={**renames, **{c: c.removeprefix("params_") for c in frame.columns
                                                     if c.startswith("params_")}})
         frame["state"] = frame["state"].str.lower()
         default = frame["user_attrs_default"] if "user_attrs_default" in frame else None
         frame["default"] = default.fillna(False).astype(bool) if default is not None else frame["number"] == 0
-        winner = self.outcome.params
-        frame["winner"] = False
-        for index, trial in zip(frame.index, self.study.trials, strict=True):
-            frame.loc[index, "winner"] = trial.state.name == "COMPLETE" and dict(trial.params) == winner \
-                and not frame["winner"].any()
+        winner = self.outcome.race.get("winner")
+        units = [t for t in self.study.trials if t.state.name == "COMPLETE" and t.user_attrs.get("candidate") == winner]
+        last = max(units, key=lambda t: t.user_attrs.get("rung", 0)).number if units else None
+        frame["winner"] = frame["number"] == last
         drop = [c for c in frame.columns if c.startswith(("user_attrs_", "system_attrs_"))
                 or c in ("datetime_start", "datetime_complete", "tokens_objective")]
         frame = frame.drop(columns=drop)
@@ -243,8 +243,8 @@ def _figure(plot: Any, *args: Any, **kwargs: Any) -> Any:
     return figure
 
 
-def optimize(agent: Any, model: str, *, project: Any = None, trials: int = 20, max_calls: int | None = None,
-             max_cost: float | None = None, timeout_s: float | None = None, seed: int = 0, minibatch: int = 10,
+def optimize(agent: Any, model: str, *, project: Any = None, trials: int | None = None,
+             max_calls: int | None = None, max_cost: float | None = None, timeout_s: float | None = None, seed: int = 0,
              pruner: str = "halving", proposer: str | None = None, proposals: int = 3, pareto: bool = False,
              baseline: bool = False, jobs: int = 1, storage: str | None = None, force: bool = True,
              progress: bool = True, complete: Any = None) -> Optimization:
@@ -259,7 +259,7 @@ def optimize(agent: Any, model: str, *, project: Any = None, trials: int = 20, m
 
     loaded, _, settings = _definition(agent, project)
     search = SearchSettings(trials=trials, max_calls=max_calls, max_cost=max_cost, timeout_s=timeout_s, seed=seed,
-                            minibatch=minibatch, pruner=pruner, proposer=proposer, proposals=proposals,
+                            pruner=pruner, proposer=proposer, proposals=proposals,
                             pareto=pareto, jobs=jobs, storage=storage, baseline_test=baseline)
     request = OptimizeRequest(definition=loaded.definition_path, model=model, settings=search, force=force)
     show = _LiveStatus(f"{loaded.name} → {model}") if progress else None
@@ -271,7 +271,7 @@ def optimize(agent: Any, model: str, *, project: Any = None, trials: int = 20, m
         from rosetta.compile.optimize.study import SearchStatus
 
         outcome = report.outcome
-        show(SearchStatus(trials_done=outcome.trials, trials_total=trials, pruned=outcome.pruned,
+        show(SearchStatus(trials_done=outcome.trials, trials_total=outcome.trials, pruned=outcome.pruned,
                           best=outcome.dev_score, calls=outcome.calls, phase="done", note=outcome.stopped or ""),
              final=True)
     import optuna
@@ -325,8 +325,8 @@ def evaluate(agent: Any, model: str, *, split: str = "test", prompt: Any = None,
     if not hasattr(prompt, "render_for_display"):
         raise UsageError(Problem(f"prompt must be a RenderedPrompt, not {type(prompt).__name__}", field="prompt"))
     from rosetta.compile.optimize.cache import EvalCache
+    from rosetta.compile.optimize.context import load_context
     from rosetta.compile.optimize.evaluation import Budget, Evaluator
-    from rosetta.compile.optimize.target import load_context
 
     context = load_context(loaded.definition_path, model, settings=settings, metric=metric)
     if prompt.model != context.model.id:

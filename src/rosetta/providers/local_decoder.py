@@ -8,6 +8,9 @@
   exact token counts. Stop strings are never emitted, not even in part.
 - ``response_format`` ``json_schema`` constrains decoding with a llama.cpp grammar built from the
   schema (:mod:`rosetta.providers.local_grammar`), ``json_object`` with a generic JSON grammar.
+- ``logprobs``/``top_logprobs`` return each answer token's log-probability and its best
+  alternatives' in OpenAI's shape, from the distribution the decoder chose from (after the
+  grammar: a label's odds among the labels the schema allows); whole answers only, not streams.
 - ``temperature: 0`` is greedy decoding, deterministic for the same prompt; ``seed`` seeds sampling.
   A greedy answer caught in a loop (its last tokens are one cycle repeated: a short cycle over
   :data:`LOOP_WINDOW` tokens, or a cycle of up to :data:`LOOP_PERIOD` tokens — a whole JSON item —
@@ -46,6 +49,9 @@ LOOP_REPEATS = 3
 """...and at least this many whole repeats of a longer cycle."""
 LOOP_PERIOD = 64
 """Longest cycle (in tokens) the loop check looks for."""
+ODDS_TOKENS = 24
+"""First tokens of a grammar-constrained answer whose log-probabilities cover every token the
+grammar allows (the rest: the allowed ones among the best candidates), when they are asked for."""
 
 
 def hard(message: str, model: str) -> Exception:
@@ -120,8 +126,11 @@ def _close_all() -> None:
 
 
 def _new_model(local: LocalModel, lock: threading.Lock) -> Loaded:
+    from rosetta.project import project_dirs
+
     llama_cpp = _llama_cpp(local.id)
-    threads = os.cpu_count() or 1
+    # the thread count does not change answers (each dot product is one thread's), only their speed
+    threads = project_dirs().local_threads or os.cpu_count() or 1
     n_ctx = min(local.context_window or CONTEXT_TOKENS, CONTEXT_TOKENS)
     try:
         llm = llama_cpp.Llama(model_path=str(local.path), n_ctx=n_ctx, n_batch=BATCH, n_ubatch=BATCH,
@@ -155,6 +164,7 @@ class Request:
     gate: GrammarGate | None  # constrains decoding to a JSON grammar
     strip: bool  # drop the answer's leading whitespace (completion style)
     created: int = field(default_factory=lambda: int(time.time()))
+    logprobs: TokenOdds | None = None  # set when the caller asked for log-probabilities
 
 
 def grammar_for(response_format: Any, model: str) -> Any:
@@ -216,7 +226,9 @@ def generate(request: Request, cancelled: threading.Event | None = None) -> Iter
     greedy = request.sampling["temp"] <= 0
     llm.n_tokens = reuse(loaded, request.tokens)
     loaded.cached = []  # until the new prompt is evaluated
-    tokens = llm.generate(request.tokens, logits_processor=None if gate is None else [gate], **request.sampling)
+    odds = request.logprobs
+    processors = [p for p in (gate, odds) if p is not None]
+    tokens = llm.generate(request.tokens, logits_processor=processors or None, **request.sampling)
     try:
         for token in tokens:
             if not loaded.cached:
@@ -227,6 +239,8 @@ def generate(request: Request, cancelled: threading.Event | None = None) -> Iter
             count += 1
             if gate is not None:
                 gate.accept(token)
+            if odds is not None:
+                odds.record(token)
             raw += decoder.decode(llm.detokenize([token]))
             hits = [i for i in (raw.find(s) for s in stop) if i >= 0]
             if hits:
@@ -263,9 +277,12 @@ class GrammarGate:
     vocabulary at every step (262k for Gemma: ~4x slower than the model itself); llama.cpp's own
     common sampler checks the chosen token first for the same reason. Greedy decoding picks the
     same token either way: the best allowed token is the first allowed one among the best.
+    ``full_scan`` scans everything for that many first tokens: a caller who asks for
+    log-probabilities gets every allowed token's odds where an answer's label usually is (the
+    chosen token is the same; later tokens get the odds among the best candidates).
     """
 
-    def __init__(self, loaded: Loaded, grammar: Any, top_k: int, model: str) -> None:
+    def __init__(self, loaded: Loaded, grammar: Any, top_k: int, model: str, full_scan: int = 0) -> None:
         import llama_cpp
         import numpy as np
 
@@ -275,12 +292,15 @@ class GrammarGate:
         if not self._sampler:
             raise hard("llama.cpp rejected the grammar built from response_format", model)
         self._top_k = top_k if top_k > 0 else 40
+        self._full_scan = full_scan
         self._dtype = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         np = self._np
         size = scores.shape[0]
-        for k in (self._top_k, 2048):  # the best few, then the best 2048 (~2 ms), then everything (~40 ms)
+        # the best few, then the best 2048 (~2 ms), then everything (~40 ms)
+        self._full_scan -= 1
+        for k in (self._top_k, 2048) if self._full_scan < 0 else ():
             if k < size:
                 allowed = self._allowed(np.argpartition(-scores, k - 1)[:k], scores)
                 if allowed.size:
@@ -309,6 +329,39 @@ class GrammarGate:
             self._sampler = None
 
     __del__ = close  # a stream nobody read still frees its grammar
+
+
+class TokenOdds:
+    """A logits processor placed after the grammar that keeps each step's scores, so the token
+    chosen from them gets its log-probability and the ``top`` best alternatives' (OpenAI's
+    ``logprobs.content`` entries). The scores are copied: later samplers reorder them in place."""
+
+    def __init__(self, llm: Any, top: int) -> None:
+        import numpy as np
+
+        self._np, self._llm, self.top = np, llm, max(0, top)
+        self._scores: Any = None
+        self.content: list[dict[str, Any]] = []
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        self._scores = self._np.array(scores, dtype=self._np.float64)
+        return scores
+
+    def record(self, token: int) -> None:
+        np, scores = self._np, self._scores
+        finite = np.isfinite(scores)
+        peak = scores[finite].max()
+        total = peak + np.log(np.exp(scores[finite] - peak).sum())
+        count = min(self.top, int(finite.sum()))
+        best = np.argpartition(-scores, count - 1)[:count] if count else np.array([], dtype=int)
+        best = best[np.argsort(-scores[best], kind="stable")]
+        self.content.append({**self._token(token, scores[token] - total),
+                             "top_logprobs": [self._token(int(i), scores[i] - total) for i in best]})
+
+    def _token(self, token: int, logprob: float) -> dict[str, Any]:
+        data = self._llm.detokenize([token])
+        return {"token": data.decode("utf-8", "replace"), "logprob": float(max(logprob, -9999.0)),
+                "bytes": list(data)}
 
 
 def reuse(loaded: Loaded, tokens: list[int]) -> int:

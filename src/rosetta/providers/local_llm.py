@@ -41,10 +41,12 @@ from litellm.types.utils import GenericStreamingChunk, ModelResponse  # noqa: E4
 from rosetta.errors import Problem, RosettaError, UsageError  # noqa: E402
 from rosetta.providers.kinds import ANSWER_CUE  # noqa: E402
 from rosetta.providers.local_decoder import (  # noqa: E402
+    ODDS_TOKENS,
     PROVIDER,
     GrammarGate,
     Piece,
     Request,
+    TokenOdds,
     generate,
     grammar_for,
     hard,
@@ -173,9 +175,11 @@ def _prepare(kwargs: dict[str, Any]) -> Request:
             sampling[target] = kind(params[name])
     seed = params.get("seed")
     seed = random.getrandbits(32) if seed is None else int(seed)  # llama.cpp would reuse its last seed
-    gate = None if grammar is None else GrammarGate(loaded, grammar, sampling.get("top_k", 40), model)
+    odds = TokenOdds(llm, int(params.get("top_logprobs") or 0)) if params.get("logprobs") else None
+    gate = None if grammar is None else GrammarGate(loaded, grammar, sampling.get("top_k", 40), model,
+                                                    full_scan=ODDS_TOKENS if odds else 0)
     return Request(model, loaded, tokens, max(1, min(int(requested), room)), _stops(params.get("stop")) + extra_stop,
-                    sampling, seed, gate, loaded.style == "completion")
+                    sampling, seed, gate, loaded.style == "completion", logprobs=odds)
 
 
 _SAMPLING: tuple[tuple[str, type, str], ...] = (
@@ -225,6 +229,10 @@ def _response(response: ModelResponse, request: Request, text: str, finish: str,
     response.model = request.model
     response.created = request.created
     response.usage = litellm.Usage(**usage)  # type: ignore[attr-defined]
+    if request.logprobs is not None:
+        from litellm.types.utils import ChoiceLogprobs
+
+        response.choices[0].logprobs = ChoiceLogprobs(content=request.logprobs.content)  # type: ignore[union-attr]
     return response
 
 

@@ -109,6 +109,7 @@ class Result:
     version: str | None = None  # content_sha256 of the artifact that answered; None for the uncompiled render
     arm: str | None = None  # "control" | "treatment" when an experiment routed the call (run(..., user_id=...))
     experiment: str | None = None  # that experiment's id
+    logprobs: list[dict[str, Any]] | None = None  # the answer's tokens with their log-probabilities, when asked for
 
     @property
     def valid(self) -> bool:
@@ -272,7 +273,16 @@ def plan(
         output = output_model.model_validate(answer.data)
     return Result(output=output, raw=answer.raw, data=answer.data, model=prompt.model, artifact=artifact,
                   attempts=attempts, usage=usage, cost=cost, latency_s=time.monotonic() - started,
-                  issues=answer.issues, state=provider_state(outcome), tool_calls=called)
+                  issues=answer.issues, state=provider_state(outcome), tool_calls=called,
+                  logprobs=_logprobs(outcome) if kwargs.get("logprobs") else None)
+
+
+def _logprobs(response: Any) -> list[dict[str, Any]] | None:
+    """``choices[0].logprobs.content`` as plain dicts (OpenAI's shape), or None when absent."""
+    content = getattr(getattr(response.choices[0], "logprobs", None), "content", None)
+    if not content:
+        return None
+    return [entry if isinstance(entry, dict) else entry.model_dump() for entry in content]
 
 
 _HINTS = {

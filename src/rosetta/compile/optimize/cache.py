@@ -29,6 +29,7 @@ class Answer:
     calls: int  # model calls it took, corrective retries included
     cost: float  # USD, from litellm's pricing (0 for local models)
     error: str | None = None
+    odds: dict[str, float] | None = None  # each label's probability, when the answer was asked with logprobs
 
 
 SENT = ("model", "system", "system_placement", "demos", "demo_pool", "user_blocks", "tools", "tool_envelope",

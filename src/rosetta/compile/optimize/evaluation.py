@@ -4,6 +4,10 @@
 Budgets count *logical* spend: a cached answer is charged what it cost when it was first paid
 for. The same seed, data and budget therefore give the same search whether the cache is cold or
 warm; what was really paid this run is reported beside it.
+
+For a classification metric (see :mod:`label_odds`) on a provider that returns log-probabilities,
+:meth:`Evaluator.race_scores` asks for them and scores each answer by the correct label's
+probability as well as by the plain metric.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rosetta.compile.optimize.cache import Answer, EvalCache, example_key, prompt_key
+from rosetta.compile.optimize.label_odds import TOP_LOGPROBS, LabelField, label_probability
 from rosetta.compile.optimize.labeled import Example
 from rosetta.compile.optimize.metrics import Metric
 from rosetta.errors import RosettaError
@@ -95,7 +100,8 @@ class Evaluator:
     """Answers examples with candidate prompts and scores them with the metric."""
 
     def __init__(self, agent: Any, metric: Metric, cache: EvalCache, budget: Budget, *, jobs: int = 1,
-                 complete: Callable[..., Any] | None = None, on_answer: Callable[[], None] | None = None) -> None:
+                 complete: Callable[..., Any] | None = None, on_answer: Callable[[], None] | None = None,
+                 label: LabelField | None = None) -> None:
         self.agent = agent
         self.metric = metric
         self.cache = cache
@@ -103,31 +109,37 @@ class Evaluator:
         self.jobs = max(1, jobs)
         self.complete = complete
         self.on_answer = on_answer
+        self.label = label  # race on this field's label odds where the provider gives log-probabilities
+        self.odds_seen = False  # whether any race score was a label's probability
 
-    def answer(self, prompt: Any, example: Example, prompt_hash: str | None = None, draw: int = 0) -> Answer:
+    def answer(self, prompt: Any, example: Example, prompt_hash: str | None = None, draw: int = 0,
+               odds: bool = False) -> Answer:
         """The model's answer to one example (from the cache when it was paid for before); ``draw``
-        numbers the answers of a sampling model to the same example, each cached on its own."""
+        numbers the answers of a sampling model to the same example, each cached on its own;
+        ``odds`` asks for log-probabilities too and keeps each label's probability."""
         seed = sampling_seed(prompt, example.id + (f"#{draw}" if draw else ""))
-        key = EvalCache.key(prompt_hash or prompt_key(prompt), example_key(example) + (f"#seed{seed['seed']}"
-                                                                                       if seed else "")
+        options = {"label_odds": TOP_LOGPROBS} if odds else None
+        key = EvalCache.key(prompt_hash or prompt_key(prompt, options),
+                            example_key(example) + (f"#seed{seed['seed']}" if seed else "")
                             + (f"#draw{draw}" if draw else ""))
         cached = self.cache.get(key)
         if cached is not None:
             self.budget.charge(cached, paid=False)
             return cached
         self.budget.check(reserve=1 + default_validation_retries(prompt))
-        answer = self._call(prompt, example, seed)
+        extra = {"logprobs": True, "top_logprobs": TOP_LOGPROBS} if odds else {}
+        answer = self._call(prompt, example, {**seed, **extra})
         self.cache.put(key, answer)
         self.budget.charge(answer, paid=True)
         if self.on_answer is not None:
             self.on_answer()
         return answer
 
-    def _call(self, prompt: Any, example: Example, seed: dict[str, int]) -> Answer:
+    def _call(self, prompt: Any, example: Example, options: dict[str, Any]) -> Answer:
         from rosetta.runtime.invoke import ModelCallError
 
         try:
-            result = self.agent.run_prompt(prompt, example.inputs, complete=self.complete, **seed)
+            result = self.agent.run_prompt(prompt, example.inputs, complete=self.complete, **options)
         except ModelCallError as error:
             calls = sum(1 for a in error.attempts if a.outcome in ("ok", "invalid"))
             if error.kind in ("transient", "unavailable", "exhausted") or not error.attempts:
@@ -136,7 +148,11 @@ class Evaluator:
         except RosettaError as error:  # an input guardrail refused the example
             return Answer(None, "", False, 0, 0.0, error=str(error.problems[0].message))
         calls = sum(1 for a in result.attempts if a.outcome in ("ok", "invalid"))
-        return Answer(result.data, result.raw, result.valid, max(calls, 1), float(result.cost or 0.0))
+        odds = None
+        if "logprobs" in options and self.label is not None and result.logprobs:
+            odds = {label: label_probability(result.logprobs, self.label, label) for label in self.label.labels}
+            odds = None if None in odds.values() else odds
+        return Answer(result.data, result.raw, result.valid, max(calls, 1), float(result.cost or 0.0), odds=odds)
 
     def answers(self, prompt: Any, examples: Sequence[Example], draw: int = 0) -> list[Answer]:
         """Answers in example order; ``jobs`` calls run at once."""
@@ -145,6 +161,30 @@ class Evaluator:
             return [self.answer(prompt, example, prompt_hash, draw) for example in examples]
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             return list(pool.map(lambda example: self.answer(prompt, example, prompt_hash, draw), examples))
+
+    def asks_odds(self, prompt: Any) -> bool:
+        """Whether answers to ``prompt`` are asked with log-probabilities: a label to score, a model
+        that gives them, and greedy decoding (a sampling model's odds would vary between runs)."""
+        return self.label is not None and bool(prompt.sampling_params) and gives_logprobs(prompt.model)
+
+    def race_scores(self, prompt: Any, examples: Sequence[Example]) -> list[tuple[float, float]]:
+        """Each example's (race score, plain score): the race score is the correct label's
+        probability where :attr:`label` is set and the model gives log-probabilities (an answer
+        that did not validate scores 0), else the plain metric's score."""
+        odds = self.asks_odds(prompt)
+        prompt_hash = prompt_key(prompt, {"label_odds": TOP_LOGPROBS} if odds else None)
+
+        def one(example: Example) -> tuple[float, float]:
+            answer = self.answer(prompt, example, prompt_hash, odds=bool(odds))
+            plain = self.score(answer, example)
+            if answer.odds is None or not answer.valid or self.label is None:
+                return plain, plain
+            self.odds_seen = True
+            return answer.odds.get(str(self.label.value(example.output)), 0.0), plain
+        if self.jobs == 1 or len(examples) == 1:
+            return [one(example) for example in examples]
+        with ThreadPoolExecutor(max_workers=self.jobs) as pool:
+            return list(pool.map(one, examples))
 
     def scores(self, prompt: Any, examples: Sequence[Example], draws: int = 1) -> list[float]:
         """Each example's score: the mean over ``draws`` answers (one for a model that decodes greedily)."""
@@ -172,6 +212,21 @@ class Evaluator:
         self.cache.put(key, verdict)
         self.budget.charge(verdict, paid=True)
         return value
+
+
+def gives_logprobs(model: str) -> bool:
+    """Whether ``model``'s provider returns log-probabilities (the embedded model does; others as
+    litellm lists them)."""
+    if model.startswith("local/"):
+        return True
+    from rosetta.providers.litellm_offline import import_litellm
+
+    provider, _, name = model.partition("/")
+    try:
+        supported = import_litellm().get_supported_openai_params(model=name, custom_llm_provider=provider) or ()
+    except Exception:  # litellm raises for providers it cannot map
+        return False
+    return "logprobs" in supported
 
 
 def draws_for(prompt: Any, repeats: int) -> int:

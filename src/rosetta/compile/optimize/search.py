@@ -1,64 +1,70 @@
 """One search over one (agent, model) study, as the steps the study module's docstring lists: set
-the study up (proposals, bootstrapped demos, the space and its enqueued baselines), run trials until
-the budget, the trial count or perfection stops it, then score the winner once on test.
+the study up (proposals, bootstrapped demos, the space, the race's plan and candidates), run the
+race rung by rung, then score the winner once on test.
 
-:class:`_Search` holds what the steps share (the study, the budget, the evaluator, the live status);
-:func:`run_search` runs them, or joins the study as a worker.
+A study's trials are the race's units: one candidate answering one rung's rows. The main process
+enqueues each rung's units, every process (it and any ``--worker``) takes them from the study's
+queue, and once a rung is done the main process promotes its leaders. Scores of rows a candidate
+answered in an earlier rung are carried in the unit, never asked again.
+
+:class:`_Search` holds what the steps share (the study, the budget, the evaluator, the live
+status); :func:`run_search` runs them, or joins the study as a worker.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rosetta.compile.optimize.cache import EvalCache, prompt_key
-from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator, draws_for
+from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator, draws_for, interval95
+from rosetta.compile.optimize.label_odds import label_field
 from rosetta.compile.optimize.labeled import LabeledData
 from rosetta.compile.optimize.metrics import Metric
+from rosetta.compile.optimize.race import Plan, Standing, dev_order, leaders, plan, winner
 from rosetta.compile.optimize.space import SPACE_VERSION, build_space, label_function
 from rosetta.compile.optimize.study import (
-    FINISHED,
     PERFECT,
     SearchOutcome,
     SearchSettings,
     SearchStatus,
     Surplus,
     bootstrap,
-    budget_spent,
     completion,
     create_study,
     fail_stale_trials,
-    nothing_to_gain,
+    latest_study,
     open_storage,
     proposals_for,
-    same_prompt,
-    sampler_and_pruner,
     study_name,
-    trial_value,
     wait_for_setup,
     wait_for_study,
-    winner_of,
 )
 from rosetta.errors import Problem, UsageError
+
+IDLE_S = 0.5
+"""How long a process waits before looking again for units another process is still answering."""
 
 
 def run_search(agent: Any, signature: Any, model: Any, adapter: Any, data: LabeledData, metric: Metric,
                settings: SearchSettings, *, cache: EvalCache, default_storage: Path, complete: Any = None,
                proposer_complete: Any = None, on_status: Callable[[SearchStatus], None] | None = None,
-               identity: dict[str, Any] | None = None) -> SearchOutcome | None:
-    """Search, or join the study as a worker (returns None then)."""
+               identity: dict[str, Any] | None = None, fresh: bool = False) -> SearchOutcome | None:
+    """Search, or join the study as a worker (returns None then). ``fresh`` (``--force``) starts a
+    new study instead of resuming the last one."""
     search = _Search(agent, signature, model, adapter, data, metric, settings, cache, complete, on_status)
     name = study_name(signature.name, model.id, {**(identity or {}), **settings.identity(), "space": SPACE_VERSION})
-    search.set_up(name, default_storage, proposer_complete)
-    search.run_trials()
+    search.set_up(name, default_storage, proposer_complete, fresh=fresh)
     if settings.worker:
+        search.work()
         search.report("done")
         return None
-    return search.outcome(name)
+    search.race()
+    return search.outcome()
 
 
 class _Search:
@@ -73,12 +79,17 @@ class _Search:
         self.agent, self.signature, self.model, self.adapter = agent, signature, model, adapter
         self.data, self.metric, self.settings, self.cache, self.complete = data, metric, settings, cache, complete
         self.on_status = on_status
-        self.status = SearchStatus(trials_total=settings.trials, phase="starting")
+        self.status = SearchStatus(phase="starting")
         self.budget = Budget(settings.max_calls, settings.max_cost, settings.timeout_s)
-        self.evaluator = Evaluator(agent, metric, cache, self.budget, jobs=settings.jobs, complete=complete)
+        self.label = label_field(signature, metric)
+        odds = self.label if settings.label_odds and self.label is not None else None
+        self.evaluator = Evaluator(agent, metric, cache, self.budget, jobs=settings.jobs, complete=complete,
+                                   label=odds)
         self.evaluator.on_answer = self.report
         self.mine: set[int] = set()  # the trials this process ran
         self.stopped: list[str] = []  # why the search stopped early, first reason first
+        self.finalists: list[Standing] = []
+        self.eliminated = 0
 
     def report(self, phase: str | None = None, note: str | None = None) -> None:
         status, budget = self.status, self.budget
@@ -96,183 +107,315 @@ class _Search:
 
         return render(signature, self.model, knobs, adapters={self.adapter.name: self.adapter})
 
-    def set_up(self, name: str, default_storage: Path, proposer_complete: Any) -> None:
-        """Open (or join) the study; decide proposals and bootstrapped demos once per study; build
-        the space and enqueue the baselines every search compares with."""
+    # -- 1-3: setting the study up ---------------------------------------------------------------
+
+    def set_up(self, name: str, default_storage: Path, proposer_complete: Any, *, fresh: bool) -> None:
+        """Open (or join) the study; decide proposals, bootstrapped demos and the race's plan once
+        per study; build the space and the candidates (the same in every process)."""
         settings, data = self.settings, self.data
         storage, self.storage_label = open_storage(settings.storage, default_storage)
+        self.name = latest_study(storage, name, fresh=fresh and not settings.worker)
         if settings.worker:
-            # its own seed: two workers with one seed would propose the same variants
-            sampler, pruner = sampler_and_pruner(settings, len(data.dev), seed=settings.seed + os.getpid())
-            self.study = wait_for_study(name, storage, self.storage_label, sampler, pruner, self.report)
+            self.study = wait_for_study(self.name, storage, self.storage_label, self.report)
         else:
-            self.study = create_study(name, storage, settings, len(data.dev))
+            self.study = create_study(self.name, storage, settings.seed)
         fail_stale_trials(self.study)
         self.base_prompt = self.render(self.signature)
-        if settings.worker:  # the main process decides proposals and bootstrapped demos; workers reuse them
+        if settings.worker:  # the main process decides proposals, bootstrapped demos and the plan
             self.report("waiting for the study's setup")
             self.proposals, bootstrapped = wait_for_setup(self.study, self.budget)
         else:
             # 1. instruction candidates, asked once per study
             self.proposals = proposals_for(self.study, self.signature, data, settings, self.budget,
-                                           proposer_complete or completion(), self.report)
+                                           proposer_complete or completion(), self.report, self.cache)
             # 2. bootstrapped demos: train rows the default prompt answers perfectly
             bootstrapped = bootstrap(self.study, self.signature, data, self.metric, settings, self.evaluator,
-                                     self.base_prompt, self.report)
-        self.report(note=self.proposals.note)
+                                     self.base_prompt, self.report, label_only=self.label is not None)
+        stored = self.study.user_attrs.get("race_plan")
+        room = self._room()
+        halving, scoring = settings.pruner != "none", "odds" if self.evaluator.asks_odds(self.base_prompt) else "metric"
+        first = plan(len(data.dev), room, settings.trials, halving=halving, scoring=scoring)
+        if stored is None and first is None:
+            raise UsageError(Problem(f"--max-calls {settings.max_calls} leaves {room} calls for the race after setup "
+                                     f"and one answer's retries, less than one pass over dev ({len(data.dev)} rows)",
+                                     field="--max-calls",
+                                     hint=f"allow at least {settings.max_calls - room + len(data.dev)} calls, "
+                                          "or shrink dev"))
+        demo_sets = stored["demo_sets"] if stored is not None else first.candidates + 1
+        label_of = label_function(self.signature)
         self.space = build_space(self.signature, self.model, self.adapter, data.train,
                                  instructions=self.proposals.usable, bootstrapped=tuple(bootstrapped),
-                                 demo_sets=settings.demo_sets, seed=settings.seed,
-                                 label_of=label_function(self.signature), nearest=settings.nearest_demos)
+                                 demo_sets=demo_sets, seed=settings.seed, label_of=label_of,
+                                 nearest=settings.nearest_demos)
         self.searchable = self.signature.model_copy(update={"demos": self.space.demos})
-        self.dev_order = list(data.dev)
-        random.Random(settings.seed).shuffle(self.dev_order)
-        study = self.study
-        if not settings.worker and not study.user_attrs.get("default_enqueued"):
-            study.enqueue_trial(self.space.default_params(), user_attrs={"default": True})
-            for params, mark in ((self.space.few_shot_params(), "few_shot"), (self.space.nearest_params(), "nearest")):
-                if params is not None:
-                    study.enqueue_trial(params, user_attrs={mark: True})
-            study.set_user_attr("default_enqueued", True)
+        if stored is not None:
+            self.plan = Plan(tuple(stored["rows"]), tuple(stored["keep"]))
+        else:  # 3. the race's plan, fitted again when the space holds fewer distinct prompts
+            self.plan = first
+            count = len(self._candidates())
+            if count < first.candidates:
+                self.plan = plan(len(data.dev), room, count, halving=halving, scoring=scoring) or first
+            self.study.set_user_attr("race_plan", {"rows": list(self.plan.rows), "keep": list(self.plan.keep),
+                                                   "demo_sets": demo_sets})
+        self.candidates = self._candidates()
+        self.dev = dev_order(data.dev, settings.seed, label_of)
+        self.status.trials_total = len(self.candidates)
+        self.report(note=self.proposals.note)
 
-    def run_trials(self) -> None:
-        """3. Trials until the count is reached, the budget is spent or nothing is left to gain."""
-        study, settings, status = self.study, self.settings, self.status
-        status.trials_done = sum(1 for t in study.get_trials(deepcopy=False) if t.state.name in FINISHED)
-        spent = budget_spent(study, self.budget) or nothing_to_gain(study, settings)
-        if spent:
-            self.stopped.append(spent)
-        if status.trials_done < settings.trials and not spent:
-            self.report("searching", self.proposals.note or f"{self.space.size():,} variants in the space")
-            self._loop()
+    def _room(self) -> int | None:
+        """Calls the race may plan for: the budget less the setup's calls and one answer's retries
+        (an answer starts only when its worst case fits)."""
+        from rosetta.runtime.runner import default_validation_retries
 
-    def _loop(self) -> None:
-        """Ask, evaluate, tell. Each trial's sampler is seeded from the number of finished trials,
-        so a resumed study proposes exactly what the uninterrupted one would have."""
+        if self.settings.max_calls is None:
+            return None
+        setup = self.proposals.calls + int(self.study.user_attrs.get("bootstrap_calls", 0))
+        return max(0, self.settings.max_calls - setup - default_validation_retries(self.base_prompt))
+
+    def _candidates(self) -> list[dict[str, Any]]:
+        """The plan's number of candidates, each a distinct prompt (variants that render the same
+        prompt are one candidate)."""
+        chosen: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for params in self.space.candidates(self.settings.seed):
+            digest = prompt_key(self.render(self.searchable, self.space.knobs(params)))
+            if digest not in seen:
+                seen.add(digest)
+                chosen.append(params)
+            if len(chosen) == self.plan.candidates:
+                break
+        return chosen
+
+    # -- 3: the race -------------------------------------------------------------------------------
+
+    def race(self) -> None:
+        """Rung by rung: enqueue the units of the candidates still in, answer them (with any
+        workers), promote the leaders; stop early when the budget is spent or a candidate is
+        perfect on all of dev."""
+        study, plan_ = self.study, self.plan
+        alive = list(range(len(self.candidates)))
+        self.report("racing", self.proposals.note or f"{len(alive)} candidates, rows per rung {list(plan_.rows)}")
+        standings: dict[int, Standing] = {}
+        for rung, (rows, keep) in enumerate(zip(plan_.rows, plan_.keep)):
+            if rung:
+                promoted = leaders([standings[c] for c in alive], keep)
+                self.eliminated += len(alive) - len(promoted)
+                alive = promoted
+            self.status.pruned = self.eliminated
+            self.status.trials_done = self.eliminated
+            done = self._rung(rung, rows, alive)
+            if done:
+                standings = done
+                self.finalists = [done[c] for c in alive if c in done]
+            if len(done) < len(alive) or self.stopped:
+                break
+        self._cancel_waiting()
+        study.set_user_attr("race_done", True)
+        self.status.trials_done = len(self.candidates)
+
+    def _cancel_waiting(self) -> None:
+        """Units left in the queue when the race ended early are failed, saying why, so that no
+        later run (or worker) answers them."""
         import optuna
 
-        study, settings = self.study, self.settings
-        seed = settings.seed + (os.getpid() if settings.worker else 0)
-        while not self.stopped:
-            finished = sum(1 for t in study.get_trials(deepcopy=False) if t.state.name in FINISHED)
-            if finished >= settings.trials:
-                break
-            reason = budget_spent(study, self.budget, self.mine) or nothing_to_gain(study, settings)  # workers count
-            if reason:
-                self.stopped.append(reason)
-                break
-            study.sampler, _ = sampler_and_pruner(settings, len(self.data.dev), seed=seed + finished)
-            trial = study.ask()
+        reason = self.stopped[0] if self.stopped else "the race ended"
+        storage = self.study._storage
+        for trial in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
             try:
-                value = self.objective(trial)
-            except optuna.TrialPruned:
-                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-            except Surplus:
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                storage.set_trial_user_attr(trial._trial_id, "stopped", reason)
+                storage.set_trial_state_values(trial._trial_id, state=optuna.trial.TrialState.FAIL)
+            except Exception:  # a worker took it meanwhile: it finishes it
+                continue
+
+    def _rung(self, rung: int, rows: int, alive: list[int]) -> dict[int, Standing]:
+        """Every unit of ``rung`` answered (by this process or others); the standings of those that
+        finished (fewer than ``alive`` when the budget stopped some)."""
+        import optuna
+
+        study = self.study
+        units = self._units(rung)
+        for candidate in alive:
+            unit = units.get(candidate)
+            if unit is None or (unit.state == optuna.trial.TrialState.FAIL and not unit.user_attrs.get("stopped")):
+                study.enqueue_trial(self.candidates[candidate],
+                                    user_attrs={"candidate": candidate, "rung": rung, "rows": rows})
+        while True:
+            if not self.stopped:
+                self._answer_next()
+            units = self._units(rung)
+            pending = [c for c in alive if c in units and units[c].state in (
+                optuna.trial.TrialState.WAITING, optuna.trial.TrialState.RUNNING)]
+            if not pending or (self.stopped and all(units[c].state == optuna.trial.TrialState.WAITING
+                                                    for c in pending)):
                 break
-            except BaseException:
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                raise
-            else:
-                study.tell(trial, value)
-            self.status.trials_done = sum(1 for t in study.get_trials(deepcopy=False) if t.state.name in FINISHED)
-            self.report()
-
-    def objective(self, trial: Any) -> Any:
-        """One variant, scored on dev in minibatches (pruned early when weak); its score."""
-        import optuna
-
-        study, settings, budget = self.study, self.settings, self.budget
-        everything = study.get_trials(deepcopy=False)
-        finished = [t for t in everything if t.state.name in FINISHED]
-        earlier = [t for t in everything if t.state.name == "RUNNING" and t.number < trial.number]
-        if len(finished) + len(earlier) >= settings.trials:  # other workers' trials fill the study
-            raise Surplus()
-        self.mine.add(trial.number)
-        budget.carried_calls = sum(int(t.user_attrs.get("calls", 0)) for t in finished if t.number not in self.mine)
-        trial.set_user_attr("host", socket.gethostname())
-        trial.set_user_attr("pid", os.getpid())
-        prompt = self.render(self.searchable, self.space.knobs(self.space.suggest(trial)))
-        digest = prompt_key(prompt)
-        trial.set_user_attr("prompt_sha256", digest)
-        trial.set_user_attr("prompt_tokens", prompt.tokens.get("total", 0))
-        twin = same_prompt(study, trial.number, digest)
-        if twin is not None:  # another trial (or worker) already scores this exact prompt
-            trial.set_user_attr("duplicate_of", twin.number)
-            if twin.state.name == "COMPLETE":
-                return twin.values if settings.pareto else twin.value
-            raise optuna.TrialPruned()
-        mean = self._dev_score(trial, prompt)
-        if self.status.best is None or mean > self.status.best:
-            self.status.best = mean
-        if nothing_to_gain(study, settings, mean):
+            if not any(units[c].state == optuna.trial.TrialState.WAITING for c in pending):
+                time.sleep(IDLE_S)  # other processes are answering the rest
+        finished = {c: self._standing(units[c]) for c in alive
+                    if c in units and units[c].state == optuna.trial.TrialState.COMPLETE}
+        if rows == len(self.dev) and any(s.plain_mean >= 1.0 for s in finished.values()) \
+                and PERFECT not in self.stopped:
             self.stopped.append(PERFECT)
-        return (mean, prompt.tokens.get("total", 0)) if settings.pareto else mean
+        if len(finished) < len(alive) and not self.stopped:
+            stopped = [units[c].user_attrs.get("stopped") for c in alive if c in units]
+            self.stopped.append(next((s for s in stopped if s), "the race was interrupted"))
+        return finished
 
-    def _dev_score(self, trial: Any, prompt: Any) -> float:
-        """The prompt's mean score over dev, minibatch by minibatch, recording its calls and cost
-        on the trial; raises TrialPruned when the pruner or the budget stops it."""
+    def _units(self, rung: int) -> dict[int, Any]:
+        """This rung's units by candidate: the finished one where there is one, else the latest."""
+        units: dict[int, Any] = {}
+        for trial in self.study.get_trials(deepcopy=False):
+            if trial.user_attrs.get("rung") != rung or "candidate" not in trial.user_attrs:
+                continue
+            candidate = int(trial.user_attrs["candidate"])
+            held = units.get(candidate)
+            if held is None or held.state.name != "COMPLETE":
+                units[candidate] = trial
+        return units
+
+    def work(self) -> None:
+        """A worker's share: answer units until the main process says the race is over (or no unit
+        appears for 15 minutes)."""
+        idle_since = time.monotonic()
+        self.report("racing")
+        while not self.stopped:
+            if self._answer_next():
+                idle_since = time.monotonic()
+                continue
+            attrs = self.study._storage.get_study_user_attrs(self.study._study_id)
+            if attrs.get("race_done") or time.monotonic() - idle_since > 900:
+                break
+            time.sleep(IDLE_S)
+
+    def _answer_next(self) -> bool:
+        """Take one waiting unit from the study and answer it; False when there was none."""
         import optuna
 
-        settings, budget = self.settings, self.budget
-        spent_before, cost_before = budget.calls, budget.cost
-
-        def record() -> None:
-            trial.set_user_attr("calls", budget.calls - spent_before)
-            trial.set_user_attr("cost", budget.cost - cost_before)
-        scores: list[float] = []
+        study = self.study
+        if not study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
+            return False
+        trial = study.ask()
         try:
-            for start in range(0, len(self.dev_order), max(1, settings.minibatch)):
-                scores += self.evaluator.scores(prompt, self.dev_order[start:start + settings.minibatch])
-                record()
-                if settings.pareto:
-                    continue
-                trial.report(sum(scores) / len(scores), step=len(scores))
-                if trial.should_prune():
-                    trial.set_user_attr("scored", len(scores))
-                    self.status.pruned += 1
-                    raise optuna.TrialPruned()
+            if "candidate" not in trial.user_attrs:
+                raise Surplus()  # another process took the waiting unit first: optuna made a new, empty trial
+            value = self._answer(trial)
+        except Surplus:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            return False
         except BudgetExhausted as exhausted:
             self.stopped.append(exhausted.reason)
-            record()
             trial.set_user_attr("stopped", exhausted.reason)
-            raise optuna.TrialPruned() from None
-        record()
-        return sum(scores) / len(scores)
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            return True
+        except BaseException:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            raise
+        study.tell(trial, value)
+        self.report()
+        return True
 
-    def outcome(self, name: str) -> SearchOutcome:
-        """4. The winner, scored once on test (and the unoptimized render, when asked), with totals."""
-        study, settings, data, status = self.study, self.settings, self.data, self.status
-        trials = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
-        if not trials:
-            raise UsageError(Problem("the budget ran out before any variant was scored on the whole dev set",
+    def _answer(self, trial: Any) -> float:
+        """One unit: the candidate's prompt answers the rung's new rows (the earlier rows' scores
+        come from its unit of the previous rung); records per-row scores, calls and cost."""
+        budget, attrs = self.budget, trial.user_attrs
+        self.mine.add(trial.number)
+        budget.carried_calls = sum(int(t.user_attrs.get("calls", 0)) for t in self.study.get_trials(deepcopy=False)
+                                   if t.state.name in ("COMPLETE", "FAIL") and t.number not in self.mine)
+        budget.check()
+        candidate, rung, rows = int(attrs["candidate"]), int(attrs["rung"]), int(attrs["rows"])
+        trial.set_user_attr("host", socket.gethostname())
+        trial.set_user_attr("pid", os.getpid())
+        params = self.candidates[candidate]
+        self.space.suggest(trial)  # records the enqueued params on the trial (notebooks plot them)
+        prompt = self.render(self.searchable, self.space.knobs(params))
+        trial.set_user_attr("prompt_sha256", prompt_key(prompt))
+        trial.set_user_attr("prompt_tokens", prompt.tokens.get("total", 0))
+        for mark, anchor in (("default", self.space.default_params()), ("few_shot", self.space.few_shot_params()),
+                             ("nearest", self.space.nearest_params())):
+            if params == anchor:
+                trial.set_user_attr(mark, True)
+        earlier = self._units(rung - 1).get(candidate) if rung else None
+        race = list(earlier.user_attrs["race"]) if earlier is not None else []
+        plain = list(earlier.user_attrs["plain"]) if earlier is not None else []
+        spent_before, cost_before = budget.calls, budget.cost
+        try:
+            for race_score, plain_score in self.evaluator.race_scores(prompt, self.dev[len(race):rows]):
+                race.append(race_score)
+                plain.append(plain_score)
+        finally:
+            trial.set_user_attr("calls", budget.calls - spent_before)
+            trial.set_user_attr("cost", budget.cost - cost_before)
+            trial.set_user_attr("race", race)
+            trial.set_user_attr("plain", plain)
+        mean = sum(plain) / len(plain)
+        if self.status.best is None or mean > self.status.best:
+            self.status.best = mean
+        if rows == len(self.dev) and mean >= 1.0:
+            self.stopped.append(PERFECT)
+        return sum(race) / len(race)
+
+    def _standing(self, trial: Any) -> Standing:
+        attrs = trial.user_attrs
+        return Standing(int(attrs["candidate"]), tuple(attrs["race"]), tuple(attrs["plain"]),
+                        int(attrs.get("prompt_tokens", 0)))
+
+    # -- 4: the outcome --------------------------------------------------------------------------
+
+    def outcome(self) -> SearchOutcome:
+        """The winner among the finalists, scored once on test (and the unoptimized render, when
+        asked), with totals and each phase's calls."""
+        settings, data, status = self.settings, self.data, self.status
+        finalists = self.finalists
+        if not finalists:
+            raise UsageError(Problem("the budget ran out before any candidate finished its first rung",
                                      field="--max-calls", hint=f"allow at least {len(data.dev)} calls "
                                                                f"(one dev pass), or shrink dev"))
-        winner = winner_of(trials, settings)
-        default = next((t for t in trials if t.user_attrs.get("default")), None)
-        prompt = self.render(self.searchable, self.space.knobs(winner.params))
+        best = winner(finalists, tolerance=settings.pareto_tolerance if settings.pareto else None)
+        params = self.candidates[best.candidate]
+        prompt = self.render(self.searchable, self.space.knobs(params))
         test_budget = Budget()
         draws = draws_for(prompt, settings.repeats)
         test_scores, baseline_test = self._test_scores(prompt, test_budget, draws)
-        all_trials = [t for t in study.get_trials(deepcopy=False) if t.state.name in FINISHED]
-        setup, proposals = study.user_attrs, self.proposals
-        calls = proposals.calls + int(setup.get("bootstrap_calls", 0)) \
-            + sum(int(t.user_attrs.get("calls", 0)) for t in all_trials)
-        cost = proposals.cost + float(setup.get("bootstrap_cost", 0.0)) \
-            + sum(float(t.user_attrs.get("cost", 0.0)) for t in all_trials)
+        trials = [t for t in self.study.get_trials(deepcopy=False) if "candidate" in t.user_attrs]
+        phases = self._phases(trials)
+        default = self._default_dev(trials)
         status.to_answer = 0
         self.report("done")
+        cut_short = len({int(t.user_attrs["candidate"]) for t in trials
+                         if t.user_attrs.get("stopped") not in (None, PERFECT)})
         return SearchOutcome(
-            prompt=prompt, params=dict(winner.params),
-            dev_score=trial_value(winner, settings), baseline_dev=trial_value(default, settings) if default else None,
+            prompt=prompt, params=dict(params), dev_score=best.plain_mean, baseline_dev=default,
             test_score=sum(test_scores) / len(test_scores) if test_scores else None, baseline_test=baseline_test,
-            trials=len(all_trials), pruned=sum(1 for t in all_trials if t.state.name == "PRUNED"),
-            calls=calls, cost=cost, paid_calls=self.budget.paid_calls,
-            test_calls=test_budget.calls, proposals=proposals, space=self.space.describe(), study=name,
-            storage=self.storage_label, stopped=self.stopped[0] if self.stopped else None,
-            notes=[n for n in (proposals.note, *self.space.notes) if n], test_per_example=test_scores,
-            test_draws=draws,
-        )
+            trials=len(self.candidates), pruned=self.eliminated, calls=sum(phases.values()) if phases else 0,
+            cost=self.proposals.cost + float(self.study.user_attrs.get("bootstrap_cost", 0.0))
+            + sum(float(t.user_attrs.get("cost", 0.0)) for t in trials),
+            paid_calls=self.budget.paid_calls, test_calls=test_budget.calls, proposals=self.proposals,
+            space=self.space.describe(), study=self.name, storage=self.storage_label,
+            stopped=self.stopped[0] if self.stopped else None,
+            notes=[n for n in (self.proposals.note, *self.space.notes) if n], test_per_example=test_scores,
+            test_draws=draws, phases=phases, cut_short=cut_short, dev_interval=interval95(best.plain),
+            dev_examples=len(best.plain), race=self._race_record(best, finalists),
+            scoring="label odds" if self.evaluator.odds_seen else "metric")
+
+    def _phases(self, trials: list[Any]) -> dict[str, int]:
+        """Calls per phase: proposals, bootstrapping, and each rung of the race."""
+        phases = {"proposals": self.proposals.calls, "bootstrap": int(self.study.user_attrs.get("bootstrap_calls", 0))}
+        for rung in range(len(self.plan.rows)):
+            phases[f"rung {rung}"] = sum(int(t.user_attrs.get("calls", 0)) for t in trials
+                                         if t.user_attrs.get("rung") == rung and t.state.name in ("COMPLETE", "FAIL"))
+        return phases
+
+    def _default_dev(self, trials: list[Any]) -> float | None:
+        """The unoptimized render's plain dev score on the rows it answered (None if it never finished a rung)."""
+        units = [t for t in trials if t.user_attrs.get("candidate") == 0 and t.state.name == "COMPLETE"]
+        if not units:
+            return None
+        best = max(units, key=lambda t: t.user_attrs["rows"])
+        plain = best.user_attrs["plain"]
+        return sum(plain) / len(plain)
+
+    def _race_record(self, best: Standing, finalists: list[Standing]) -> dict[str, Any]:
+        return {**self.plan.describe(), "winner": best.candidate,
+                "finalists": {s.candidate: round(s.plain_mean, 6) for s in finalists}}
 
     def _test_scores(self, prompt: Any, test_budget: Budget, draws: int) -> tuple[list[float], float | None]:
         """The winner's test scores (each the mean of ``draws`` answers), and the unoptimized
@@ -297,3 +440,4 @@ class _Search:
             baseline = evaluator.scores(self.base_prompt, data.test, draws)
             baseline_test = sum(baseline) / len(baseline)
         return test_scores, baseline_test
+

@@ -1,13 +1,19 @@
-"""The search space: the renderer's knobs, restricted to what the target model's adapter allows.
+"""The search space: the renderer's knobs, restricted to what the target model's adapter allows,
+and the candidates a race draws from it.
 
 Every dimension is an optuna categorical or integer whose first choice is the unoptimized
-render, so the default prompt is one point of the space (enqueued as trial 0). Demo sets are
-ordered candidate lists from train: set 0 is train's first rows as the dataset lists them (the
-plain k-shot prompt, as DSPy's candidate sets start with the unshuffled train set; enqueued as
-trial 1), the rest seeded draws — labeled examples, plus "bootstrapped" ones whose output is the
-model's own correct answer. A trial uses the first ``demo_count`` of one set, forwards or
-reversed; set -1 means the definition's own demos, and set -2 (``NEAREST``) the ``demo_count``
-labeled train rows nearest to each request (chosen per request; enqueued as trial 2).
+render. Demo sets are ordered candidate lists from train: set 0 is train's first rows as the
+dataset lists them (the plain k-shot prompt, as DSPy's candidate sets start with the unshuffled
+train set), the rest seeded draws of four kinds — label-balanced (labels taken in turn), diverse
+(each row the least like those already chosen), bootstrapped (the model's own correct answers,
+topped up with labeled rows) and plain samples. A candidate uses the first ``demo_count`` of one
+set, forwards or reversed; set -1 means the definition's own demos, and set -2 (``NEAREST``) the
+``demo_count`` labeled train rows nearest to each request (chosen per request).
+
+:meth:`SearchSpace.candidates` lists a race's candidates: the unoptimized render, the plain k-shot
+prompt and the nearest-demos prompt first (the baselines every search compares with), then one
+candidate per other demo set, with a count and order drawn for it and, now and then, another
+instruction or format knob.
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ from rosetta.parts import Demo
 from rosetta.providers.kinds import Delimiter, StructuredOutput
 from rosetta.render.prompt import Knobs
 
-SPACE_VERSION = 3
+SPACE_VERSION = 4
 """Part of the study's name: bumped when a trial's params come to mean another prompt (as when demo
-set 0 became train's first rows), so a journal from an older rosetta is not resumed and misread."""
+set 0 became train's first rows, or trials became a race's units), so a journal from an older
+rosetta is not resumed and misread."""
 
 NEAREST = -2
 """The demo set that is not a set: per request, the train rows nearest to it."""
@@ -52,6 +59,7 @@ class SearchSpace:
     demos: tuple[Demo, ...] = field(default=(), repr=False)  # every demo a set may name
     own_demo_ids: tuple[str, ...] = ()  # the definition's own demos (what the unoptimized render uses)
     nearest_pool: tuple[str, ...] = ()  # labeled train rows a nearest-demos prompt picks from (empty: not searched)
+    balanced: dict[int, int] = field(default_factory=dict)  # label-balanced demo set → how many labels it cycles
     notes: tuple[str, ...] = ()
 
     def suggest(self, trial: Any) -> dict[str, Any]:
@@ -98,6 +106,51 @@ class SearchSpace:
             return None
         return {**self.default_params(), "demo_set": NEAREST, "demo_count": self.demo_counts[1],
                 "demo_order": "forward"}
+
+    def candidates(self, seed: int) -> list[dict[str, Any]]:
+        """The race's candidates, baselines first: the unoptimized render, the plain k-shot prompt,
+        the nearest-demos prompt, then one per other demo set and a few nearest-demos counts, each
+        with a drawn count and order and, now and then, another instruction or format knob."""
+        rng = random.Random(seed)
+        anchors = [p for p in (self.default_params(), self.few_shot_params(), self.nearest_params()) if p is not None]
+        if not (self.demo_sets and self.demo_counts[1] > 0):
+            return anchors + [self._vary({**self.default_params()}, rng, always=True) for _ in range(64)]
+        drawn = [self._vary({**self.default_params(), "demo_set": index, "demo_count": self._count(index, rng),
+                             "demo_order": rng.choice(["forward", "reverse"])}, rng)
+                 for index in range(1, len(self.demo_sets))]
+        low, high = self.demo_counts
+        if self.nearest_pool:  # per-request demos at smaller counts, placed among the drawn sets
+            for count in range(high - 1, max(low, 1) - 1, -1):
+                drawn.insert(min(len(drawn), 2 * (high - count)),
+                             {**self.default_params(), "demo_set": NEAREST, "demo_count": count,
+                              "demo_order": "forward"})
+        return anchors + drawn
+
+    def _count(self, index: int, rng: random.Random) -> int:
+        """A demo count for set ``index``: a whole number of label rounds for a label-balanced set
+        (each label equally often), else one from the upper half of the range."""
+        low, high = self.demo_counts
+        labels = self.balanced.get(index, 0)
+        if labels and labels <= high:
+            rounds = [labels * m for m in range(1, high // labels + 1) if labels * m >= low]
+            if rounds:
+                return rng.choice(rounds)
+        return rng.randint(max(low, (high + 1) // 2), high)
+
+    def _vary(self, params: dict[str, Any], rng: random.Random, *, always: bool = False) -> dict[str, Any]:
+        """Now and then another instruction (one in four) or format knob (one in five each); with
+        ``always``, at least one of them (a space without demos has nothing else to vary)."""
+        choices = [("instruction", list(range(len(self.instructions))), 0.25),
+                   ("reasoning", list(self.reasoning), 0.2), ("section_order", list(self.section_orders), 0.2),
+                   ("delimiter", list(self.delimiters), 0.2), ("structured_output", list(self.structured_outputs), 0.2)]
+        open_choices = [(name, values) for name, values, _ in choices if len(values) > 1]
+        for name, values, chance in choices:
+            if len(values) > 1 and rng.random() < chance:
+                params[name] = rng.choice(values[1:])
+        if always and open_choices and params == self.default_params():
+            name, values = rng.choice(open_choices)
+            params[name] = rng.choice(values[1:])
+        return params
 
     def knobs(self, params: dict[str, Any]) -> Knobs:
         """Renderer knobs for a trial's params (absent params keep the adapter's choice)."""
@@ -160,11 +213,12 @@ def build_space(signature: Any, model: Any, adapter: Any, train: tuple[Any, ...]
     labeled = tuple(Demo(id=f"train:{e.id}", inputs=e.inputs, output=e.output) for e in train)
     pool = labeled + tuple(bootstrapped)
     sets: tuple[tuple[str, ...], ...] = ()
+    balanced: dict[int, int] = {}
     nearest_pool: tuple[str, ...] = ()
     if high > 0 and pool:
         high = min(high, len(pool))
         low = min(low, high)
-        sets = _demo_sets(labeled, bootstrapped, high, demo_sets, seed, label_of)
+        sets, balanced = _demo_sets(labeled, bootstrapped, high, demo_sets, seed, label_of)
         if nearest and len(labeled) > high:  # choosing needs more rows than a request gets
             nearest_pool = tuple(d.id for d in labeled)
     elif high == 0:
@@ -188,39 +242,79 @@ def build_space(signature: Any, model: Any, adapter: Any, train: tuple[Any, ...]
     return SearchSpace(instructions=texts, demo_sets=sets, demo_counts=(low, high), reasoning=reasoning,
                        section_orders=orders, delimiters=delimiters, structured_outputs=structured,
                        demos=signature.demos + pool, own_demo_ids=tuple(d.id for d in signature.demos),
-                       nearest_pool=nearest_pool,
-                       notes=tuple(notes))
+                       nearest_pool=nearest_pool, balanced=balanced, notes=tuple(notes))
 
 
 def _demo_sets(labeled: tuple[Demo, ...], bootstrapped: tuple[Demo, ...], size: int, count: int,
-               seed: int, label_of: Any) -> tuple[tuple[str, ...], ...]:
+               seed: int, label_of: Any) -> tuple[tuple[tuple[str, ...], ...], dict[int, int]]:
     """Train's first ``size`` rows as listed (curated datasets often open with their clearest
-    cases), then seeded draws: plain samples, samples stratified over labels, and (every third set,
-    when there are any) bootstrapped demos topped up with labeled ones."""
+    cases), then seeded draws taking turns: label-balanced (when the output has a label), diverse,
+    bootstrapped (when there are any) and plain samples. Also which sets are label-balanced, and
+    over how many labels."""
     rng = random.Random(seed)
     sets: list[tuple[str, ...]] = [tuple(d.id for d in labeled[:size])] if labeled else []
+    balanced: dict[int, int] = {}
     groups: dict[str, list[Demo]] = defaultdict(list)
     for demo in labeled:
         groups[label_of(demo.output) if label_of else ""].append(demo)
+    kinds = [kind for kind, usable in (("balanced", len(groups) > 1), ("diverse", len(labeled) > size),
+                                       ("bootstrapped", bool(bootstrapped)), ("sample", True)) if usable]
+    words = {d.id: _words(d.inputs) for d in labeled}
     attempts = 0
     while len(sets) < count and attempts < count * 20:
+        kind = kinds[attempts % len(kinds)]
         attempts += 1
-        if bootstrapped and len(sets) % 3 == 1:
+        if kind == "balanced":
+            chosen = _balanced(groups, size, rng)
+        elif kind == "diverse":
+            chosen = _diverse(labeled, words, size, rng)
+        elif kind == "bootstrapped":
             chosen = rng.sample(list(bootstrapped), min(size, len(bootstrapped)))
-            chosen += rng.sample([d for d in labeled], min(size - len(chosen), len(labeled)))
-        elif len(groups) > 1 and len(sets) % 2 == 0:
-            labels = list(groups)
-            rng.shuffle(labels)
-            chosen = [rng.choice(groups[label]) for label in labels[:size]]
-            if len(chosen) < size:
-                rest = [d for d in labeled if d not in chosen]
-                chosen += rng.sample(rest, min(size - len(chosen), len(rest)))
+            chosen += rng.sample(list(labeled), min(size - len(chosen), len(labeled)))
         else:
             chosen = rng.sample(list(labeled), min(size, len(labeled)))
         candidate = tuple(d.id for d in chosen)
-        if candidate not in sets:
+        if candidate and candidate not in sets:
+            if kind == "balanced":
+                balanced[len(sets)] = len(groups)
             sets.append(candidate)
-    return tuple(sets)
+    return tuple(sets), balanced
+
+
+def _balanced(groups: dict[str, list[Demo]], size: int, rng: random.Random) -> list[Demo]:
+    """``size`` rows taking the labels in turn (in a shuffled order), a random unused row of each."""
+    pools = {label: rng.sample(rows, len(rows)) for label, rows in groups.items()}
+    labels = sorted(pools)
+    rng.shuffle(labels)
+    chosen: list[Demo] = []
+    while len(chosen) < size and any(pools.values()):
+        for label in labels:
+            if pools[label] and len(chosen) < size:
+                chosen.append(pools[label].pop())
+    return chosen
+
+
+def _diverse(labeled: tuple[Demo, ...], words: dict[str, frozenset[str]], size: int,
+             rng: random.Random) -> list[Demo]:
+    """``size`` rows spread over the inputs: a random first row, then each time the row least like
+    (by word overlap) the closest one already chosen."""
+    chosen = [rng.choice(labeled)]
+    while len(chosen) < min(size, len(labeled)):
+        rest = [d for d in labeled if d not in chosen]
+        chosen.append(max(rest, key=lambda d: (min(_distance(words[d.id], words[c.id]) for c in chosen),
+                                               rng.random())))
+    return chosen
+
+
+def _words(inputs: Any) -> frozenset[str]:
+    import json
+    import re
+
+    return frozenset(re.findall(r"\w+", json.dumps(inputs, ensure_ascii=False).lower()))
+
+
+def _distance(a: frozenset[str], b: frozenset[str]) -> float:
+    return 1.0 - len(a & b) / len(a | b) if a or b else 0.0
 
 
 def label_function(signature: Any) -> Any:

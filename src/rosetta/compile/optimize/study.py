@@ -1,20 +1,19 @@
-"""The optuna study for one (agent, model): find the variant that scores best on dev, cheaply.
+"""The optuna study for one (agent, model): a race among prompt candidates (see :mod:`race`).
 
 1. Instruction candidates from a proposer model (kept in the study, so a resume never re-asks);
-   unusable proposals are dropped, and with none the search covers demos, format knobs and the
-   terse built-in instruction (the definition's one-line description) only.
-2. A few train rows answered with the default prompt become "bootstrapped" demos when they score 1.
-3. Seeded TPE over the space, the unoptimized render enqueued as trial 0, the plain k-shot
-   prompt (train's first rows as demos) as trial 1 and the nearest-demos prompt (each request
-   gets the train rows most similar to it) as trial 2. Each trial is scored on
-   dev in minibatches (one fixed seeded order, so trials compare on the same examples) and a pruner
-   (successive halving or median) stops weak variants early; survivors get the full dev set.
-4. The best full-dev trial wins (ties: the shorter prompt, then the earlier trial) — or, in Pareto
-   mode (score vs prompt tokens), the shortest prompt within a tolerance of the best score — and is
-   scored once on test.
+   unusable proposals are dropped, a base model is not asked (it cannot write instructions), and
+   with none the search covers demos, format knobs and the terse built-in instruction.
+2. A few train rows answered with the default prompt become "bootstrapped" demos when they score
+   1 (skipped when the answer is only a label: such a demo would repeat its labeled row).
+3. The race: candidates from the space (the unoptimized render, the plain k-shot prompt and the
+   nearest-demos prompt first), successive halving on one fixed dev order. Each trial of the
+   study is one *unit* — one candidate answering one rung's rows — so several processes can
+   share a rung (``--worker``), and a killed study resumes from its finished units.
+4. The winner among the finalists, scored once on test.
 
-Everything that costs a model call goes through the evaluation cache; a killed study resumes from
-its storage (a journal file by default, or any optuna RDB URL shared by several workers).
+Everything that costs a model call goes through the evaluation cache; the study lives in a
+journal file by default, or any optuna RDB URL shared by several workers. ``--force`` starts a
+new study beside the old one.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rosetta.compile.optimize.cache import Answer
+from rosetta.compile.optimize.cache import Answer, EvalCache
 from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator
 from rosetta.compile.optimize.labeled import LabeledData
 from rosetta.compile.optimize.metrics import Metric
@@ -41,7 +40,7 @@ from rosetta.parts import Demo
 
 log = logging.getLogger("rosetta.optimize")
 
-PRUNERS = ("halving", "median", "none")
+PRUNERS = ("halving", "none")
 FINISHED = ("COMPLETE", "PRUNED")
 
 
@@ -49,17 +48,15 @@ FINISHED = ("COMPLETE", "PRUNED")
 class SearchSettings:
     """How to search; everything here that changes results is part of the study's identity."""
 
-    trials: int = 20
+    trials: int | None = None  # candidates in the race; None: as many as the budget allows
     max_calls: int | None = None
     max_cost: float | None = None
     timeout_s: float | None = None
     seed: int = 0
-    minibatch: int = 10
-    pruner: str = "halving"
+    pruner: str = "halving"  # "none": every candidate answers all of dev
     proposer: str | None = None  # model id; None: no instruction proposals
     proposals: int = 3
     bootstrap: int = 8  # train rows answered with the default prompt to find bootstrapped demos
-    demo_sets: int = 8
     nearest_demos: bool = True  # also search per-request nearest demos (space.NEAREST)
     pareto: bool = False
     pareto_tolerance: float = 0.02
@@ -68,16 +65,26 @@ class SearchSettings:
     worker: bool = False  # join an existing study, run trials, write nothing
     baseline_test: bool = False  # also score the unoptimized render on test
     repeats: int = 1  # answers per test example for a model that cannot decode greedily (its scores are sampled)
+    label_odds: bool = True  # race classification candidates on the correct label's probability where available
+
+    def __post_init__(self) -> None:
+        if self.pruner not in PRUNERS:
+            hint = "the race halves candidates on shared dev rows" if self.pruner == "median" else None
+            raise UsageError(Problem(f"unknown pruner {self.pruner!r}", field="--pruner", expected=" | ".join(PRUNERS),
+                                     hint=hint))
 
     def identity(self) -> dict[str, Any]:
-        """The settings that change which trials run and what they score (not budgets or jobs)."""
-        identity = {"seed": self.seed, "minibatch": self.minibatch, "pruner": self.pruner, "proposer": self.proposer,
+        """The settings that change which candidates race and what they score (the call budget
+        included: it sizes the race; not the cost or time limits, jobs or the storage)."""
+        identity = {"seed": self.seed, "pruner": self.pruner, "proposer": self.proposer,
                     "proposals": self.proposals if self.proposer else 0, "bootstrap": self.bootstrap,
-                    "demo_sets": self.demo_sets, "pareto": self.pareto}
+                    "pareto": self.pareto, "trials": self.trials, "max_calls": self.max_calls}
         if not self.nearest_demos:  # named only when off, so identities recorded before it existed still match
             identity["nearest_demos"] = False
         if self.repeats != 1:  # likewise: named only when set
             identity["repeats"] = self.repeats
+        if not self.label_odds:
+            identity["label_odds"] = False
         return identity
 
 
@@ -85,9 +92,9 @@ class SearchSettings:
 class SearchStatus:
     """What a progress display shows, updated as the search goes."""
 
-    trials_done: int = 0
-    trials_total: int = 0
-    pruned: int = 0
+    trials_done: int = 0  # candidates that finished their race (eliminated, stopped or final)
+    trials_total: int = 0  # candidates in the race
+    pruned: int = 0  # eliminated by the race
     best: float | None = None
     calls: int = 0
     paid_calls: int = 0
@@ -108,8 +115,8 @@ class SearchOutcome:
     baseline_dev: float | None
     test_score: float | None
     baseline_test: float | None
-    trials: int
-    pruned: int
+    trials: int  # candidates raced
+    pruned: int  # eliminated by the race
     calls: int
     cost: float
     paid_calls: int
@@ -122,15 +129,36 @@ class SearchOutcome:
     notes: list[str] = field(default_factory=list)
     test_per_example: list[float] = field(default_factory=list)  # each test example's score (mean over draws)
     test_draws: int = 1  # answers per test example behind test_score (more than 1 only for a sampling model)
+    phases: dict[str, Any] = field(default_factory=dict)  # calls per phase: proposals, bootstrap, each rung
+    cut_short: int = 0  # candidates the budget stopped before their rung was done
+    dev_interval: tuple[float, float] | None = None  # 95% interval of the winner's dev score
+    dev_examples: int = 0  # dev rows behind dev_score
+    race: dict[str, Any] = field(default_factory=dict)  # the plan, and how the winner ranked
+    scoring: str = "metric"  # what the race compared: "metric", or "label odds" (the correct label's probability)
 
 
 class Surplus(Exception):
-    """A worker started a trial after the study had its trials; it is discarded."""
+    """A process asked for a unit another process had just taken; the empty trial is discarded."""
 
 
 def study_name(agent: str, model_id: str, identity: dict[str, Any]) -> str:
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return f"{agent}@{model_id}#{digest}"
+
+
+def latest_study(storage: Any, name: str, *, fresh: bool) -> str:
+    """The study to use: the newest of ``name``'s runs (``name``, ``name~2``, ...) to resume or
+    join, or with ``fresh`` (``--force``) a new run beside the old ones, which are kept."""
+    import optuna
+
+    runs = [1] + [int(other.rpartition("~")[2]) for other in optuna.get_all_study_names(storage)
+                  if other.startswith(name + "~") and other.rpartition("~")[2].isdigit()]
+    exists = name in optuna.get_all_study_names(storage)
+    if not fresh:
+        return name if max(runs) == 1 else f"{name}~{max(runs)}"
+    if not exists and max(runs) == 1:
+        return name
+    return f"{name}~{max(runs) + 1}"
 
 
 def open_storage(url: str | None, default_path: Path) -> tuple[Any, str]:
@@ -167,36 +195,16 @@ def _safe_url(url: str) -> str:
     return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
 
 
-def sampler_and_pruner(settings: SearchSettings, dev_size: int, seed: int) -> tuple[Any, Any]:
+def create_study(name: str, storage: Any, seed: int) -> Any:
+    """The study's trials are the race's units, enqueued with fixed params: its sampler never chooses."""
     import optuna
 
-    from rosetta.compile.optimize.pruning import RacePruner
-
-    if settings.pruner not in PRUNERS:
-        raise UsageError(Problem(f"unknown pruner {settings.pruner!r}", field="--pruner",
-                                 expected=" | ".join(PRUNERS)))
-    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=4, multivariate=True)
-    decisive = max(settings.minibatch, dev_size // 2)
-    pruner: Any = optuna.pruners.NopPruner()
-    if settings.pareto:
-        pruner = None  # optuna does not prune multi-objective studies
-    elif settings.pruner == "halving":
-        pruner = RacePruner(optuna.pruners.SuccessiveHalvingPruner(min_resource=settings.minibatch,
-                                                                   reduction_factor=3), decisive=decisive)
-    elif settings.pruner == "median":
-        pruner = RacePruner(optuna.pruners.MedianPruner(n_startup_trials=1, n_warmup_steps=0), decisive=decisive)
-    return sampler, pruner
-
-
-def create_study(name: str, storage: Any, settings: SearchSettings, dev_size: int) -> Any:
-    import optuna
-
-    sampler, pruner = sampler_and_pruner(settings, dev_size, seed=settings.seed)
-    if settings.pareto:
-        return optuna.create_study(study_name=name, storage=storage, sampler=sampler, load_if_exists=True,
-                                   directions=["maximize", "minimize"])
-    return optuna.create_study(study_name=name, storage=storage, sampler=sampler, pruner=pruner,
+    return optuna.create_study(study_name=name, storage=storage, sampler=optuna.samplers.RandomSampler(seed=seed),
                                load_if_exists=True, direction="maximize")
+
+
+UNIT = ("candidate", "rung", "rows")
+"""The user attributes that say which unit a trial is: which candidate answers up to which row in which rung."""
 
 
 def fail_stale_trials(study: Any) -> None:
@@ -213,10 +221,9 @@ def fail_stale_trials(study: Any) -> None:
             study._storage.set_trial_state_values(trial._trial_id, state=optuna.trial.TrialState.FAIL)
         except Exception:  # another process failed it first
             continue
-        if trial.params:
-            study.enqueue_trial(dict(trial.params), user_attrs={"resumed_from": trial.number,
-                                                               **({"default": True} if trial.user_attrs.get(
-                                                                   "default") else {})})
+        if "candidate" in trial.user_attrs:
+            unit = {key: trial.user_attrs[key] for key in UNIT if key in trial.user_attrs}
+            study.enqueue_trial(dict(trial.params), user_attrs={**unit, "resumed_from": trial.number})
         log.info("trial %d was interrupted (process %s is gone); it runs again", trial.number, pid)
 
 
@@ -232,28 +239,26 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def same_prompt(study: Any, number: int, digest: str) -> Any:
-    for other in study.get_trials(deepcopy=False):
-        if other.number != number and other.user_attrs.get("prompt_sha256") == digest \
-                and other.state.name in ("COMPLETE", "RUNNING") and "duplicate_of" not in other.user_attrs:
-            return other
-    return None
-
-
 def proposals_for(study: Any, signature: Any, data: LabeledData, settings: SearchSettings, budget: Budget,
-               complete: Any, report: Callable[..., None]) -> Proposals:
+                  complete: Any, report: Callable[..., None], cache: EvalCache | None = None) -> Proposals:
     stored = study.user_attrs.get("proposals")
     if stored is not None:
         restored = Proposals(**{**stored, "usable": tuple(stored["usable"]), "dropped": tuple(stored["dropped"]),
                                 "errors": tuple(stored.get("errors", ()))})
         budget.charge(Answer(None, "", True, restored.calls, restored.cost), paid=False)
         return restored
-    if settings.proposer and settings.proposals > 0:
-        report("proposing instructions")
-    label_of = label_function(signature)
-    proposals = propose(signature, data.train, model=settings.proposer, count=settings.proposals,
-                        complete=complete, label_of=label_of, structured=_schema_output(settings.proposer))
-    budget.charge(Answer(None, "", True, proposals.calls, proposals.cost), paid=True)
+    base = _base_model(settings.proposer) if settings.proposals > 0 else None
+    if base:
+        proposals = Proposals(settings.proposer, 0, note=f"no instruction proposals: {base}")
+    else:
+        if settings.proposer and settings.proposals > 0:
+            report("proposing instructions")
+        label_of = label_function(signature)
+        asked = _CachedCompletion(complete, cache)
+        proposals = propose(signature, data.train, model=settings.proposer, count=settings.proposals,
+                            complete=asked, label_of=label_of, structured=_schema_output(settings.proposer))
+        budget.charge(Answer(None, "", True, proposals.calls - asked.paid, 0.0), paid=False)
+        budget.charge(Answer(None, "", True, asked.paid, proposals.cost), paid=True)
     study.set_user_attr("proposals", {
         "model": proposals.model, "asked": proposals.asked, "usable": list(proposals.usable),
         "dropped": list(proposals.dropped), "calls": proposals.calls, "cost": proposals.cost,
@@ -261,10 +266,37 @@ def proposals_for(study: Any, signature: Any, data: LabeledData, settings: Searc
     return proposals
 
 
+class _CachedCompletion:
+    """A completion function whose answers are kept in the evaluation cache, keyed by the whole
+    request: a new study (``--force``) asks the proposer again for free, with the same answers."""
+
+    def __init__(self, complete: Any, cache: EvalCache | None) -> None:
+        self.complete, self.cache, self.paid = complete, cache, 0
+
+    def __call__(self, **request: Any) -> Any:
+        from types import SimpleNamespace
+
+        key = hashlib.sha256(("proposal:" + json.dumps(request, sort_keys=True, default=str)).encode()).hexdigest()
+        cached = self.cache.get(key) if self.cache is not None else None
+        if cached is None:
+            response = self.complete(**request)  # a failure raises, and is not kept
+            self.paid += 1
+            text = response.choices[0].message.content or ""
+            cost = float((getattr(response, "_hidden_params", {}) or {}).get("response_cost") or 0.0)
+            cached = Answer(text, text, True, 1, cost)
+            if self.cache is not None:
+                self.cache.put(key, cached)
+        message = SimpleNamespace(content=cached.raw)
+        return SimpleNamespace(choices=[SimpleNamespace(message=message)],
+                               _hidden_params={"response_cost": cached.cost})
+
+
 def bootstrap(study: Any, signature: Any, data: LabeledData, metric: Metric, settings: SearchSettings,
-               evaluator: Evaluator, base_prompt: Any, report: Callable[..., None]) -> list[Demo]:
+              evaluator: Evaluator, base_prompt: Any, report: Callable[..., None], *, label_only: bool) -> list[Demo]:
+    """Train rows the default prompt answers perfectly, as demos of the model's own answers; none
+    when the answer is only a label (such a demo would repeat its labeled row)."""
     bootstrapped: list[Demo] = []
-    if settings.bootstrap and signature.demo_range[1] > 0:
+    if settings.bootstrap and signature.demo_range[1] > 0 and not label_only:
         report("bootstrapping demos")
         rows = random.Random(settings.seed).sample(list(data.train), min(settings.bootstrap, len(data.train)))
         before, cost_before = evaluator.budget.calls, evaluator.budget.cost
@@ -280,8 +312,7 @@ def bootstrap(study: Any, signature: Any, data: LabeledData, metric: Metric, set
     return bootstrapped
 
 
-def wait_for_study(name: str, storage: Any, label: str, sampler: Any, pruner: Any, report: Callable[..., None],
-                    timeout_s: float = 900.0) -> Any:
+def wait_for_study(name: str, storage: Any, label: str, report: Callable[..., None], timeout_s: float = 900.0) -> Any:
     """A worker may start before the process that creates the study: wait for it to appear."""
     import time
 
@@ -291,12 +322,12 @@ def wait_for_study(name: str, storage: Any, label: str, sampler: Any, pruner: An
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            return optuna.load_study(study_name=name, storage=storage, sampler=sampler, pruner=pruner)
+            return optuna.load_study(study_name=name, storage=storage, sampler=optuna.samplers.RandomSampler())
         except KeyError:
             if time.monotonic() > deadline:
                 raise UsageError(Problem(f"no study {name!r} appeared in {label} within {timeout_s:.0f}s",
                                          hint="start it with `rosetta compile --optimize --storage ...` and the "
-                                              "same settings (seed, proposer, minibatch, pruner, data)")) from None
+                                              "same settings (seed, proposer, budget, pruner, data)")) from None
             time.sleep(1.0)
 
 
@@ -306,7 +337,7 @@ def wait_for_setup(study: Any, budget: Budget, timeout_s: float = 900.0) -> tupl
     deadline = time.monotonic() + timeout_s
     while True:
         attrs = study._storage.get_study_user_attrs(study._study_id)
-        if "bootstrapped" in attrs and "proposals" in attrs:
+        if "bootstrapped" in attrs and "proposals" in attrs and "race_plan" in attrs:
             break
         if time.monotonic() > deadline:
             raise UsageError(Problem(f"study {study.study_name!r} was never set up by its main process",
@@ -318,19 +349,7 @@ def wait_for_setup(study: Any, budget: Budget, timeout_s: float = 900.0) -> tupl
     return proposals, [Demo(id=i, inputs=inputs, output=output) for i, inputs, output in attrs["bootstrapped"]]
 
 
-PERFECT = "a variant scored 1.0 on dev: nothing left to gain"
-
-
-def nothing_to_gain(study: Any, settings: SearchSettings, latest: float | None = None) -> str | None:
-    """A perfect dev score cannot be beaten; more trials could only tie (Pareto mode still looks
-    for shorter prompts)."""
-    if settings.pareto:
-        return None
-    import optuna
-
-    complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-    best = max([t.value for t in complete] + [latest or 0.0])
-    return PERFECT if best >= 1.0 else None
+PERFECT = "a candidate scored 1.0 on all of dev: nothing left to gain"
 
 
 def budget_spent(study: Any, budget: Budget, mine: set[int] | frozenset[int] = frozenset()) -> str | None:
@@ -345,21 +364,6 @@ def budget_spent(study: Any, budget: Budget, mine: set[int] | frozenset[int] = f
     return None
 
 
-def trial_value(trial: Any, settings: SearchSettings) -> float:
-    return float(trial.values[0] if settings.pareto else trial.value)
-
-
-def winner_of(trials: list[Any], settings: SearchSettings) -> Any:
-    def tokens(trial: Any) -> int:
-        return int(trial.user_attrs.get("prompt_tokens", 0))
-
-    if settings.pareto:
-        best = max(trial_value(t, settings) for t in trials)
-        close = [t for t in trials if trial_value(t, settings) >= best - settings.pareto_tolerance]
-        return min(close, key=lambda t: (tokens(t), -trial_value(t, settings), t.number))
-    return min(trials, key=lambda t: (-trial_value(t, settings), tokens(t), t.number))
-
-
 def _schema_output(model: str | None) -> bool:
     """Whether ``model`` takes a JSON Schema ``response_format`` (unknown models: no)."""
     if not model:
@@ -372,23 +376,55 @@ def _schema_output(model: str | None) -> bool:
         return False
 
 
+def _base_model(model: str | None) -> str | None:
+    """Why ``model`` cannot propose instructions (it is a base model), or None."""
+    if not model:
+        return None
+    from rosetta.providers.catalog import resolve_model
+
+    try:
+        style = resolve_model(model, unlisted=True).prompt_style
+    except Exception:  # a name the catalog cannot place: ask it
+        return None
+    if style != "completion":
+        return None
+    return (f"{model} is a base model (prompt_style: completion): it continues text and cannot write "
+            "instructions; name a chat model with --proposer")
+
+
 def completion() -> Any:
     from rosetta.providers.litellm_offline import import_litellm
 
     return import_litellm().completion
 
 
-def estimate(data: LabeledData, settings: SearchSettings, signature: Any, metric: Any = None) -> dict[str, int]:
-    """Upper bounds for --dry-run, in answers (each may take retries): the search if no trial were
-    pruned, the test pass (twice with --baseline, ``repeats`` times over for a model that samples),
-    and one judge call per scored answer."""
-    proposals = settings.proposals if settings.proposer else 0
-    bootstrap = min(settings.bootstrap, len(data.train)) if signature.demo_range[1] > 0 else 0
-    search = settings.trials * len(data.dev)
-    if settings.max_calls is not None:
-        search = min(search, max(0, settings.max_calls - proposals - bootstrap))
+def estimate(data: LabeledData, settings: SearchSettings, signature: Any, metric: Any = None, *,
+             retries: int = 0, scoring: str = "metric") -> dict[str, Any]:
+    """Upper bounds for --dry-run, in answers (each may take retries): proposals (none from a base
+    model), bootstrapping (none for a label-only answer), the race as planned for this budget, the
+    test pass (twice with --baseline, ``repeats`` times over for a model that samples), and one
+    judge call per scored answer; with what was skipped and why. ``retries``: one answer's
+    validation retries, which the race leaves unplanned (an answer starts only when they fit);
+    ``scoring``: "odds" when the race scores labels by their probability."""
+    from rosetta.compile.optimize.label_odds import label_field
+    from rosetta.compile.optimize.race import plan
+
+    notes: list[str] = []
+    base = _base_model(settings.proposer) if settings.proposals > 0 else None
+    proposals = settings.proposals if settings.proposer and not base else 0
+    if base:
+        notes.append(f"no instruction proposals: {base}")
+    label_only = metric is not None and label_field(signature, metric) is not None
+    bootstrap = min(settings.bootstrap, len(data.train)) if signature.demo_range[1] > 0 and not label_only else 0
+    if label_only and settings.bootstrap:
+        notes.append("no bootstrapped demos: the answer is only a label")
+    room = None if settings.max_calls is None else max(0, settings.max_calls - proposals - bootstrap - retries)
+    race = plan(len(data.dev), room, settings.trials, halving=settings.pruner != "none", scoring=scoring)
+    search = race.calls() if race else 0
+    if race:
+        notes.append(f"race: {race.candidates} candidates; rows per rung {list(race.rows)}, "
+                     f"candidates per rung {list(race.keep)}")
     test = len(data.test) * (2 if settings.baseline_test else 1) * max(1, settings.repeats)
     judge = search + test if metric is not None and metric.needs_model else 0
     return {"proposals": proposals, "bootstrap": bootstrap, "search": search, "test": test, "judge": judge,
-            "total": proposals + bootstrap + search + test + judge}
-
+            "total": proposals + bootstrap + search + test + judge, "notes": notes}

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rosetta.compile.optimize.context import Context, load_context
 from rosetta.compile.optimize.evaluation import draws_for, interval95, sampling_seed
-from rosetta.compile.optimize.labeled import LabeledData, default_location, load_labeled
-from rosetta.compile.optimize.metrics import Metric, resolve_metric
+from rosetta.compile.optimize.metrics import Metric
 from rosetta.compile.optimize.search import run_search
 from rosetta.compile.optimize.study import SearchSettings, SearchStatus, estimate
 from rosetta.errors import Problem, UsageError
@@ -51,43 +51,6 @@ class OptimizeReport:
     estimate: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
-
-
-@dataclass
-class Context:
-    """The loaded pieces every optimizer backend needs."""
-
-    signature: Any
-    definition: Any
-    model: Any
-    adapter: Any
-    data: LabeledData
-    metric: Metric
-    agent: Any
-    settings: Any  # rosetta.config.Settings
-    project_state: Path  # <root>/.rosetta: study journals and the evaluation cache
-
-
-def load_context(definition_path: Path, model_name: str, *, settings: Any, metric: str | None = None,
-                 dataset: str | None = None, adapters: dict[str, Any] | None = None) -> Context:
-    from rosetta.definition.loader import load_definition
-    from rosetta.providers.adapter import load_adapters
-    from rosetta.providers.catalog import load_catalog
-    from rosetta.runtime.agent import load
-    from rosetta.signature import lower
-
-    definition = load_definition(definition_path, root=settings.root, section_roles=dict(settings.section_roles))
-    signature = lower(definition)
-    adapters = adapters if adapters is not None else load_adapters(settings.adapter_dirs)
-    model = load_catalog().resolve(model_name, adapters, unlisted=settings.unlisted_models)
-    evaluation = definition.spec.evaluation
-    location = dataset or default_location(settings.datasets_dir, signature.name, evaluation.dataset, settings.root)
-    data = load_labeled(signature, location, cache_dir=settings.cache_dir)
-    agent = load(definition_path, project=settings.root)
-    metric_ = resolve_metric(metric, evaluation, signature, judge=_judge_for(settings, evaluation, model.id),
-                             root=settings.root)
-    return Context(signature, definition, model, adapters[model.adapter], data, metric_, agent, settings,
-                   settings.root / ".rosetta")
 
 
 def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[SearchStatus], None] | None = None,
@@ -126,9 +89,9 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
     report = OptimizeReport(signature.name, model.id, "", str(path))
     if request.dry_run:
         report.status = "dry run"
-        report.estimate = {**estimate(context.data, search, signature, context.metric),
+        report.estimate = {**estimate(context.data, search, signature, context.metric, **_race_terms(context, search)),
                            "cost_usd": _cost_estimate(context, search)}
-        report.notes.append(context.data.summary())
+        report.notes.extend([context.data.summary(), *report.estimate.pop("notes")])
         return report
     answerer = answerer_revision(model.id)  # a new decoder build makes recorded scores and trials stale
     if not request.force and not search.worker and _optimized_already(path, inputs_sha, identity, answerer):
@@ -176,7 +139,8 @@ def _search(request: OptimizeRequest, context: Any, identity: dict[str, Any], *,
         context.model.id.replace("/", "__") + ".journal")
     return run_search(context.agent, context.signature, context.model, context.adapter, context.data,
                       context.metric, request.settings, cache=cache, default_storage=journal, complete=complete,
-                      proposer_complete=proposer_complete, on_status=on_status, identity=identity)
+                      proposer_complete=proposer_complete, on_status=on_status, identity=identity,
+                      fresh=request.force)
 
 
 def _optimized_already(path: Path, inputs_sha: str, identity: dict[str, Any], answerer: str) -> bool:
@@ -195,12 +159,15 @@ def _optimized_already(path: Path, inputs_sha: str, identity: dict[str, Any], an
 
 def _budget(outcome: Any) -> dict[str, Any]:
     return {"calls": outcome.calls, "cost_usd": round(outcome.cost, 6), "test_calls": outcome.test_calls,
+            **({"phases": outcome.phases} if outcome.phases else {}),
             **({"stopped": outcome.stopped} if outcome.stopped else {})}
 
 
 def _optimizer(name: str, identity: dict[str, Any], outcome: Any) -> dict[str, Any]:
     return {"name": name, "identity": identity, "study": outcome.study, "trials": outcome.trials,
-            "pruned": outcome.pruned, "space": outcome.space, "proposer": outcome.proposals.describe(),
+            "pruned": outcome.pruned, **({"cut_short": outcome.cut_short} if outcome.cut_short else {}),
+            **({"race": outcome.race, "scoring": outcome.scoring} if outcome.race else {}),
+            "space": outcome.space, "proposer": outcome.proposals.describe(),
             **({"notes": outcome.notes} if outcome.notes else {})}
 
 
@@ -218,6 +185,10 @@ def _scores(outcome: Any, context: Context) -> dict[str, Any]:
     scores: dict[str, Any] = {"metric": context.metric.name, "dev": rounded(outcome.dev_score),
                               "test": rounded(outcome.test_score), "dev_examples": len(context.data.dev),
                               "test_examples": len(context.data.test)}
+    if outcome.dev_examples and outcome.dev_examples != len(context.data.dev):  # the budget cut the final rung
+        scores["dev_scored"] = outcome.dev_examples
+    if outcome.dev_interval is not None:
+        scores["dev_ci95"] = list(outcome.dev_interval)
     if outcome.baseline_dev is not None:
         scores["baseline_dev"] = rounded(outcome.baseline_dev)
     if outcome.baseline_test is not None:
@@ -233,12 +204,27 @@ def _scores(outcome: Any, context: Context) -> dict[str, Any]:
     return scores
 
 
+def _race_terms(context: Context, search: SearchSettings) -> dict[str, Any]:
+    """What sizes the race besides the budget: one answer's validation retries, and whether rows
+    are scored by the correct label's probability (as the search's evaluator decides)."""
+    from rosetta.compile.optimize.evaluation import Evaluator
+    from rosetta.compile.optimize.label_odds import label_field
+    from rosetta.render.render import render
+    from rosetta.runtime.runner import default_validation_retries
+
+    prompt = render(context.signature, context.model, adapters={context.adapter.name: context.adapter})
+    label = label_field(context.signature, context.metric) if search.label_odds else None
+    odds = Evaluator(context.agent, context.metric, None, None, label=label).asks_odds(prompt)  # type: ignore[arg-type]
+    return {"retries": default_validation_retries(prompt), "scoring": "odds" if odds else "metric"}
+
+
 def _cost_estimate(context: Context, search: SearchSettings) -> float:
     """USD for the upper-bound number of calls, from litellm's prices (0 when unknown or local)."""
     from rosetta.compile.optimize.study import estimate as calls_estimate
     from rosetta.render.render import render
 
-    calls = calls_estimate(context.data, search, context.signature, context.metric)["total"]
+    calls = calls_estimate(context.data, search, context.signature, context.metric,
+                           **_race_terms(context, search))["total"]
     prompt = render(context.signature, context.model, adapters={context.adapter.name: context.adapter})
     try:
         from rosetta.providers.litellm_offline import import_litellm
@@ -250,16 +236,6 @@ def _cost_estimate(context: Context, search: SearchSettings) -> float:
     except Exception:  # litellm does not know the model's price
         return 0.0
     return round(calls * per_call, 4)
-
-
-def _judge_for(settings: Any, evaluation: Any, model_id: str) -> Callable[..., float] | None:
-    """The judge metric's grader: the project's rubric-reviewer agent on ``evaluation.judge``."""
-    if evaluation.metric != "judge":
-        return None
-    from rosetta.compile.optimize.judge import RubricJudge
-    from rosetta.runtime.agent import judge_reviewer
-
-    return judge_reviewer(settings.root, evaluation.judge or model_id, kind=RubricJudge)
 
 
 # -- rosetta evaluate -----------------------------------------------------------------------------------

@@ -1,0 +1,60 @@
+"""What every optimizer backend starts from: the agent's definition, signature, model, adapter,
+labeled data and metric, loaded once (``rosetta compile --optimize``, ``rosetta evaluate``, the
+DSPy backend and the notebook helpers)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rosetta.compile.optimize.labeled import LabeledData, default_location, load_labeled
+from rosetta.compile.optimize.metrics import Metric, resolve_metric
+
+
+@dataclass
+class Context:
+    """The loaded pieces every optimizer backend needs."""
+
+    signature: Any
+    definition: Any
+    model: Any
+    adapter: Any
+    data: LabeledData
+    metric: Metric
+    agent: Any
+    settings: Any  # rosetta.config.Settings
+    project_state: Path  # <root>/.rosetta: study journals and the evaluation cache
+
+
+def load_context(definition_path: Path, model_name: str, *, settings: Any, metric: str | None = None,
+                 dataset: str | None = None, adapters: dict[str, Any] | None = None) -> Context:
+    from rosetta.definition.loader import load_definition
+    from rosetta.providers.adapter import load_adapters
+    from rosetta.providers.catalog import load_catalog
+    from rosetta.runtime.agent import load
+    from rosetta.signature import lower
+
+    definition = load_definition(definition_path, root=settings.root, section_roles=dict(settings.section_roles))
+    signature = lower(definition)
+    adapters = adapters if adapters is not None else load_adapters(settings.adapter_dirs)
+    model = load_catalog().resolve(model_name, adapters, unlisted=settings.unlisted_models)
+    evaluation = definition.spec.evaluation
+    location = dataset or default_location(settings.datasets_dir, signature.name, evaluation.dataset, settings.root)
+    data = load_labeled(signature, location, cache_dir=settings.cache_dir)
+    agent = load(definition_path, project=settings.root)
+    metric_ = resolve_metric(metric, evaluation, signature, judge=_judge_for(settings, evaluation, model.id),
+                             root=settings.root)
+    return Context(signature, definition, model, adapters[model.adapter], data, metric_, agent, settings,
+                   settings.root / ".rosetta")
+
+
+def _judge_for(settings: Any, evaluation: Any, model_id: str) -> Callable[..., float] | None:
+    """The judge metric's grader: the project's rubric-reviewer agent on ``evaluation.judge``."""
+    if evaluation.metric != "judge":
+        return None
+    from rosetta.compile.optimize.judge import RubricJudge
+    from rosetta.runtime.agent import judge_reviewer
+
+    return judge_reviewer(settings.root, evaluation.judge or model_id, kind=RubricJudge)
