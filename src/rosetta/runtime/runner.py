@@ -236,6 +236,7 @@ class Runner:
             redacted = read_answer(raw, selection.prompt)
             output_model = self.output_model(selection)
             result.raw, result.data, result.output = raw, redacted.data, redacted.data
+            result.logprobs = None  # its tokens spell what was redacted
             if output_model is not None and redacted.valid:
                 result.output = output_model.model_validate(redacted.data)
         if not result.valid:
