@@ -18,7 +18,9 @@ instruction or format knob.
 
 from __future__ import annotations
 
+import json
 import random
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -307,9 +309,6 @@ def _diverse(labeled: tuple[Demo, ...], words: dict[str, frozenset[str]], size: 
 
 
 def _words(inputs: Any) -> frozenset[str]:
-    import json
-    import re
-
     return frozenset(re.findall(r"\w+", json.dumps(inputs, ensure_ascii=False).lower()))
 
 
