@@ -131,13 +131,14 @@ def test_racing_compares_many_more_candidates_for_the_same_calls(toy: Path, tmp_
     write_toy_project(flat_root, dev=30)
     write_toy_project(toy, dev=30)
     # no proposer: demo choice is all there is, and some demo sets trail the best one from the start
-    raced = run(toy, pruner="halving", proposer=None, max_calls=150, trials=None).outcome
+    raced = run(toy, pruner="halving", proposer=None, max_calls=150, trials=None, baseline_test=True).outcome
     flat = run(flat_root, pruner="none", proposer=None, max_calls=150, trials=None).outcome
     assert raced.trials >= 3 * flat.trials and raced.pruned > 0 and flat.pruned == 0
     assert raced.calls <= 150 and flat.calls <= 150 and raced.stopped is None
     assert raced.race["rows"][-1] == 30 and raced.dev_examples == 30  # the winner answered all of dev
     assert raced.phases["proposals"] == 0 and sum(raced.phases.values()) == raced.calls
     assert raced.dev_score >= max(raced.baseline_dev, flat.dev_score)
+    assert flat.baseline_dev is not None  # without --baseline: only where the race gave the default all of dev
 
 
 def test_a_perfect_dev_score_ends_the_search(toy: Path) -> None:
@@ -192,7 +193,7 @@ def test_dry_run_estimates_and_calls_nothing(toy: Path, cli: object) -> None:
 
 
 def test_weak_proposer_falls_back_to_demo_search(toy: Path) -> None:
-    report = run(toy, proposer="scripted/garbage", trials=8)
+    report = run(toy, proposer="scripted/garbage", trials=8, baseline_test=True)
     note = report.outcome.proposals.note
     assert "gave no usable instruction" in note and "demos, format knobs and the terse built-in" in note
     artifact = parse_artifact((toy / ARTIFACT).read_text(), path="a")

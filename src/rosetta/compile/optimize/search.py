@@ -152,12 +152,14 @@ class _Search:
             self.plan = Plan(tuple(stored["rows"]), tuple(stored["keep"]))
         else:  # 3. the race's plan, fitted again when the space holds fewer distinct prompts
             self.plan = first
-            count = len(self._candidates())
-            if count < first.candidates:
-                self.plan = plan(len(data.dev), room, count, halving=halving, scoring=scoring) or first
+        self.candidates = self._candidates()
+        if stored is None:
+            if len(self.candidates) < first.candidates:
+                self.plan = plan(len(data.dev), room, len(self.candidates), halving=halving,
+                                 scoring=scoring) or first
             self.study.set_user_attr("race_plan", {"rows": list(self.plan.rows), "keep": list(self.plan.keep),
                                                    "demo_sets": demo_sets})
-        self.candidates = self._candidates()
+        self.candidates = self.candidates[:self.plan.candidates]
         self.dev = dev_order(data.dev, settings.seed, label_of)
         self.status.trials_total = len(self.candidates)
         self.report(note=self.proposals.note)
@@ -377,7 +379,7 @@ class _Search:
         test_scores, baseline_test = self._test_scores(prompt, test_budget, draws)
         trials = [t for t in self.study.get_trials(deepcopy=False) if "candidate" in t.user_attrs]
         phases = self._phases(trials)
-        default = self._default_dev(trials)
+        default = self._default_dev(trials, test_budget)
         status.to_answer = 0
         self.report("done")
         cut_short = len({int(t.user_attrs["candidate"]) for t in trials
@@ -404,13 +406,18 @@ class _Search:
                                          if t.user_attrs.get("rung") == rung and t.state.name in ("COMPLETE", "FAIL"))
         return phases
 
-    def _default_dev(self, trials: list[Any]) -> float | None:
-        """The unoptimized render's plain dev score on the rows it answered (None if it never finished a rung)."""
+    def _default_dev(self, trials: list[Any], test_budget: Budget) -> float | None:
+        """The unoptimized render's plain score on all of dev: from the race where it got that
+        far; else, with ``--baseline``, its remaining rows answered now (counted with the test
+        pass, outside the search's budget); else None (a score on a rung's few rows would mislead)."""
         units = [t for t in trials if t.user_attrs.get("candidate") == 0 and t.state.name == "COMPLETE"]
-        if not units:
-            return None
-        best = max(units, key=lambda t: t.user_attrs["rows"])
-        plain = best.user_attrs["plain"]
+        plain = list(max(units, key=lambda t: t.user_attrs["rows"]).user_attrs["plain"]) if units else []
+        if len(plain) < len(self.dev):
+            if not self.settings.baseline_test:
+                return None
+            evaluator = Evaluator(self.agent, self.metric, self.cache, test_budget, jobs=self.settings.jobs,
+                                  complete=self.complete)
+            plain += evaluator.scores(self.base_prompt, self.dev[len(plain):])
         return sum(plain) / len(plain)
 
     def _race_record(self, best: Standing, finalists: list[Standing]) -> dict[str, Any]:
