@@ -123,6 +123,12 @@ def test_same_seed_same_artifact_and_a_warm_cache_pays_nothing(toy: Path, tmp_pa
     again = run(toy)
     assert (toy / ARTIFACT).read_bytes() == first
     assert again.outcome.paid_calls == 0 and calls_made() - before == 0  # every answer came from the cache
+    # --force starts a new study beside the old one: the same race, answered from the cache
+    forced = optimize(OptimizeRequest(definition=toy / "signatures/toy-sorter.md", model="scripted/toy", force=True,
+                                      settings=SearchSettings(trials=12, proposer="scripted/proposer",
+                                                              nearest_demos=False)), settings=load_settings(toy))
+    assert forced.outcome.study_run == forced.outcome.study + "~2" and forced.outcome.paid_calls == 0
+    assert (toy / ARTIFACT).read_bytes() == first
 
 
 def test_racing_compares_many_more_candidates_for_the_same_calls(toy: Path, tmp_path: Path) -> None:

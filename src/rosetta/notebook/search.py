@@ -278,7 +278,8 @@ def optimize(agent: Any, model: str, *, project: Any = None, trials: int | None 
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     opened, _ = open_storage(storage or report.outcome.storage, settings.root / ".rosetta" / "studies" / "unused")
-    return Optimization(report, optuna.load_study(study_name=report.outcome.study, storage=opened), settings.root)
+    name = report.outcome.study_run or report.outcome.study
+    return Optimization(report, optuna.load_study(study_name=name, storage=opened), settings.root)
 
 
 @dataclass

@@ -114,6 +114,7 @@ class _Search:
         per study; build the space and the candidates (the same in every process)."""
         settings, data = self.settings, self.data
         storage, self.storage_label = open_storage(settings.storage, default_storage)
+        self.base_name = name  # what the artifact records: the same for every run of the study
         self.name = latest_study(storage, name, fresh=fresh and not settings.worker)
         if settings.worker:
             self.study = wait_for_study(self.name, storage, self.storage_label, self.report)
@@ -391,7 +392,7 @@ class _Search:
             cost=self.proposals.cost + float(self.study.user_attrs.get("bootstrap_cost", 0.0))
             + sum(float(t.user_attrs.get("cost", 0.0)) for t in trials),
             paid_calls=self.budget.paid_calls, test_calls=test_budget.calls, proposals=self.proposals,
-            space=self.space.describe(), study=self.name, storage=self.storage_label,
+            space=self.space.describe(), study=self.base_name, study_run=self.name, storage=self.storage_label,
             stopped=self.stopped[0] if self.stopped else None,
             notes=[n for n in (self.proposals.note, *self.space.notes) if n], test_per_example=test_scores,
             test_draws=draws, phases=phases, cut_short=cut_short, dev_interval=interval95(best.plain),

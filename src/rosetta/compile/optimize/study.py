@@ -134,6 +134,7 @@ class SearchOutcome:
     dev_interval: tuple[float, float] | None = None  # 95% interval of the winner's dev score
     dev_examples: int = 0  # dev rows behind dev_score
     race: dict[str, Any] = field(default_factory=dict)  # the plan, and how the winner ranked
+    study_run: str = ""  # the study this run used: ``study``, or ``study~N`` after --force
     scoring: str = "metric"  # what the race compared: "metric", or "label odds" (the correct label's probability)
 
 
