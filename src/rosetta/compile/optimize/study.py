@@ -41,7 +41,6 @@ from rosetta.parts import Demo
 log = logging.getLogger("rosetta.optimize")
 
 PRUNERS = ("halving", "none")
-FINISHED = ("COMPLETE", "PRUNED")
 
 
 @dataclass(frozen=True)
@@ -351,18 +350,6 @@ def wait_for_setup(study: Any, budget: Budget, timeout_s: float = 900.0) -> tupl
 
 
 PERFECT = "a candidate scored 1.0 on all of dev: nothing left to gain"
-
-
-def budget_spent(study: Any, budget: Budget, mine: set[int] | frozenset[int] = frozenset()) -> str | None:
-    """Why the budget allows no more trials, or None. Trials of earlier runs and other workers
-    count too (``mine``, this process's own trials, are already in the budget)."""
-    budget.carried_calls = sum(int(t.user_attrs.get("calls", 0)) for t in study.get_trials(deepcopy=False)
-                               if t.state.name in FINISHED and t.number not in mine)
-    try:
-        budget.check()
-    except BudgetExhausted as exhausted:
-        return exhausted.reason
-    return None
 
 
 def _schema_output(model: str | None) -> bool:
