@@ -83,6 +83,10 @@ class Settings(BaseSettings):
     local_threads: PositiveInt | None = None
     """CPU threads the embedded model computes with (default: all of them); lower it where other
     work shares the machine, e.g. a compile and an evaluate running side by side."""
+    models: dict[str, dict[str, Any]] = {}
+    """Your own models, by provider/model id: self-hosted or OpenAI-compatible endpoints and hosted
+    models the catalog lacks, or changes to a built-in entry (merged field by field); see the README's
+    "Your own models" and rosetta.providers.catalog.declared_model."""
     rate_limits: dict[str, RateLimitSettings] = {}
     """Client-side limits per API key, by provider ("openai") or model id: requests/tokens per minute."""
     health: HealthSettings = HealthSettings()

@@ -81,6 +81,7 @@ class ProjectDirs:
     section_roles: dict[str, str] = field(default_factory=dict)  # heading → RCCF role, project-wide
     unlisted_models: tuple[str, ...] = ()  # patterns of model ids outside the catalog the project accepts
     local_threads: int | None = None  # CPU threads of the embedded model (None: all)
+    models: dict[str, Any] = field(default_factory=dict)  # declared models: id → its [tool.rosetta.models] table
 
 
 def project_dirs(start: str | os.PathLike[str] | None = None, **overrides: object) -> ProjectDirs:
@@ -123,7 +124,8 @@ def project_dirs(start: str | os.PathLike[str] | None = None, **overrides: objec
                        directory("cache_dir", str(Path(cache) / "rosetta")), local_models,
                        tuple(_absolute(Path(str(p)).expanduser(), root) for p in _list(overrides, table, "adapter_dirs")),
                        section_roles, tuple(str(p) for p in _list(overrides, table, "unlisted_models")),
-                       _positive_int(setting("local_threads", ""), "local_threads", where))
+                       _positive_int(setting("local_threads", ""), "local_threads", where),
+                       _table(table, "models", where))
 
 
 def _positive_int(text: str, key: str, where: str) -> int | None:

@@ -96,6 +96,7 @@ def compile_command(
         unlisted=(*settings.unlisted_models, *(models or [] if unlisted else [])),
         datasets_dir=settings.datasets_dir,
         cache_dir=settings.cache_dir,
+        declared_models=dict(settings.models),
     )
     with err.status("compiling…") if not check else nullcontext():
         report = compile_paths(paths, options, jobs=jobs)

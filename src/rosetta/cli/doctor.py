@@ -1,5 +1,6 @@
-"""``rosetta doctor``: provider credentials (never printed), the local model runtime and weights,
-the installed litellm release, and compiled artifacts for models their vendors retire."""
+"""``rosetta doctor``: provider credentials (never printed), the endpoints of the project's declared
+models (reachable or not), the local model runtime and weights, the installed litellm release, and
+compiled artifacts for models their vendors retire."""
 
 from __future__ import annotations
 
@@ -24,16 +25,18 @@ def doctor(ctx: typer.Context) -> None:
     import importlib.metadata
     import importlib.util
 
-    from rosetta.providers.catalog import load_catalog
+    from rosetta.providers.catalog import catalog_for
     from rosetta.providers.litellm_offline import import_litellm
 
+    settings = project_settings(ctx)
+    catalog = catalog_for(settings.root, settings.models)
     litellm = import_litellm()
     table = Table(title="providers", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("Provider", "Example model", "Credentials"):
         table.add_column(column)
     seen: set[str] = set()
-    for model in load_catalog().models:
-        if model.provider in seen or model.provider == "local":
+    for model in catalog.models:
+        if model.provider in seen or model.provider == "local" or model.endpoint is not None:
             continue
         seen.add(model.provider)
         try:
@@ -45,6 +48,7 @@ def doctor(ctx: typer.Context) -> None:
             f"[yellow]missing {escape(', '.join(missing))}[/yellow]" if missing else "[dim]none needed[/dim]")
         table.add_row(model.provider, model.id, status)
     out.print(table)
+    _declared_endpoints([model for model in catalog.models if model.endpoint is not None])
     local = importlib.util.find_spec("llama_cpp") is not None
     out.print("local model runtime (llama-cpp-python): " + ("[green]installed[/green]" if local else
                                                           "[yellow]not installed[/yellow] (local/ models unavailable)"))
@@ -55,13 +59,51 @@ def doctor(ctx: typer.Context) -> None:
             out.print(f"  {model.id}: [green]weights ok[/green] (sha256 pinned) {escape(str(resolve(model.id).path))}")
         except RosettaError as exc:
             out.print(f"  {model.id}: [yellow]weights unavailable[/yellow] {escape(str(exc))}")
-    _retiring_artifacts(project_settings(ctx).compiled_dir)
+    _retiring_artifacts(settings.compiled_dir)
     version = importlib.metadata.version("litellm")
     bad = version in KNOWN_BAD_LITELLM
     out.print(f"litellm {version}: " + ("[red]KNOWN-BAD RELEASE — reinstall from the lock file[/red]" if bad
                                         else "[green]ok[/green]"))
     if bad:
         raise typer.Exit(1)
+
+
+PROBE_TIMEOUT_S = 3.0
+"""How long ``doctor`` waits for a declared endpoint to answer."""
+
+
+def _declared_endpoints(models: list) -> None:
+    """Whether each declared endpoint answers ``GET <api_base>/models`` (OpenAI-compatible servers
+    list their models there; any HTTP answer shows the server is up), with its key if one is declared."""
+    if not models:
+        return
+    import httpx
+
+    table = Table(title="declared endpoints ([tool.rosetta.models])", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+    for column in ("Model", "Endpoint", "Status"):
+        table.add_column(column, overflow="fold")
+    for model in models:
+        try:
+            params = model.connection()
+        except RosettaError as error:
+            table.add_row(escape(model.id), "", f"[yellow]{escape(error.problems[0].message)}[/yellow]")
+            continue
+        base = params.get("api_base")
+        if base is None:
+            table.add_row(escape(model.id), "[dim]the provider's default[/dim]", "[dim]not probed[/dim]")
+            continue
+        headers = {"Authorization": f"Bearer {params['api_key']}"} if params.get("api_key") else {}
+        try:
+            answer = httpx.get(base.rstrip("/") + "/models", headers=headers, timeout=PROBE_TIMEOUT_S)
+            status = (f"[green]reachable[/green] (HTTP {answer.status_code})" if answer.status_code < 400 else
+                      f"[yellow]answers HTTP {answer.status_code}[/yellow]"
+                      + (" (check the key in $" + model.endpoint.api_key_env + ")"
+                         if answer.status_code in (401, 403) and model.endpoint.api_key_env else ""))
+        except httpx.HTTPError as exc:
+            status = f"[red]unreachable[/red] ({escape(type(exc).__name__)} within {PROBE_TIMEOUT_S:g}s)"
+        table.add_row(escape(model.id), escape(base), status)
+    out.print(table)
 
 
 def _retiring_artifacts(compiled_dir: Path) -> None:

@@ -51,6 +51,7 @@ def render(
     """Show the exact prompt a model receives for an agent."""
     from rosetta.definition.loader import load_definition
     from rosetta.providers.adapter import load_adapters
+    from rosetta.providers.catalog import catalog_for
     from rosetta.render.render import render as render_prompt  # not the package: its `render` may be the module
     from rosetta.signature import lower
 
@@ -58,7 +59,8 @@ def render(
     values = parse_inputs(inputs or [])
     definition = load_definition(path, section_roles=settings.section_roles)
     adapter_set = load_adapters([*settings.adapter_dirs, *(adapters or [])])
-    prompt = render_prompt(lower(definition), model, adapters=adapter_set, unlisted=settings.unlisted_models)
+    target = catalog_for(settings.root, settings.models).resolve(model, adapter_set, unlisted=settings.unlisted_models)
+    prompt = render_prompt(lower(definition), target, adapters=adapter_set)
     for warning in prompt.warnings:
         err.print(f"[yellow]warning[/yellow] {escape(warning)}")
     if manual:
@@ -127,19 +129,32 @@ def diff(
 
 @reports_errors
 def models(
+    ctx: typer.Context,
     format: Annotated[ListFormat, typer.Option("--format", "-f", help="Output format.")] = ListFormat.text,
+    check: Annotated[str | None, typer.Option(
+        "--check", metavar="MODEL", help="Render an agent for MODEL and report what its entry implies: "
+                                          "mechanism, budget, endpoint, what is dropped.")] = None,
+    agent: Annotated[str | None, typer.Option(
+        "--agent", "-a", help="With --check: the agent to render (default: the project's first with an output "
+                              "schema).")] = None,
 ) -> None:
-    """List the model catalog: canonical ids, aliases, status (deprecated and retired models with
-    their replacement), adapter, class, limits and capabilities."""
-    from rosetta.providers.catalog import load_catalog
+    """List the model catalog, with the models the project declares in [tool.rosetta.models]:
+    canonical ids, aliases, status (deprecated and retired models with their replacement), adapter,
+    class, limits and capabilities."""
+    from rosetta.providers.catalog import catalog_for
 
-    catalog = load_catalog()
+    settings = project_settings(ctx)
+    catalog = catalog_for(settings.root, settings.models)
+    if check is not None:
+        _check_model(ctx, settings, catalog, check, agent, format)
+        return
     if format is ListFormat.json:
         rows = []
         for m in catalog.models:
             row = asdict(m)
             row["class"] = row.pop("model_class")
             row.pop("known")
+            row["source"] = m.source or "catalog"
             status = catalog.status(m)
             row["status"] = status.state
             if status.state != "current":
@@ -148,15 +163,98 @@ def models(
         sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
         return
     reviewed = catalog.reviewed
+    declared = sum(m.source == "project" for m in catalog.models)
     table = Table(title=f"{len(catalog.models)} models (catalog reviewed {reviewed.get('date')} against litellm "
-                        f"{reviewed.get('litellm')})", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+                        f"{reviewed.get('litellm')}" + (f"; {declared} declared by this project" if declared else "")
+                        + ")", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("Model", "Aliases", "Status", "Adapter", "Class", "Context", "Capabilities"):
         table.add_column(column, overflow="fold")
     for m in catalog.models:
         flags = [name for name, on in asdict(m.capabilities).items() if on]
-        table.add_row(escape(m.id), escape(", ".join(m.aliases)), _status_cell(catalog.status(m)), m.adapter,
+        name = escape(m.id) + (" [cyan](declared)[/cyan]" if m.source == "project" else "")
+        table.add_row(name, escape(", ".join(m.aliases)), _status_cell(catalog.status(m)), m.adapter,
                       m.model_class, f"{m.context_window:,}", ", ".join(flags))
     out.print(table)
+
+
+def _check_model(ctx: typer.Context, settings: Any, catalog: Any, name: str, agent: str | None,
+                 format: ListFormat) -> None:
+    """``rosetta models --check``: one agent rendered for ``name``, and what the entry implies."""
+    from rosetta.definition.loader import load_definition
+    from rosetta.providers.adapter import load_adapters
+    from rosetta.render.mechanisms import MECHANISMS
+    from rosetta.render.render import prompt_budget
+    from rosetta.render.render import render as render_prompt
+    from rosetta.signature import lower
+
+    adapters = load_adapters(settings.adapter_dirs)
+    model = catalog.resolve(name, adapters, unlisted=settings.unlisted_models)
+    signature = lower(load_definition(_agent_to_check(ctx, settings, agent), root=settings.root,
+                                      section_roles=settings.section_roles))
+    prompt = render_prompt(signature, model, adapters=adapters)
+    endpoint = model.endpoint
+    mechanism = prompt.structured_output
+    placeholders = {field.name: f"<{field.name}>" for field in prompt.inputs}
+    request = {key: value for key, value in prompt.to_litellm(placeholders).items()
+               if key in ("response_format", "tool_choice", "output_config")}
+    report = {
+        "model": model.id, "source": model.source or ("catalog" if model.known else "litellm's model map"),
+        "agent": signature.name, "adapter": model.adapter, "class": model.model_class,
+        "prompt_style": model.prompt_style, "context_window": model.context_window, "max_output": model.max_output,
+        "api_base": (endpoint.api_base_env and f"${endpoint.api_base_env}") or endpoint.api_base if endpoint else None,
+        "api_key": (f"${endpoint.api_key_env}" if endpoint.api_key_env else "none sent") if endpoint else None,
+        "structured_output": mechanism.value if mechanism else None,
+        "schema_in": ("prompt" if mechanism and not MECHANISMS[mechanism].schema_in_request else "request")
+        if mechanism else None,
+        "request": {key: _schema_elided(value) for key, value in request.items()},
+        "prompt_tokens": prompt.tokens["total"],
+        "prompt_budget": prompt_budget(signature, adapters[model.adapter], model, prompt.generation),
+        "demos": len(prompt.demo_ids), "warnings": list(prompt.warnings),
+    }
+    if format is ListFormat.json:
+        sys.stdout.write(json.dumps(report, indent=2, default=str) + "\n")
+        return
+    out.print(f"[bold]{escape(model.id)}[/bold] ({report['source']}): adapter {model.adapter}, class "
+              f"{model.model_class}, {model.prompt_style} prompts, {model.context_window:,}-token window, "
+              f"{model.max_output:,} out")
+    if endpoint is not None:
+        out.print(f"  endpoint: {escape(str(report['api_base'] or 'the provider default'))}, key: "
+                  f"{escape(str(report['api_key']))}")
+    if mechanism is None:
+        out.print(f"  {signature.name} answers in plain text (no output schema)")
+    else:
+        out.print(f"  structured output: {mechanism.value} (schema in the {report['schema_in']}); request carries "
+                  + escape(json.dumps(report["request"], ensure_ascii=False)))
+    out.print(f"  {signature.name}: ~{prompt.tokens['total']:,} of a {report['prompt_budget']:,}-token prompt budget, "
+              f"{len(prompt.demo_ids)} demo(s)")
+    for warning in prompt.warnings:
+        out.print(f"  [yellow]dropped or changed[/yellow]: {escape(warning)}")
+    if not prompt.warnings:
+        out.print("  nothing dropped")
+
+
+def _agent_to_check(ctx: typer.Context, settings: Any, agent: str | None) -> Path:
+    """The definition ``models --check`` renders: ``agent`` (a path or name), else the project's
+    first agent with an output schema, else its first agent."""
+    from rosetta.definition.loader import discover_definitions
+
+    if agent is not None and Path(agent).is_file():
+        return Path(agent)
+    if agent is not None:
+        return load_agent(ctx, agent).definition_path
+    found = discover_definitions(settings.signatures_dir) if settings.signatures_dir.is_dir() else []
+    if not found:
+        raise UsageError.at("no agent to render: the signatures directory has none", file=settings.signatures_dir,
+                            hint="pass --agent PATH")
+    return next((path for path in found if "output:" in path.read_text(encoding="utf-8", errors="replace")),
+                found[0])
+
+
+def _schema_elided(value: Any) -> Any:
+    """A request parameter with its schema shown as ``{…}`` (the schema is long; `render` shows it)."""
+    if isinstance(value, dict):
+        return {key: "{…}" if key in ("schema", "parameters") else _schema_elided(item) for key, item in value.items()}
+    return value
 
 
 def _status_cell(status: Any) -> str:

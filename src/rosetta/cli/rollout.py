@@ -59,12 +59,12 @@ class _Target:
 
 
 def _target(ctx: typer.Context, agent: str, model: str) -> _Target:
-    from rosetta.providers.catalog import load_catalog
+    from rosetta.providers.catalog import catalog_for
     from rosetta.store.artifact import artifact_path
     from rosetta.store.versions import known_ids
 
     loaded = load_agent(ctx, agent)
-    model_id = load_catalog().resolve(model, unlisted=loaded.dirs.unlisted_models).id
+    model_id = catalog_for(loaded.dirs.root, loaded.dirs.models).resolve(model, unlisted=loaded.dirs.unlisted_models).id
     artifact = artifact_path(loaded.dirs.compiled_dir, loaded.name, model_id)
     if not known_ids(artifact):
         raise UsageError(Problem(f"{loaded.name} has no compiled versions for {model_id}", Location(str(artifact)),

@@ -91,6 +91,13 @@ class CompileOptions:
     unlisted: tuple[str, ...] = ()  # patterns of model ids outside the catalog to accept (see Catalog.resolve)
     datasets_dir: Path | None = None  # where --check finds the labeled data optimized artifacts were searched on
     cache_dir: Path | None = None  # HF datasets' cache, for reading that data
+    declared_models: Mapping[str, Any] = field(default_factory=dict)  # the project's [tool.rosetta.models]
+
+    def catalog(self) -> Any:
+        """The model catalog with the project's declared models."""
+        from rosetta.providers.catalog import catalog_for
+
+        return catalog_for(self.root, self.declared_models)
 
 
 def compile_paths(paths: Iterable[str | os.PathLike[str]], options: CompileOptions,
@@ -198,15 +205,11 @@ def _publish(outcome: FileOutcome, options: CompileOptions) -> None:
 
 
 def _defaults(options: CompileOptions) -> tuple[str, ...]:
-    from rosetta.providers.catalog import load_catalog
-
-    return options.default_models or load_catalog().default_targets
+    return options.default_models or options.catalog().default_targets
 
 
 def _settle_from_index(file: Path, entry: IndexEntry, options: CompileOptions) -> list[TargetResult] | None:
     """Up-to-date results without parsing, or None when anything needs a closer look."""
-    from rosetta.providers.catalog import load_catalog
-
     if any((options.root / probe).exists() for probe in entry.probes):
         return None
     if files_digest(options.root, entry.files) != entry.source_sha256:
@@ -214,7 +217,7 @@ def _settle_from_index(file: Path, entry: IndexEntry, options: CompileOptions) -
     results = []
     for name in dict.fromkeys(options.models or entry.preferences or _defaults(options)):
         try:
-            model = load_catalog().resolve(name, dict(options.adapters), unlisted=options.unlisted)
+            model = options.catalog().resolve(name, dict(options.adapters), unlisted=options.unlisted)
         except RosettaError:
             return None
         adapter = options.adapters.get(model.adapter)
@@ -234,7 +237,8 @@ def _compile_file(file: Path, error: DefinitionError | None, options: CompileOpt
     from rosetta.compile.optimize.labeled import default_location
     from rosetta.definition.formats import SIDECAR_SUFFIXES, stem_of
     from rosetta.definition.loader import load_definition
-    from rosetta.providers.catalog import load_catalog
+    from rosetta.errors import RenderError
+    from rosetta.providers.adapter import no_adapter
     from rosetta.signature import lower, source_digest
 
     if error is not None:
@@ -256,11 +260,13 @@ def _compile_file(file: Path, error: DefinitionError | None, options: CompileOpt
         options.datasets_dir, signature.name, definition.spec.evaluation.dataset, options.root)
     for name in dict.fromkeys(targets):  # keep order, drop duplicates
         try:
-            model = load_catalog().resolve(name, adapters, unlisted=options.unlisted)
+            model = options.catalog().resolve(name, adapters, unlisted=options.unlisted)
+            adapter = adapters.get(model.adapter)
+            if adapter is None:
+                raise RenderError(no_adapter(model, adapters))
         except RosettaError as failure:
             outcome.results.append(TargetResult(str(file), signature.name, name, Status.FAILED, message=str(failure)))
             continue
-        adapter = adapters[model.adapter]
         inputs_sha = target_inputs(source_sha, model, adapter.sha256, options.section_roles)
         path = artifact_path(options.out, signature.name, model.id)
         provenance = Provenance(inputs_sha256=inputs_sha, source_sha256=source_sha, source_files=source_files,
@@ -315,10 +321,10 @@ def _current_status(path: Path, inputs_sha: str) -> Status:
 def _build(file: Path, provenance: Provenance, signature: Any, model: Any, adapter: Any, path: Path,
            options: CompileOptions, outcome: FileOutcome) -> TargetResult:
     """Render the target and stage its artifact (published by :func:`compile_paths`)."""
-    from rosetta.store.verify import artifact_of
     from rosetta.errors import RenderError
     from rosetta.render.render import render
     from rosetta.store.publish import stage
+    from rosetta.store.verify import artifact_of
 
     try:
         prompt = render(signature, model, adapters={adapter.name: adapter})

@@ -186,11 +186,11 @@ def knobs(agent: Any, model: str, *, project: Any = None) -> Any:
 
     from rosetta.compile.optimize.space import build_space
     from rosetta.providers.adapter import load_adapters
-    from rosetta.providers.catalog import load_catalog
+    from rosetta.providers.catalog import catalog_for
 
     _, signature, settings = _definition(agent, project)
     adapters = load_adapters(settings.adapter_dirs)
-    target = load_catalog().resolve(model, adapters, unlisted=settings.unlisted_models)
+    target = catalog_for(settings.root, settings.models).resolve(model, adapters, unlisted=settings.unlisted_models)
     space = build_space(signature, target, adapters[target.adapter], (), instructions=())
     low, high = signature.demo_range
     rows = [

@@ -11,7 +11,7 @@ with their own directories (``--adapters DIR`` / ``adapter_dirs`` in config): a 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -184,3 +184,12 @@ def _bundled() -> tuple[tuple[str, Adapter], ...]:
 def bundled_adapters() -> dict[str, Adapter]:
     """The four shipped adapters (read once per process)."""
     return dict(_bundled())
+
+
+def no_adapter(model: Any, adapters: Mapping[str, Any]) -> Problem:
+    """The problem of a model whose adapter is not among ``adapters``, said where it was chosen."""
+    where = (f'adapter in [tool.rosetta.models."{model.id}"]' if model.source == "project"
+             else "the catalog entry")
+    return Problem(f"no adapter named {model.adapter!r} for {model.id}", field="adapter",
+                   expected=f"one of {', '.join(sorted(adapters))}",
+                   hint=f"fix {where}, or add an adapter file of that name to adapter_dirs")

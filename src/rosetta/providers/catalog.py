@@ -7,6 +7,11 @@ in the project settings, or ``--unlisted``): then it is looked up in litellm's b
 (read offline: ``LITELLM_LOCAL_MODEL_COST_MAP``) and served by the adapter that owns its provider,
 or by the open-source adapter, with a warning.
 
+A project declares its own models (self-hosted and OpenAI-compatible endpoints, hosted models the
+catalog does not list) in ``[tool.rosetta.models."<provider>/<name>"]``: each entry is merged over
+the built-in one with the same id field by field, or over what litellm's map says of a new id, and
+carries the endpoint (``api_base``, the environment variable holding its key) the runtime calls.
+
 Each entry also carries the vendor's request rules for the model (sampling parameters, the
 structured-output mechanism, thinking that counts against ``max_tokens``) and its lifecycle: a model
 the vendor retires on a date is *deprecated* until then and *retired* after, when it is never
@@ -18,15 +23,19 @@ from __future__ import annotations
 import datetime
 import difflib
 import fnmatch
+import json
 import logging
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from functools import cache
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from functools import cache, lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from rosetta.definition.yaml_source import parse_yaml
-from rosetta.errors import Problem, UsageError
+from rosetta.errors import ConfigError, Location, Problem, UsageError
 from rosetta.providers.kinds import ModelClass, StructuredOutput
 from rosetta.providers.model_map import offline_litellm
 
@@ -62,6 +71,42 @@ class Weights:
     sha256: str
 
 
+NO_KEY = "none"
+"""The API key sent to a declared endpoint that needs none: an explicit value, so that litellm never
+falls back to the provider's own variable (``OPENAI_API_KEY``) and sends that key to another server."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a declared model is served. Only the *name* of the variable holding its key is kept:
+    the key itself is read at call time and never written anywhere."""
+
+    api_base: str | None = None
+    api_base_env: str | None = None  # a variable holding the URL (wins over api_base when set)
+    api_key_env: str | None = None
+
+    def params(self, model_id: str) -> dict[str, str]:
+        """litellm's ``api_base`` and ``api_key`` for one call, read from the environment now."""
+        base = (os.environ.get(self.api_base_env) if self.api_base_env else None) or self.api_base
+        if self.api_base_env and not base:
+            raise UsageError(Problem(f"{model_id}: ${self.api_base_env} is not set", field="api_base_env",
+                                     expected="the endpoint's URL, e.g. http://127.0.0.1:8000/v1",
+                                     hint=f"export {self.api_base_env}=<url>, or give api_base in "
+                                          f'[tool.rosetta.models."{model_id}"]'))
+        params = {"api_base": base} if base else {}
+        if self.api_key_env:
+            key = os.environ.get(self.api_key_env)
+            if not key:
+                raise UsageError(Problem(f"{model_id}: ${self.api_key_env} is not set", field="api_key_env",
+                                         expected="the endpoint's API key",
+                                         hint=f"export {self.api_key_env}=<key>, or remove api_key_env from "
+                                              f'[tool.rosetta.models."{model_id}"] if the endpoint needs none'))
+            params["api_key"] = key
+        elif base:
+            params["api_key"] = NO_KEY
+        return params
+
+
 @dataclass(frozen=True)
 class CatalogModel:
     """One model: its canonical id and everything the renderer needs to know about it."""
@@ -79,6 +124,12 @@ class CatalogModel:
     weights: Weights | None = None  # local models shipped as GGUF files
     structured_output: StructuredOutput | None = None  # the vendor's mechanism for this model (None: the adapter's)
     thinking_reserve: int | None = None  # thinks by default, counted in max_tokens: tokens added for it
+    source: str | None = None  # "project" for an entry declared (or changed) in [tool.rosetta.models]
+    endpoint: Endpoint | None = None  # a declared model's own server and key variable
+
+    def connection(self) -> dict[str, str]:
+        """The ``api_base``/``api_key`` a call to this model takes (empty for the vendor's default)."""
+        return self.endpoint.params(self.id) if self.endpoint is not None else {}
 
     @property
     def provider(self) -> str:
@@ -185,6 +236,29 @@ class Catalog:
         """Every id and alias (lower-cased) → model."""
         return dict(self._names)
 
+    def declare(self, entries: Mapping[str, Any], file: str | Path | None = None) -> Catalog:
+        """This catalog with a project's ``[tool.rosetta.models]`` entries merged in (see
+        :func:`declared_model`); ``file`` is the pyproject.toml they come from, for error lines."""
+        text = _read(file)
+        models = {model.id: model for model in self.models}
+        taken = {name: model.id for model in self.models for name in (model.id.lower(), *map(str.lower, model.aliases))}
+        for key, entry in entries.items():
+            where = _Where(file, text, str(key))
+            base = self._names.get(str(key).strip().lower())
+            model = declared_model(str(key).strip(), entry, base, where)
+            if base is not None:
+                for name in (base.id.lower(), *map(str.lower, base.aliases)):
+                    taken.pop(name, None)
+            for name in (model.id.lower(), *map(str.lower, model.aliases)):
+                if taken.get(name, model.id) != model.id:
+                    raise where.error("aliases" if name != model.id.lower() else None,
+                                      f"{name!r} already names {taken[name]}",
+                                      hint="choose another alias, or declare that model's own entry")
+                taken[name] = model.id
+            models[model.id] = model
+        return Catalog(models=tuple(models.values()), default_targets=self.default_targets,
+                       retirements=self.retirements, reviewed=self.reviewed)
+
     def resolve(self, name: str, adapters: dict[str, Any] | None = None, *,
                 unlisted: bool | Iterable[str] = False) -> CatalogModel:
         """The model a user means by ``name``; see the module docstring for the rules.
@@ -224,8 +298,29 @@ def accepts_unlisted(model: str, unlisted: bool | Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(model.lower(), pattern.strip().lower()) for pattern in unlisted)
 
 
+def load_catalog(declared: Mapping[str, Any] | None = None, file: str | Path | None = None) -> Catalog:
+    """The bundled catalog, with a project's declared models merged in when there are any
+    (``Settings.models`` or ``ProjectDirs.models``; ``file`` is their pyproject.toml). Built once per
+    distinct declaration table."""
+    if not declared:
+        return _bundled()
+    return _with_declared(json.dumps(declared, sort_keys=True, default=str), str(file) if file else None)
+
+
+def catalog_for(root: str | Path, declared: Mapping[str, Any]) -> Catalog:
+    """The catalog of the project at ``root`` with its ``declared`` models (``Settings.models``,
+    ``ProjectDirs.models``), whose errors name lines of the project's pyproject.toml."""
+    pyproject = Path(root) / "pyproject.toml"
+    return load_catalog(declared, pyproject if declared and pyproject.is_file() else None)
+
+
+@lru_cache(maxsize=16)
+def _with_declared(table: str, file: str | None) -> Catalog:
+    return _bundled().declare(json.loads(table), file)
+
+
 @cache
-def load_catalog() -> Catalog:
+def _bundled() -> Catalog:
     """The bundled catalog (parsed once per process)."""
     path = resources.files("rosetta.providers") / "catalog.yaml"
     data, _ = parse_yaml(path.read_text(encoding="utf-8"), file="rosetta/providers/catalog.yaml")
@@ -242,9 +337,148 @@ def _date(value: Any) -> datetime.date:
     return value if isinstance(value, datetime.date) else datetime.date.fromisoformat(str(value))
 
 
-def resolve_model(name: str, *, unlisted: bool | Iterable[str] = False) -> CatalogModel:
-    """Resolve a model name against the bundled catalog (and litellm's map for accepted others)."""
-    return load_catalog().resolve(name, unlisted=unlisted)
+def resolve_model(name: str, *, unlisted: bool | Iterable[str] = False, declared: Mapping[str, Any] | None = None,
+                  file: str | Path | None = None) -> CatalogModel:
+    """Resolve a model name against the catalog (with ``declared`` models merged in), and litellm's
+    map for accepted others."""
+    return load_catalog(declared, file).resolve(name, unlisted=unlisted)
+
+
+STRUCTURED_OUTPUT: dict[str, StructuredOutput] = {
+    "json_schema": StructuredOutput.JSON_SCHEMA_STRICT,
+    "json_object": StructuredOutput.JSON_OBJECT,
+    "tool": StructuredOutput.FORCED_TOOL,
+    "prompt": StructuredOutput.PROMPT_SCHEMA,
+    **{kind.value: kind for kind in StructuredOutput},
+}
+"""A declaration's ``structured_output`` words (and the mechanisms' own names) → mechanism."""
+
+DECLARABLE = ("api_base", "api_base_env", "api_key_env", "adapter", "class", "context_window", "max_output_tokens",
+              "prompt_style", "structured_output", "family", "aliases", "capabilities")
+"""The keys of a ``[tool.rosetta.models."<id>"]`` entry."""
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def declared_model(model_id: str, entry: Any, base: CatalogModel | None, where: _Where) -> CatalogModel:
+    """One declared model: ``entry`` merged over ``base`` (the built-in entry it changes, else what
+    litellm's map says of ``model_id``, else conservative defaults); raises :class:`ConfigError`
+    naming the key and its line."""
+    if not isinstance(entry, Mapping):
+        raise where.error(None, f"must be a table of settings, not {type(entry).__name__}")
+    for key in entry:
+        if key not in DECLARABLE:
+            close = difflib.get_close_matches(str(key), DECLARABLE, n=1)
+            raise where.error(str(key), "is not a model setting",
+                              hint=f"did you mean {close[0]!r}?" if close else f"known: {', '.join(DECLARABLE)}")
+    if base is None:
+        if "/" not in model_id or model_id.startswith("/") or model_id.endswith("/"):
+            raise where.error(None, "is not a provider/model id",
+                              hint='name it the way litellm routes it, e.g. "openai/my-model" for an '
+                                   "OpenAI-compatible server, \"hosted_vllm/…\", \"ollama_chat/…\"")
+        base = _guess(model_id)
+        if base is None:
+            raise where.error(None, f"litellm has no provider {model_id.split('/', 1)[0]!r}",
+                              hint='an OpenAI-compatible server is "openai/<name>" with its api_base')
+    values: dict[str, Any] = {"source": "project"}
+    capabilities: dict[str, bool] = {}
+    for key, value in entry.items():
+        if key in ("api_base", "adapter", "family"):
+            values[key] = where.text(key, value)
+            if key == "api_base" and not re.match(r"https?://", values[key]):
+                raise where.error(key, f"{value!r} is not an http(s) URL", expected="e.g. http://127.0.0.1:8000/v1")
+        elif key in ("api_base_env", "api_key_env"):
+            if not isinstance(value, str) or not _ENV_NAME.fullmatch(value):
+                raise where.error(key, f"{value!r} is not an environment variable's name",
+                                  hint="name the variable, e.g. MY_SERVER_KEY; the key itself never goes in a file")
+            values[key] = value
+        elif key == "class":
+            values["model_class"] = where.choice(key, value, ("frontier", "mid", "open"))
+        elif key == "prompt_style":
+            values[key] = where.choice(key, value, ("chat", "completion"))
+        elif key in ("context_window", "max_output_tokens"):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise where.error(key, f"{value!r} is not a positive whole number of tokens")
+            values["max_output" if key == "max_output_tokens" else key] = value
+        elif key == "structured_output":
+            kind = STRUCTURED_OUTPUT[where.choice(key, value, tuple(STRUCTURED_OUTPUT)[:4], more=STRUCTURED_OUTPUT)]
+            values[key] = kind
+            capabilities["structured_output"] = kind is not StructuredOutput.PROMPT_SCHEMA
+            capabilities["json_mode"] = capabilities.get("json_mode", False) or kind is StructuredOutput.JSON_OBJECT
+        elif key == "aliases":
+            if not isinstance(value, list) or not all(isinstance(a, str) and a.strip() for a in value):
+                raise where.error(key, f"{value!r} is not a list of names", expected='e.g. ["my-gemma"]')
+            values[key] = tuple(a.strip() for a in value)
+        elif key == "capabilities":
+            known = [f.name for f in fields(Capabilities)]
+            if not isinstance(value, Mapping):
+                raise where.error(key, "must be a table of true/false flags", hint=f"flags: {', '.join(known)}")
+            for flag, on in value.items():
+                if flag not in known or not isinstance(on, bool):
+                    raise where.error(f"capabilities.{flag}", f"{on!r} is not a known flag set to true or false",
+                                      hint=f"flags: {', '.join(known)}")
+            capabilities.update(value)
+    endpoint = {key: values.pop(key) for key in ("api_base", "api_base_env", "api_key_env") if key in values}
+    if endpoint or base.endpoint is not None:
+        values["endpoint"] = replace(base.endpoint or Endpoint(), **endpoint)
+    model = replace(base, **values, capabilities=replace(base.capabilities, **capabilities), known=True)
+    if model.max_output > model.context_window:
+        raise where.error("max_output_tokens" if "max_output_tokens" in entry else "context_window",
+                          f"the output limit ({model.max_output:,}) exceeds the context window "
+                          f"({model.context_window:,})", hint="declare both context_window and max_output_tokens")
+    if model.thinking_reserve is not None and model.thinking_reserve >= model.max_output:
+        raise where.error("max_output_tokens", f"leaves no room after the model's {model.thinking_reserve:,}-token "
+                                               "thinking reserve")
+    return model
+
+
+class _Where:
+    """Where a declared model's settings are written, for errors: its table in pyproject.toml."""
+
+    def __init__(self, file: str | Path | None, text: str, model_id: str) -> None:
+        self.file, self.source, self.model_id = file, text, model_id
+
+    def error(self, key: str | None, message: str, *, expected: str | None = None,
+              hint: str | None = None) -> ConfigError:
+        name = f'models."{self.model_id}"' + (f".{key}" if key else "")
+        return ConfigError(Problem(f"{message}" if key else f"model {self.model_id!r} {message}",
+                                   Location(None if self.file is None else str(self.file), self.line(key)),
+                                   f"tool.rosetta.{name}", expected, hint))
+
+    def line(self, key: str | None) -> int | None:
+        """The line of ``key`` in this model's table (of the table's header without one)."""
+        quoted = re.escape(self.model_id)
+        header = re.search(rf"^[ \t]*\[[ \t]*tool[ \t]*\.[ \t]*rosetta[ \t]*\.[ \t]*models[ \t]*\.[ \t]*"
+                           rf"(?:\"{quoted}\"|'{quoted}'|{quoted})[ \t]*\]", self.source, re.MULTILINE)
+        start = header.start() if header else self.source.find(f'"{self.model_id}"')
+        if start < 0:
+            return None
+        found = None
+        if key is not None:
+            head = key.split(".", 1)[0]
+            end = re.compile(r"^[ \t]*\[", re.MULTILINE).search(self.source, start + 1)
+            found = re.compile(rf"^[ \t]*{re.escape(head)}[ \t]*=", re.MULTILINE).search(
+                self.source, start, end.start() if end else len(self.source))
+        return self.source.count("\n", 0, found.start() if found else start) + 1
+
+    def text(self, key: str, value: Any) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(key, f"{value!r} is not a non-empty string")
+        return value.strip()
+
+    def choice(self, key: str, value: Any, words: tuple[str, ...], more: Mapping[str, Any] | None = None) -> str:
+        if not isinstance(value, str) or value.strip().lower() not in (more or words):
+            close = difflib.get_close_matches(str(value), list(more or words), n=1)
+            raise self.error(key, f"{value!r} is not one of {', '.join(words)}",
+                             hint=f"did you mean {close[0]!r}?" if close else None)
+        return value.strip().lower()
+
+
+def _read(file: str | Path | None) -> str:
+    try:
+        return Path(file).read_text(encoding="utf-8") if file else ""
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def _litellm_knows(name: str) -> bool:
@@ -257,7 +491,18 @@ def _litellm_knows(name: str) -> bool:
 
 
 def _from_litellm(name: str, adapters: dict[str, Any] | None) -> CatalogModel | None:
-    """A catalog entry for a model outside our catalog, from litellm's offline model map."""
+    """A catalog entry for a model outside our catalog, from litellm's offline model map (with a warning)."""
+    model = _guess(name, adapters)
+    if model is not None:
+        log.warning("model %r is not in rosetta's catalog; using the %s adapter with %s (class %s, %d-token window)",
+                    name, model.adapter, "litellm's model map" if _litellm_knows(model.id) else "conservative defaults",
+                    model.model_class, model.context_window)
+    return model
+
+
+def _guess(name: str, adapters: dict[str, Any] | None = None) -> CatalogModel | None:
+    """What litellm's offline model map says of a model outside the catalog (None: litellm does not
+    know its provider)."""
     litellm = offline_litellm()
     route = OLLAMA_CHAT_PREFIX + name[len(OLLAMA_PREFIX):] if name.lower().startswith(OLLAMA_PREFIX) else name
     try:
@@ -293,10 +538,6 @@ def _from_litellm(name: str, adapters: dict[str, Any] | None) -> CatalogModel | 
         ),
         known=False,
         structured_output=StructuredOutput.FORCED_TOOL if forced_tool else None,
-    )
-    log.warning(
-        "model %r is not in rosetta's catalog; using the %s adapter with %s (class %s, %d-token window)",
-        name, adapter.name, "litellm's model map" if info else "conservative defaults", model_class, window,
     )
     return model
 

@@ -52,6 +52,8 @@ class StructuredOutput(StrEnum):
     FORCED_TOOL = "forced_tool"  # a tool with the output schema, forced (Claude before native structured output)
     OUTPUT_CONFIG = "output_config"  # Anthropic output_config.format: a JSON schema the answer is decoded to
     RESPONSE_SCHEMA = "response_schema"  # Gemini response_schema + JSON mime type
+    JSON_OBJECT = "json_object"  # response_format json_object carrying the schema (llama.cpp server, vLLM): decoding
+    # is constrained to it, and the schema is in the prompt too, since the model never sees the request's copy
     PROMPT_SCHEMA = "prompt_schema"  # schema in the prompt (+ JSON mode where offered)
 
 

@@ -66,6 +66,15 @@ def _prompt_schema(call: Request) -> dict[str, Any]:
     return {"response_format": {"type": "json_object"}} if call.json_mode else {}
 
 
+def _json_object(call: Request) -> dict[str, Any]:
+    return {"response_format": {"type": "json_object", "schema": call.schema}}
+
+
+def _in_prompt(schema: dict[str, Any]) -> str:
+    return ("Respond with a single JSON object that is valid against this JSON Schema, and nothing after it:\n"
+            "```json\n" + json.dumps(schema, indent=2) + "\n```")
+
+
 def _native(_schema: dict[str, Any]) -> str:
     return "Respond in JSON matching the response schema."
 
@@ -77,9 +86,8 @@ MECHANISMS: dict[StructuredOutput, Mechanism] = {
     StructuredOutput.FORCED_TOOL: Mechanism(
         _forced_tool, lambda _schema: f"Give your final answer by calling the `{RESPOND_TOOL}` tool.", True, True,
         only_transforms=frozenset({"inline_refs", "constraints_to_descriptions"})),
-    StructuredOutput.PROMPT_SCHEMA: Mechanism(
-        _prompt_schema,
-        lambda schema: "Respond with a single JSON object that is valid against this JSON Schema, and nothing "
-                       "after it:\n```json\n" + json.dumps(schema, indent=2) + "\n```",
-        False, False, only_transforms=frozenset({"inline_refs"})),
+    StructuredOutput.JSON_OBJECT: Mechanism(_json_object, _in_prompt, False, False,
+                                            only_transforms=frozenset({"inline_refs"})),
+    StructuredOutput.PROMPT_SCHEMA: Mechanism(_prompt_schema, _in_prompt, False, False,
+                                              only_transforms=frozenset({"inline_refs"})),
 }

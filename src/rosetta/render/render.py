@@ -19,6 +19,7 @@ from rosetta.providers.adapter import (
     StructuredOutput,
     SystemPlacement,
     bundled_adapters,
+    no_adapter,
 )
 from rosetta.providers.catalog import CatalogModel, load_catalog
 from rosetta.render.assemble import (
@@ -59,8 +60,7 @@ def render(
     if isinstance(model, str):
         model = load_catalog().resolve(model, adapters, unlisted=unlisted)
     if model.adapter not in adapters:
-        raise RenderError(Problem(f"no adapter named {model.adapter!r} for {model.id}",
-                                  hint=f"known adapters: {', '.join(sorted(adapters))}"))
+        raise RenderError(no_adapter(model, adapters))
     adapter = adapters[model.adapter]
     load_catalog().refuse_retired(model)
     warnings: list[str] = []
@@ -79,12 +79,7 @@ def render(
     tool_specs = [_tool_for(spec, adapter, model, warnings) for spec in signature.tools]
 
     generation = _generation(signature, model, knobs, warnings)
-    window = model.context_window
-    budget = min(int(window * (adapter.budget.system + adapter.budget.tools + adapter.budget.history)),
-                 window - generation.get("max_tokens", 0))
-    requested = signature.generation_params.get(knobs.phase)
-    if requested and requested.max_input_tokens:
-        budget = min(budget, requested.max_input_tokens)
+    budget = prompt_budget(signature, adapter, model, generation, knobs.phase)
 
     chosen, count = _choose_demos(signature, adapter, model, knobs)
     per_request = knobs.demo_selection == "nearest"
@@ -206,6 +201,19 @@ def _reasoning(signature: Signature, adapter: Adapter, model: CatalogModel, knob
     if signature.reasoning_strategy is ReasoningStrategy.NONE or model.capabilities.builtin_reasoning:
         return False  # a model that reasons before it answers needs no instruction to
     return adapter.reasoning[model.model_class] is ReasoningMode.INJECT
+
+
+def prompt_budget(signature: Signature, adapter: Adapter, model: CatalogModel, generation: dict[str, Any],
+                  phase: str = "default") -> int:
+    """Tokens the prompt may take on ``model``: the adapter's shares of its window, less the answer's
+    ``max_tokens``, and at most the definition's ``max_input_tokens`` for the phase."""
+    window = model.context_window
+    budget = min(int(window * (adapter.budget.system + adapter.budget.tools + adapter.budget.history)),
+                 window - generation.get("max_tokens", 0))
+    requested = signature.generation_params.get(phase)
+    if requested and requested.max_input_tokens:
+        budget = min(budget, requested.max_input_tokens)
+    return budget
 
 
 def _mechanism(signature: Signature, adapter: Adapter, model: CatalogModel, knobs: Knobs,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.errors import Problem, UsageError
-from rosetta.providers.catalog import load_catalog
+from rosetta.providers.catalog import CatalogModel, catalog_for
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime.selector import Selection
 from rosetta.runtime.traffic import Traffic
@@ -53,6 +53,7 @@ def litellm() -> Any:
 class _ChainState:
     """What one run has learned so far (kept per call: a Runner serves concurrent calls)."""
 
+    model: Any  # model id → its catalog entry (Runner.model)
     attempts: list[Any] = field(default_factory=list)
     failures: list[Problem] = field(default_factory=list)  # one per model of the chain, first to last
     overflow_window: int | None = None  # the largest window that overflowed
@@ -72,7 +73,7 @@ class _ChainState:
         """After a context-window overflow, skip models whose window is no larger."""
         if self.overflow_window is None:
             return False
-        window = load_catalog().resolve(selection.model, unlisted=True).context_window  # accepted when selected
+        window = self.model(selection.model).context_window
         if window <= self.overflow_window:
             self.failures.append(Problem(f"{selection.model}: skipped, its {window:,}-token window is no larger "
                                          "than one that overflowed", field="model"))
@@ -87,6 +88,7 @@ class Runner:
     def __init__(self, agent: Any, traffic: Traffic) -> None:
         self.agent, self.traffic = agent, traffic
         self._models: dict[str, Any] = {}
+        self._targets: dict[str, CatalogModel] = {}
 
     # -- drivers ---------------------------------------------------------------------------
 
@@ -191,7 +193,7 @@ class Runner:
         from rosetta.runtime.invoke import ModelCallError, plan
         from rosetta.runtime.tracing import span
 
-        spec, state = self.agent.spec, _ChainState()
+        spec, state = self.agent.spec, _ChainState(self.model)
         with span("rosetta.run", **{"rosetta.agent": self.agent.name, "gen_ai.request.model": chain[0]}) as current:
             for name in chain:
                 selection = self.agent.selector.select(name, None, user_id)
@@ -214,7 +216,9 @@ class Runner:
         retries = options.get("validation_retries")
         if retries is None:
             retries = default_validation_retries(selection.prompt)
-        params = {k: v for k, v in options.items() if k not in RUN_OPTIONS}
+        # a declared model's own endpoint and key; a caller's api_base or api_key wins
+        params = {**self.model(selection.model).connection(),
+                  **{k: v for k, v in options.items() if k not in RUN_OPTIONS}}
         return {"artifact": selection.artifact_id, "policy": options.get("policy") or RetryPolicy(),
                 "validation_retries": retries, "retry_temperature": options.get("retry_temperature", 0.2),
                 "output_model": self.output_model(selection), "params": params, "messages": messages,
@@ -243,6 +247,12 @@ class Runner:
             self._on_invalid(result, spec)
         return result
 
+    def model(self, model_id: str) -> CatalogModel:
+        """``model_id``'s entry in the project's catalog (accepted when it was selected or rendered)."""
+        if model_id not in self._targets:
+            self._targets[model_id] = catalog_for(self.agent.dirs.root, self.agent.dirs.models).resolve(model_id, unlisted=True)
+        return self._targets[model_id]
+
     def output_model(self, selection: Selection) -> Any:
         """The pydantic model of the selected prompt's output schema (built once per schema)."""
         schema = selection.prompt.output_schema
@@ -263,7 +273,7 @@ class Runner:
         if error.kind == "hard":  # the request itself was refused: another model would not fix it
             raise state.error(self.agent.name, "hard") from None
         if error.kind == "context":
-            window = load_catalog().resolve(selection.model, unlisted=True).context_window
+            window = self.model(selection.model).context_window
             state.overflow_window = max(state.overflow_window or 0, window)
         log.warning("%s: %s; trying the next model", self.agent.name, error.problems[0].message)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from rosetta.errors import Location, Problem, RolloutError, UsageError
 from rosetta.project import ProjectDirs
-from rosetta.providers.catalog import CatalogModel, load_catalog
+from rosetta.providers.catalog import CatalogModel, catalog_for
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.store.artifact import ArtifactError
 from rosetta.store.lookup import Shelf
@@ -76,18 +76,22 @@ class Selector:
     def target(self, model: str) -> CatalogModel:
         """The catalog entry of ``model``; an id outside the catalog only if the project accepts it,
         and never a retired one (the error names its replacement)."""
-        catalog = load_catalog()
+        catalog = catalog_for(self.dirs.root, self.dirs.models)
         target = catalog.resolve(model, unlisted=self.dirs.unlisted_models)
         catalog.refuse_retired(target)
         return target
 
     def choose(self, target: CatalogModel, strict: bool) -> Selection:
-        """The artifact for the exact model, its family or provider, else the uncompiled render."""
+        """The artifact for the exact model, its family or provider, else the uncompiled render.
+        Another model's artifact stands in only if it was rendered by the same adapter for the same
+        prompt style: a chat endpoint never gets a base model's completion prompt."""
         reasons: list[str] = []
         for kind, model_id, path in self._candidates(target):
             artifact = self.shelf.verified(path)
             if not isinstance(artifact, str) and strict and self.definition_path is not None:
                 artifact = self.shelf.differs_from_its_sources(path, self.definition_path) or artifact
+            if not isinstance(artifact, str) and kind != "artifact":
+                artifact = _unlike(artifact, target) or artifact
             if isinstance(artifact, str):
                 reasons.append(f"{path.name} for {model_id}: {artifact}")
                 continue
@@ -118,7 +122,7 @@ class Selector:
         return render(lower(load_definition(self.definition_path, root=self.dirs.root)), target)
 
     def _candidates(self, target: CatalogModel) -> list[tuple[str, str, Path]]:
-        names = load_catalog().names()
+        names = catalog_for(self.dirs.root, self.dirs.models).names()
         exact, family, provider = [], [], []
         for model_id, path in sorted(self.shelf.artifacts.items()):
             if model_id == target.id:
@@ -136,6 +140,17 @@ class Selector:
             raise ArtifactError(Problem(f"{self.name} on {model}: {reason}", Location(str(self.dirs.compiled_dir)),
                                         hint="run `rosetta compile`, or load without strict=True to allow fallbacks"))
         log.warning("%s on %s: %s", self.name, model, reason)
+
+
+def _unlike(artifact: Any, target: CatalogModel) -> str | None:
+    """Why another model's ``artifact`` cannot stand in for ``target`` (None: it can)."""
+    completion = artifact.prompt.system_placement.value == "completion"
+    if completion != (target.prompt_style == "completion"):
+        style = "completion-style prompt for a base model" if completion else "chat prompt"
+        return f"skipped, a {style}; {target.id} takes {target.prompt_style} prompts"
+    if artifact.adapter != target.adapter:
+        return f"skipped, rendered by the {artifact.adapter} adapter; {target.id} uses {target.adapter}"
+    return None
 
 
 def _pinned_route(target: CatalogModel, pins: Any) -> Route:

@@ -90,7 +90,7 @@ class Shelf:
         from rosetta.definition.loader import load_definition
         from rosetta.errors import RosettaError
         from rosetta.providers.adapter import load_adapters
-        from rosetta.providers.catalog import load_catalog
+        from rosetta.providers.catalog import catalog_for
         from rosetta.signature import lower
         from rosetta.store.artifact import dump_artifact
         from rosetta.store.verify import first_difference, render_again
@@ -101,7 +101,7 @@ class Shelf:
         try:
             signature = lower(load_definition(definition, root=self.root, section_roles=self.dirs.section_roles))
             adapter = load_adapters([d for d in self.dirs.adapter_dirs if d.is_dir()])[artifact.adapter]
-            model = load_catalog().resolve(artifact.model, unlisted=True)
+            model = catalog_for(self.dirs.root, self.dirs.models).resolve(artifact.model, unlisted=True)
             wanted = render_again(artifact, artifact.provenance, signature, model, adapter, signature.demos)
         except (RosettaError, KeyError) as error:
             return f"it cannot be rendered again from {definition.name} ({error})"
@@ -116,7 +116,7 @@ class Shelf:
         from dataclasses import replace
 
         from rosetta.errors import RosettaError
-        from rosetta.providers.catalog import load_catalog
+        from rosetta.providers.catalog import catalog_for
 
         recorded = artifact.provenance
         if any(Path(f).is_absolute() or ".." in Path(f).parts or "\\" in f for f in recorded.source_files):
@@ -125,7 +125,7 @@ class Shelf:
         if source is None:
             return "a file it was built from is missing: " + ", ".join(recorded.source_files)
         try:
-            model = load_catalog().resolve(artifact.model, unlisted=True)  # it was accepted when compiled
+            model = catalog_for(self.dirs.root, self.dirs.models).resolve(artifact.model, unlisted=True)  # it was accepted when compiled
         except RosettaError as error:
             return f"its model cannot be resolved now ({error.problems[0].message})"
         adapter_sha = _adapter_digests(self.dirs.adapter_dirs).get(artifact.adapter)

@@ -319,11 +319,12 @@ class _AgentContext:
 
     def _render(self, model: str, signature: Any, knobs: Any = None) -> Any:
         from rosetta.providers.adapter import load_adapters
-        from rosetta.providers.catalog import load_catalog
+        from rosetta.providers.catalog import catalog_for
         from rosetta.render.render import render
 
         adapters = load_adapters(self.settings.adapter_dirs)
-        target = load_catalog().resolve(model, adapters, unlisted=self.settings.unlisted_models)
+        target = catalog_for(self.settings.root, self.settings.models).resolve(
+            model, adapters, unlisted=self.settings.unlisted_models)
         return render(signature, target, knobs, adapters=adapters)
 
     def _task(self, inputs: dict[str, Any]) -> str:

@@ -32,14 +32,14 @@ def load_context(definition_path: Path, model_name: str, *, settings: Any, metri
                  dataset: str | None = None, adapters: dict[str, Any] | None = None) -> Context:
     from rosetta.definition.loader import load_definition
     from rosetta.providers.adapter import load_adapters
-    from rosetta.providers.catalog import load_catalog
+    from rosetta.providers.catalog import catalog_for
     from rosetta.runtime.agent import load
     from rosetta.signature import lower
 
     definition = load_definition(definition_path, root=settings.root, section_roles=dict(settings.section_roles))
     signature = lower(definition)
     adapters = adapters if adapters is not None else load_adapters(settings.adapter_dirs)
-    model = load_catalog().resolve(model_name, adapters, unlisted=settings.unlisted_models)
+    model = catalog_for(settings.root, settings.models).resolve(model_name, adapters, unlisted=settings.unlisted_models)
     evaluation = definition.spec.evaluation
     location = dataset or default_location(settings.datasets_dir, signature.name, evaluation.dataset, settings.root)
     data = load_labeled(signature, location, cache_dir=settings.cache_dir)

@@ -65,7 +65,8 @@ def dspy_lm(model: Any, signature: Any, **extra: Any) -> Any:
     register()  # the local/ provider, for DSPy's own litellm calls
     params = signature.generation_params.get("default")
     max_tokens = (params.max_output_tokens if params and params.max_output_tokens else 1000)
-    return dspy.LM(model.id, temperature=0.0, max_tokens=max_tokens, cache=False, num_retries=0, **extra)
+    return dspy.LM(model.id, temperature=0.0, max_tokens=max_tokens, cache=False, num_retries=0,
+                   **{**model.connection(), **extra})  # a declared model's endpoint and key
 
 
 TOLERATED_ERRORS = 1_000_000
@@ -160,6 +161,6 @@ def _plain(value: Any) -> Any:
 
 
 def _model(name: str, settings: Any) -> Any:
-    from rosetta.providers.catalog import load_catalog
+    from rosetta.providers.catalog import catalog_for
 
-    return load_catalog().resolve(name, unlisted=settings.unlisted_models)
+    return catalog_for(settings.root, settings.models).resolve(name, unlisted=settings.unlisted_models)

@@ -82,7 +82,7 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
                 "metric": context.metric.describe(), **search.identity(), "trials": search.trials,
                 "max_calls": search.max_calls, "max_cost": search.max_cost}
     options = CompileOptions(out=settings.compiled_dir, root=settings.root, adapters={adapter.name: adapter},
-                             section_roles=dict(settings.section_roles))
+                             section_roles=dict(settings.section_roles), declared_models=dict(settings.models))
     source_sha = source_digest(context.definition)
     inputs_sha = target_inputs(source_sha, model, adapter.sha256, options.section_roles)
     path = artifact_path(settings.compiled_dir, signature.name, model.id)
