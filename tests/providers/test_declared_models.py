@@ -192,3 +192,27 @@ def test_family_fallback_never_crosses_prompt_styles(tmp_path, cli):
                "--model", "openai/gemma-big").exit_code == 0
     stand_in = rosetta.load("vuln-triage", project=other).explain("my-gemma")
     assert stand_in.kind == "family" and "openai/gemma-big" in stand_in.reason
+
+
+def test_when_every_declared_endpoint_is_down_the_error_names_each_model(tmp_path, monkeypatch):
+    import socket
+
+    from rosetta.runtime.invoke import ModelCallError, RetryPolicy
+
+    ports = []
+    for _ in range(2):  # ports nothing listens on: a connection is refused at once
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            ports.append(probe.getsockname()[1])
+    project = _project(tmp_path, "".join(
+        f'[tool.rosetta.models."{provider}/down-{n}"]\napi_base = "http://127.0.0.1:{port}/v1"\n'
+        'structured_output = "json_object"\ncontext_window = 32768\nmax_output_tokens = 1024\n'
+        for n, (provider, port) in enumerate(zip(("openai", "hosted_vllm"), ports, strict=True))))
+    agent = rosetta.load("vuln-triage", project=project)
+    with pytest.raises(ModelCallError) as caught:
+        agent.run({"report": "SQL injection in the login form lets anyone dump the users table."},
+                  "openai/down-0", fallbacks=["hosted_vllm/down-1"], policy=RetryPolicy(attempts=1))
+    text = str(caught.value)
+    assert "every model of the chain failed" in text
+    assert "openai/down-0" in text and "hosted_vllm/down-1" in text
+    assert [a.model for a in caught.value.attempts] == ["openai/down-0", "hosted_vllm/down-1"]
