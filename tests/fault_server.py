@@ -8,7 +8,7 @@ answering · ("garbage",) sends malformed JSON · ("context",) is OpenAI's conte
 ("flaky", p) answers 503 with probability p (seeded), else a valid triage answer that echoes the
 request's `[call N]` marker, so a test can tell every answer belongs to its own call;
 ("flaky", p, [fault, ...]) plays one of those faults (picked at random, seeded) instead of the 503.
-Requests are recorded (path, body and arrival time) so tests can assert attempts and delays;
+Requests are recorded (path, body, arrival time and Authorization header) so tests can assert attempts and delays;
 ``peak`` is the most requests the server was working on at once, ``faults`` how many faults the
 flaky steps played.
 A POST to a path ending in /messages is answered in Anthropic's Messages format (an "ok" step for
@@ -49,7 +49,8 @@ class FaultServer:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server.lock:
-                    server.requests.append({"path": self.path, "body": body, "time": time.monotonic()})
+                    server.requests.append({"path": self.path, "body": body, "time": time.monotonic(),
+                                            "authorization": self.headers.get("Authorization")})
                     step = server.script.pop(0) if len(server.script) > 1 else server.script[0]
                     server.active += 1
                     server.peak = max(server.peak, server.active)

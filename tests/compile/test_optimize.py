@@ -599,3 +599,19 @@ def test_a_search_logged_to_a_file_says_how_it_goes(toy: Path, cli: object) -> N
     assert lines[-1].startswith("toy-sorter → scripted/toy: done · 3/3")
     assert "calls by phase: 48 rung 0" in result.output
     assert len(lines) == len(set(lines)) and len(lines) <= 10
+
+
+def test_a_declared_proposer_is_called_on_its_own_endpoint(toy: Path, monkeypatch) -> None:
+    """``--proposer`` may name a model the project declares: its proposals go to that endpoint (a
+    real HTTP server here), by the model's id, with the keyless placeholder, never OPENAI_API_KEY."""
+    from fault_server import FaultServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-vendor-key-never-sent")
+    with FaultServer([("ok", json.dumps({"instruction": scripted_model.GOOD_INSTRUCTION}))]) as server:
+        with (toy / "pyproject.toml").open("a", encoding="utf-8") as pyproject:
+            pyproject.write(f'\n[tool.rosetta.models."openai/proposer-srv"]\napi_base = "{server.url}"\n'
+                            'aliases = ["my-proposer"]\ncontext_window = 8192\nmax_output_tokens = 1024\n')
+        report = run(toy, max_calls=60, proposer="my-proposer", proposals=2)
+    assert scripted_model.GOOD_INSTRUCTION in report.outcome.proposals.usable
+    assert server.requests and all(r["body"]["model"] == "proposer-srv" and r["authorization"] == "Bearer none"
+                                   for r in server.requests)

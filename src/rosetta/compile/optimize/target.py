@@ -137,10 +137,25 @@ def _search(request: OptimizeRequest, context: Any, identity: dict[str, Any], *,
                         on_status=on_status)
     journal = context.project_state / "studies" / context.signature.name / (
         context.model.id.replace("/", "__") + ".journal")
+    proposer_complete = proposer_complete or _declared_proposer(context, request.settings.proposer)
     return run_search(context.agent, context.signature, context.model, context.adapter, context.data,
                       context.metric, request.settings, cache=cache, default_storage=journal, complete=complete,
                       proposer_complete=proposer_complete, on_status=on_status, identity=identity,
                       fresh=request.force)
+
+
+def _declared_proposer(context: Any, name: str | None) -> Any:
+    """litellm's completion sent to a proposer the project declares (its id, endpoint and key), or
+    None for any other proposer (called by the name given)."""
+    from rosetta.compile.optimize.study import completion
+    from rosetta.providers.catalog import catalog_for
+
+    settings = context.settings
+    model = catalog_for(settings.root, settings.models).names().get((name or "").strip().lower())
+    if model is None or model.source != "project":
+        return None
+    complete = completion()
+    return lambda **kwargs: complete(**{**kwargs, "model": model.id, **model.connection()})
 
 
 def _optimized_already(path: Path, inputs_sha: str, identity: dict[str, Any], answerer: str) -> bool:
