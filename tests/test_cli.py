@@ -303,3 +303,26 @@ def test_compile_optimize_hands_the_same_search_flags_as_optimize(cli, tree, mon
     expected = SearchFlags(metric="fields", trials=5, max_cost=0.5, jobs=3, force=True, nearest_demos=False)
     assert seen == [expected, expected]
     assert cli("compile", "-m", "sonnet", "--optimize").exit_code == 0 and seen[-1] == SearchFlags(jobs=1)
+
+
+def test_an_agent_name_typo_gets_a_suggestion(cli, tree):
+    typo = cli("--project", tree, "show", "vuln-traige", "--model", "openai/gpt-4o")
+    assert typo.exit_code == 2 and "no agent named 'vuln-traige'" in typo.output
+    assert "did you mean 'vuln-triage'?" in typo.output
+    unknown = cli("--project", tree, "run", "zzz", "-i", "x=y")
+    assert "known agents: advisory-extractor, code-reviewer, vuln-triage" in unknown.output
+
+
+def test_flags_show_no_value_type_in_help(cli):
+    for command in ("run", "compile", "verify"):
+        text = cli(command, "--help").output
+        assert "<bool>" not in text and "--help" in text
+    assert "<str>" in cli("run", "--help").output  # options that take a value still show its type
+
+
+def test_doctor_does_not_ask_ollama_for_a_key(cli, tree, monkeypatch):
+    monkeypatch.delenv("OLLAMA_API_BASE", raising=False)
+    monkeypatch.setenv("COLUMNS", "200")
+    text = cli("--project", tree, "doctor").output
+    row = next(line for line in text.splitlines() if line.strip().startswith("ollama_chat"))
+    assert "none needed" in row and "missing" not in row

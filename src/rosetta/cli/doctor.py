@@ -44,8 +44,12 @@ def doctor(ctx: typer.Context) -> None:
         except Exception as exc:  # noqa: BLE001  an odd provider must not break the report
             check = {"keys_in_environment": False, "missing_keys": [type(exc).__name__]}
         missing = check.get("missing_keys") or []
-        status = "[green]set[/green]" if check.get("keys_in_environment") else (
-            f"[yellow]missing {escape(', '.join(missing))}[/yellow]" if missing else "[dim]none needed[/dim]")
+        if check.get("keys_in_environment"):
+            status = "[green]set[/green]"
+        elif missing and all(key.endswith("_API_BASE") for key in missing):  # a URL, not a credential (Ollama)
+            status = f"[dim]none needed; the default endpoint unless {escape(', '.join(missing))} is set[/dim]"
+        else:
+            status = f"[yellow]missing {escape(', '.join(missing))}[/yellow]" if missing else "[dim]none needed[/dim]"
         table.add_row(model.provider, model.id, status)
     out.print(table)
     _declared_endpoints([model for model in catalog.models if model.endpoint is not None])

@@ -243,7 +243,24 @@ def load(
     definition_path = _find_definition(text, dirs.signatures_dir)
     agent = Agent(text, definition_path, dirs, dirs.strict)
     if definition_path is None and not agent.artifacts:
+        import difflib
+
+        known = _agent_names(dirs)
+        close = difflib.get_close_matches(text, known, n=3, cutoff=0.6)
         raise UsageError(Problem(f"no agent named {text!r}", Location(str(dirs.signatures_dir)),
-                                 hint=f"looked for a definition in {dirs.signatures_dir} and artifacts in "
-                                      f"{dirs.compiled_dir / text}"))
+                                 hint=f"did you mean {' or '.join(repr(c) for c in close)}?" if close else
+                                 f"known agents: {', '.join(known)}" if known else
+                                 f"looked for a definition in {dirs.signatures_dir} and artifacts in "
+                                 f"{dirs.compiled_dir / text}"))
     return agent
+
+
+def _agent_names(dirs: ProjectDirs) -> list[str]:
+    """Every agent of the project: its definitions' names and its compiled agents (for suggestions)."""
+    from rosetta.definition.loader import load_many
+    from rosetta.store.lookup import compiled_models
+
+    names = set(compiled_models(dirs.compiled_dir))
+    if dirs.signatures_dir.is_dir():
+        names.update(r.definition.name for r in load_many([dirs.signatures_dir]) if r.definition is not None)
+    return sorted(names)
