@@ -615,3 +615,19 @@ def test_a_declared_proposer_is_called_on_its_own_endpoint(toy: Path, monkeypatc
     assert scripted_model.GOOD_INSTRUCTION in report.outcome.proposals.usable
     assert server.requests and all(r["body"]["model"] == "proposer-srv" and r["authorization"] == "Bearer none"
                                    for r in server.requests)
+
+
+def test_a_dry_run_over_a_tree_skips_agents_without_data_and_lists_them(toy: Path, cli) -> None:
+    import shutil
+
+    from conftest import REPO
+
+    shutil.copy(REPO / "signatures" / "vuln-triage.md", toy / "signatures" / "vuln-triage.md")  # no datasets/ folder
+    result = cli("--project", toy, "compile", toy / "signatures", "--model", "scripted/toy", "--optimize",
+                 "--dry-run", "--unlisted")
+    assert result.exit_code == 0, result.output
+    assert "dry run toy-sorter → scripted/toy" in result.output
+    assert "skipped 1 agent without labeled data" in result.output and "vuln-triage.md" in result.output
+    alone = cli("--project", toy, "compile", toy / "signatures" / "vuln-triage.md", "--model", "scripted/toy",
+                "--optimize", "--dry-run", "--unlisted")
+    assert alone.exit_code == 2 and "no dataset folder" in alone.output  # one agent named: its error stands

@@ -20,7 +20,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from rosetta.cli.common import err, out, project_settings
+from rosetta.cli.common import err, out, project_settings, relative
 from rosetta.errors import Problem, UsageError
 
 
@@ -130,17 +130,33 @@ def optimize_targets(ctx: typer.Context, definitions: list[Path], models: list[s
     """Optimize every (definition, model) and print what happened; errors raise (exit code 2)."""
     from rosetta.compile.optimize.target import OptimizeRequest, optimize
 
+    from rosetta.compile.optimize.labeled import NoDataset
+
     settings = project_settings(ctx)
     if out is not None:
         settings = settings.model_copy(update={"compiled_dir": out.resolve()})
+    skipped: list[str] = []  # agents of a tree with no labeled data: listed, not fatal
     for definition in definitions:
         for model in models:
             request = OptimizeRequest(definition=definition, model=model, settings=flags.settings(model, worker),
                                       metric=flags.metric, dataset=flags.dataset, optimizer=flags.optimizer,
                                       force=flags.force, dry_run=flags.dry_run)
-            with _Progress(f"{definition.stem} → {model}", flags.trials) as show, InvalidAnswers():
-                report = optimize(request, settings=settings, on_status=show)
+            try:
+                with _Progress(f"{definition.stem} → {model}", flags.trials) as show, InvalidAnswers():
+                    report = optimize(request, settings=settings, on_status=show)
+            except NoDataset:
+                if len(definitions) == 1 or flags.dataset is not None:
+                    raise
+                skipped.append(relative(definition))
+                break
             _print_report(report)
+    if skipped:
+        err.print(f"[yellow]skipped[/yellow] {len(skipped)} agent{'s' if len(skipped) != 1 else ''} without labeled "
+                  f"data (no folder under {escape(str(relative(settings.datasets_dir)))}/<agent>/): "
+                  + escape(", ".join(map(str, skipped))), highlight=False)
+        if len(skipped) == len(definitions):
+            raise UsageError(Problem("no agent under the given paths has labeled data to optimize on",
+                                     hint="add datasets/<agent>/{train,dev,test}.jsonl, or pass --dataset"))
     return 0
 
 

@@ -27,6 +27,10 @@ class DatasetError(RosettaError):
     """Labeled examples are missing, unreadable or do not fit the agent's signature."""
 
 
+class NoDataset(DatasetError):
+    """The agent has no labeled examples at all (no dataset folder): a tree of agents skips it."""
+
+
 @dataclass(frozen=True)
 class Example:
     """One labeled row: the agent's inputs and the answer it should give."""
@@ -118,7 +122,7 @@ def load_labeled(signature: Any, location: str | Path, *, cache_dir: Path | None
 
 def _folder_rows(folder: Path, cache_dir: Path | None) -> dict[str, list[tuple[str, int, Any]]]:
     if not folder.is_dir():
-        raise DatasetError(Problem(f"no dataset folder {folder}", Location(str(folder)),
+        raise NoDataset(Problem(f"no dataset folder {folder}", Location(str(folder)),
                                    hint="create it with train.jsonl, dev.jsonl and test.jsonl, or point "
                                         "evaluation.dataset / --dataset at another folder"))
     rows: dict[str, list[tuple[str, int, Any]]] = {}
