@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -631,3 +632,48 @@ def test_a_dry_run_over_a_tree_skips_agents_without_data_and_lists_them(toy: Pat
     alone = cli("--project", toy, "compile", toy / "signatures" / "vuln-triage.md", "--model", "scripted/toy",
                 "--optimize", "--dry-run", "--unlisted")
     assert alone.exit_code == 2 and "no dataset folder" in alone.output  # one agent named: its error stands
+
+
+def test_a_worse_search_is_kept_as_a_version_not_activated(toy: Path, cli: object) -> None:
+    """A search that scores below the active artifact on the same data, or was run on other data (a
+    small --dataset subset), never replaces it silently: it is kept as a version, and said so."""
+    from rosetta.store.versions import list_versions
+
+    definition = toy / "signatures" / "toy-sorter.md"
+    best = run(toy, max_calls=200)
+    active = (toy / ARTIFACT).read_bytes()
+    assert best.status == "written" and best.outcome.test_score == 1.0
+
+    def search(**options: object) -> object:
+        settings = SearchSettings(trials=1, pruner="none", proposer=None, nearest_demos=False)
+        return optimize(OptimizeRequest(definition=definition, model="scripted/toy", settings=settings, force=True,
+                                        **options), settings=load_settings(toy))
+
+    worse = search()
+    assert worse.status == "kept as a version" and worse.outcome.test_score < 1.0
+    assert "below the active artifact's 1.0 on the same 16 rows" in worse.activation
+    assert (toy / ARTIFACT).read_bytes() == active and Path(worse.artifact).is_file()
+    assert sorted(v.current for v in list_versions(toy / ARTIFACT)) == [False, True]  # listed, not served
+    small = toy / "small"
+    small.mkdir()
+    for split in ("train", "dev", "test"):
+        rows = (toy / "datasets" / "toy-sorter" / f"{split}.jsonl").read_text().splitlines()[:5]
+        (small / f"{split}.jsonl").write_text("\n".join(rows) + "\n")
+    subset = cli("-C", toy, "compile", definition, "--model", "scripted/toy", "--optimize", "--dataset", small,
+                 "--max-calls", "20", "--proposer", "none", "--force")
+    assert subset.exit_code == 0, subset.output
+    assert "not activated" in subset.output and "the active artifact was scored on other data" in subset.output
+    assert re.search(r"kept as version [0-9a-f]{7,}\.", " ".join(subset.output.split()))
+    assert (toy / ARTIFACT).read_bytes() == active
+    forced = search(activate=True)
+    assert forced.status == "written" and (toy / ARTIFACT).read_bytes() != active
+
+
+def test_the_proposal_phase_reports_progress_with_counts(toy: Path) -> None:
+    phases: list[str] = []
+    request = OptimizeRequest(definition=toy / "signatures" / "toy-sorter.md", model="scripted/toy",
+                              settings=SearchSettings(trials=4, proposer="scripted/proposer", proposals=2,
+                                                      nearest_demos=False, max_calls=80))
+    optimize(request, settings=load_settings(toy), on_status=lambda status: phases.append(status.phase))
+    seen = list(dict.fromkeys(phases))
+    assert seen.index("proposing instructions 1/2") < seen.index("proposing instructions 2/2") < seen.index("racing")

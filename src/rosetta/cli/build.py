@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from rosetta.cli.common import err, out, paths_or_default, relative, reports_errors
 from rosetta.cli.search import (
+    ActivateOpt,
     BaselineOpt,
     DatasetOpt,
     DryRunOpt,
@@ -67,7 +68,7 @@ def compile_command(
     storage: StorageOpt = None, proposer: ProposerOpt = None, proposals: ProposalsOpt = 3,
     optimizer: OptimizerOpt = "rosetta", pruner: PrunerOpt = "halving",
     pareto: ParetoOpt = False, baseline: BaselineOpt = False, nearest_demos: NearestDemosOpt = True,
-    repeats: RepeatsOpt = 1,
+    repeats: RepeatsOpt = 1, activate: ActivateOpt = False,
 ) -> None:
     """Compile agents into sealed YAML artifacts: compiled/<agent>/<provider>/<model>.yaml.
 

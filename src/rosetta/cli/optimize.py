@@ -15,6 +15,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from rosetta.cli.common import err, load_agent, out, project_settings, reports_errors
 from rosetta.cli.search import (
+    ActivateOpt,
     BaselineOpt,
     DatasetOpt,
     DryRunOpt,
@@ -53,7 +54,7 @@ def optimize_command(
     storage: StorageOpt = None, proposer: ProposerOpt = None, proposals: ProposalsOpt = 3,
     optimizer: OptimizerOpt = "rosetta", pruner: PrunerOpt = "halving",
     pareto: ParetoOpt = False, baseline: BaselineOpt = False, jobs: JobsOpt = 1,
-    nearest_demos: NearestDemosOpt = True, repeats: RepeatsOpt = 1,
+    nearest_demos: NearestDemosOpt = True, repeats: RepeatsOpt = 1, activate: ActivateOpt = False,
     force: Annotated[bool, typer.Option("--force", help="Search again even if the artifact is up to date.")] = False,
 ) -> None:
     """Search prompt variants for one agent on one model against its labeled examples (optuna), and

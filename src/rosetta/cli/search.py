@@ -47,6 +47,7 @@ class SearchFlags:
     force: bool = False
     nearest_demos: bool = True
     repeats: int = 1
+    activate: bool = False
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any], **overrides: Any) -> SearchFlags:
@@ -84,6 +85,9 @@ MaxCostOpt = Annotated[float | None, typer.Option("--max-cost", min=0, help="Mos
 TimeoutOpt = Annotated[float | None, typer.Option("--timeout", min=1, help="Stop searching after this many "
                                                   "seconds.")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the estimated calls and cost; call nothing.")]
+ActivateOpt = Annotated[bool, typer.Option("--activate", help="Make the new artifact active even when the active one "
+                                           "scored better on test, or was scored on other data (it is otherwise "
+                                           "kept as a version).")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the sampler, demo sets and dev order.")]
 StorageOpt = Annotated[str | None, typer.Option("--storage", help="optuna storage URL (sqlite:///x.db, "
                                                 "postgresql://...) shared by workers.",
@@ -140,7 +144,7 @@ def optimize_targets(ctx: typer.Context, definitions: list[Path], models: list[s
         for model in models:
             request = OptimizeRequest(definition=definition, model=model, settings=flags.settings(model, worker),
                                       metric=flags.metric, dataset=flags.dataset, optimizer=flags.optimizer,
-                                      force=flags.force, dry_run=flags.dry_run)
+                                      force=flags.force, dry_run=flags.dry_run, activate=flags.activate)
             try:
                 with _Progress(f"{definition.stem} → {model}", flags.trials) as show, InvalidAnswers():
                     report = optimize(request, settings=settings, on_status=show)
@@ -274,7 +278,8 @@ def _print_report(report: Any) -> None:
         f" [{outcome.dev_interval[0]:.3f}, {outcome.dev_interval[1]:.3f}] on {outcome.dev_examples} rows"
     raced = f"{outcome.trials} candidates, {outcome.pruned} out" + (
         f", {outcome.cut_short} stopped by the budget" if outcome.cut_short else "")
-    out.print(f"[green]optimized[/green] {escape(label)}: dev {outcome.dev_score:.3f}{interval}{baseline}{test}; "
+    verb = "[green]optimized[/green]" if report.status == "written" else "[yellow]optimized, not activated[/yellow]"
+    out.print(f"{verb} {escape(label)}: dev {outcome.dev_score:.3f}{interval}{baseline}{test}; "
               f"{raced}; {outcome.calls} calls ({outcome.paid_calls} paid this run), {report.wall_s:.0f}s  "
               f"[dim]{escape(str(report.artifact))}[/dim]")
     if outcome.phases:
@@ -284,3 +289,6 @@ def _print_report(report: Any) -> None:
                   + "[/dim]")
     if outcome.stopped:
         out.print(f"           [yellow]stopped early: {escape(outcome.stopped)}[/yellow]")
+    if report.activation:
+        style = "yellow" if report.status == "kept as a version" else "dim"
+        out.print(f"           [{style}]{escape(report.activation)}[/{style}]")

@@ -73,6 +73,21 @@ def publish(path: Path, text: str, out: Path, *, replace: Callable[[], bool] = l
     commit(stage(path, text, out), out, replace=replace)
 
 
+def publish_version(path: Path, text: str, out: Path) -> Path:
+    """Keep ``text`` as a version of the artifact at ``path`` without making it the active one
+    (``rosetta versions`` lists it; a rollout can pin or test it). Returns the version's file."""
+    from rosetta.fileio import write_atomic
+    from rosetta.store.artifact import read_header
+    from rosetta.store.versions import versions_dir
+
+    target = versions_dir(path) / f"{read_header(text).content_sha256}.yaml"
+    inside(target, out)
+    with locked(out):
+        if not target.is_file():
+            write_atomic(target, text)
+    return target
+
+
 def discard(staged: Staged) -> None:
     """Drop a staged artifact that must not be published."""
     staged.temporary.unlink(missing_ok=True)

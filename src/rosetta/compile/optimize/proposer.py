@@ -98,10 +98,12 @@ schema, so even a weak base model answers with parsable JSON (the bound keeps it
 
 def propose(signature: Any, train: tuple[Any, ...], *, model: str | None, count: int,
             complete: Callable[..., Any], label_of: Callable[[Any], str] | None = None,
-            max_tokens: int = 700, structured: bool = False) -> Proposals:
+            max_tokens: int = 700, structured: bool = False,
+            on_call: Callable[[int], None] | None = None) -> Proposals:
     """Ask ``model`` for ``count`` candidates; never raises for what the model says or fails to say.
 
-    ``structured``: the model accepts a JSON Schema ``response_format`` (see ``PROPOSAL_SCHEMA``)."""
+    ``structured``: the model accepts a JSON Schema ``response_format`` (see ``PROPOSAL_SCHEMA``);
+    ``on_call(n)`` is told before the n-th call (1-based), for progress."""
     if not model or count <= 0:
         return Proposals(model, 0, note="no proposer: the search covers demos, format knobs and the terse built-in "
                                         "instruction only")
@@ -113,6 +115,8 @@ def propose(signature: Any, train: tuple[Any, ...], *, model: str | None, count:
     calls = 0
     cost = 0.0
     for number in range(count):
+        if on_call is not None:
+            on_call(number + 1)
         messages = proposal_prompt(signature, summary, original, TIPS[number % len(TIPS)], number + 1)
         try:
             extra = {"response_format": {"type": "json_schema", "json_schema": {

@@ -251,12 +251,11 @@ def proposals_for(study: Any, signature: Any, data: LabeledData, settings: Searc
     if base:
         proposals = Proposals(settings.proposer, 0, note=f"no instruction proposals: {base}")
     else:
-        if settings.proposer and settings.proposals > 0:
-            report("proposing instructions")
         label_of = label_function(signature)
         asked = _CachedCompletion(complete, cache)
         proposals = propose(signature, data.train, model=settings.proposer, count=settings.proposals,
-                            complete=asked, label_of=label_of, structured=_schema_output(settings.proposer))
+                            complete=asked, label_of=label_of, structured=_schema_output(settings.proposer),
+                            on_call=lambda n: report(f"proposing instructions {n}/{settings.proposals}"))
         budget.charge(Answer(None, "", True, proposals.calls - asked.paid, 0.0), paid=False)
         budget.charge(Answer(None, "", True, asked.paid, proposals.cost), paid=True)
     study.set_user_attr("proposals", {
@@ -297,11 +296,12 @@ def bootstrap(study: Any, signature: Any, data: LabeledData, metric: Metric, set
     when the answer is only a label (such a demo would repeat its labeled row)."""
     bootstrapped: list[Demo] = []
     if settings.bootstrap and signature.demo_range[1] > 0 and not label_only:
-        report("bootstrapping demos")
         rows = random.Random(settings.seed).sample(list(data.train), min(settings.bootstrap, len(data.train)))
+        report(f"bootstrapping demos 0/{len(rows)}")
         before, cost_before = evaluator.budget.calls, evaluator.budget.cost
         try:
-            for example, answer in zip(rows, evaluator.answers(base_prompt, rows), strict=True):
+            for done, (example, answer) in enumerate(zip(rows, evaluator.answers(base_prompt, rows), strict=True), 1):
+                report(f"bootstrapping demos {done}/{len(rows)}")
                 if answer.valid and evaluator.score(answer, example) >= 1.0:
                     bootstrapped.append(Demo(id=f"boot:{example.id}", inputs=example.inputs, output=answer.data))
         except BudgetExhausted:

@@ -37,6 +37,7 @@ class OptimizeRequest:
     optimizer: str = "rosetta"
     force: bool = False
     dry_run: bool = False
+    activate: bool = False  # replace the active artifact even when it scored better (or on other data)
 
 
 @dataclass
@@ -45,12 +46,13 @@ class OptimizeReport:
 
     agent: str
     model: str
-    status: str  # "written" | "up to date" | "worker done" | "dry run"
+    status: str  # "written" | "kept as a version" | "up to date" | "worker done" | "dry run"
     artifact: str | None = None
     outcome: Any = None
     estimate: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
+    activation: str | None = None  # how the new artifact compared with the active one, when they were compared
 
 
 def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[SearchStatus], None] | None = None,
@@ -68,7 +70,7 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
         model_fingerprint,
         target_inputs,
     )
-    from rosetta.store.publish import publish
+    from rosetta.store.publish import publish, publish_version
 
     if request.optimizer not in OPTIMIZERS:
         raise UsageError(Problem(f"unknown optimizer {request.optimizer!r}", field="--optimizer",
@@ -117,11 +119,55 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
         prompt=outcome.prompt,
         extensions=signature.extensions,
     )
-    publish(path, dump_artifact(artifact), settings.compiled_dir)
-    report.status = "written"
+    text = dump_artifact(artifact)
     report.outcome = outcome
     report.notes = list(outcome.notes)
+    stays, report.activation = (False, None) if request.activate else _compare_with_active(
+        path, text, context, complete)
+    if stays:
+        report.status, report.artifact = "kept as a version", str(publish_version(path, text, settings.compiled_dir))
+    else:
+        publish(path, text, settings.compiled_dir)
+        report.status = "written"
     return report
+
+
+def _compare_with_active(path: Path, text: str, context: Context, complete: Any) -> tuple[bool, str | None]:
+    """Whether the active artifact at ``path`` stays (the new one, ``text``, is kept as a version),
+    and what was compared. An optimized artifact gives way only to one scoring at least as well on
+    test on the same rows: a search on a few rows, or on other data, must not silently replace a
+    measured better prompt. When the data differ, the active prompt is first scored on this search's
+    test rows (its calls are said)."""
+    from rosetta.errors import RosettaError
+    from rosetta.store.artifact import ArtifactError, parse_artifact, read_artifact
+    from rosetta.store.versions import short_id
+
+    try:
+        active = read_artifact(path)
+    except (OSError, ArtifactError):
+        return False, None
+    new = parse_artifact(text, path=str(path))
+    old, now = active.provenance.scores.get("test"), new.provenance.scores.get("test")
+    if old is None or active.provenance.dataset_sha256 is None:
+        return False, None  # an unoptimized render, or one never scored on test: nothing measured to lose
+    rows, version, measured = len(context.data.test), short_id(new.content_sha256), ""
+    if active.provenance.dataset_sha256 != new.provenance.dataset_sha256:
+        try:
+            scored = [_score_example(context.agent, active.prompt, context.metric, example, 0, complete=complete,
+                                     label="the active artifact", draws=1) for example in context.data.test]
+        except RosettaError as error:
+            return True, (f"not activated: the active artifact was scored on other data, and scoring it on these "
+                          f"{rows} test rows failed ({error.problems[0].message}); kept as version {version}. Pass "
+                          "--activate to replace it")
+        old = round(sum(row["score"] for row in scored) / len(scored), 6) if scored else 0.0
+        measured = (f" (the active artifact was scored on other data; on these rows it scores {old}, "
+                    f"{sum(row['calls'] for row in scored)} calls)")
+    if now is not None and now >= old:
+        return False, (f"activated: it scores {now} on test, at least the active artifact's {old} on the same "
+                       f"{rows} rows{measured}")
+    return True, (f"not activated: it scores {now} on test, below the active artifact's {old} on the same {rows} "
+                  f"rows{measured}; kept as version {version}. Pass --activate to replace it anyway, or test it with "
+                  "`rosetta experiment start`")
 
 
 def _search(request: OptimizeRequest, context: Any, identity: dict[str, Any], *, on_status: Any, complete: Any,
