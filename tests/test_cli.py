@@ -326,3 +326,19 @@ def test_doctor_does_not_ask_ollama_for_a_key(cli, tree, monkeypatch):
     text = cli("--project", tree, "doctor").output
     row = next(line for line in text.splitlines() if line.strip().startswith("ollama_chat"))
     assert "none needed" in row and "missing" not in row
+
+
+def test_render_and_diff_show_the_request_litellm_sends(cli, tree):
+    definition = tree / "signatures" / "vuln-triage.md"
+    plain = cli("render", definition, "--model", "sonnet")
+    filled = cli("render", definition, "--model", "sonnet", "-i", "report=SQL injection in the login form.")
+    for result in (plain, filled):  # one layout, with or without inputs
+        assert result.exit_code == 0, result.output
+        assert "=== SYSTEM CONTEXT ===" not in result.stdout and "OUTPUT INSTRUCTIONS" not in result.stdout
+        assert "--- system ---" in result.stdout and "--- user ---" in result.stdout
+        assert "--- output_config ---" in result.stdout and "max_tokens:" in result.stdout  # what Sonnet receives
+    assert "<report>" in plain.stdout and "SQL injection in the login form." in filled.stdout
+    diff = cli("--project", tree, "diff", "vuln-triage", "--model", "sonnet", "--model", "openai/gpt-4o").stdout
+    assert "-model: anthropic/claude-sonnet-5-5" in diff and "+--- response_format ---" in diff
+    manual = cli("render", definition, "--model", "ollama/llama3.1", "--manual").stdout
+    assert manual.count('"enum"') == 1  # the schema once: it is already in the prompt's format section

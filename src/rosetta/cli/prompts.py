@@ -48,7 +48,8 @@ def render(
         list[Path] | None, typer.Option("--adapters", help="Extra adapter directory (repeatable).")
     ] = None,
 ) -> None:
-    """Show the exact prompt a model receives for an agent."""
+    """Show the exact request a model receives for an agent: its messages, tools and parameters, as
+    litellm sends them (inputs not given with -i are shown as <name> placeholders)."""
     from rosetta.definition.loader import load_definition
     from rosetta.providers.adapter import load_adapters
     from rosetta.providers.catalog import catalog_for
@@ -74,14 +75,7 @@ def render(
     else:
         out.print(f"[bold]{escape(prompt.agent)}[/bold] on [bold]{escape(prompt.model)}[/bold] "
                   f"[dim](adapter {prompt.adapter}, {prompt.model_class}; ~{prompt.tokens['total']:,} tokens)[/dim]")
-        messages = prompt.messages(values) if values else None
-        if messages is None:
-            sys.stdout.write(prompt.render_for_display())
-        else:
-            for message in messages:
-                sys.stdout.write(f"--- {message['role']} ---\n{message['content']}\n")
-        params = {**prompt.generation, **prompt.request_params}
-        sys.stdout.write("--- request parameters ---\n" + json.dumps(params, indent=2) + "\n")
+        sys.stdout.write(prompt.request_text(values))
 
 
 @reports_errors
@@ -103,7 +97,7 @@ def show(
     if loaded.artifacts:
         out.print("  compiled for: " + escape(", ".join(sorted(loaded.artifacts))))
     if prompt:
-        sys.stdout.write(selection.prompt.render_for_display())
+        sys.stdout.write(selection.prompt.request_text())
 
 
 @reports_errors
@@ -112,7 +106,8 @@ def diff(
     agent: Annotated[str, typer.Argument(help="Agent name or definition path.")],
     models: Annotated[list[str], typer.Option("--model", "-m", help="Two models to compare.")],
 ) -> None:
-    """Unified diff of the prompts the runtime would send to two models."""
+    """Unified diff of the requests the runtime would send to two models (messages, tools,
+    structured output, generation parameters; inputs shown as <name> placeholders)."""
     import difflib
 
     if len(models) != 2:
@@ -120,8 +115,8 @@ def diff(
     loaded = load_agent(ctx, agent)
     first, second = (loaded.explain(m, strict=False) for m in models)
     lines = difflib.unified_diff(
-        first.prompt.render_for_display().splitlines(keepends=True),
-        second.prompt.render_for_display().splitlines(keepends=True),
+        first.prompt.request_text().splitlines(keepends=True),
+        second.prompt.request_text().splitlines(keepends=True),
         fromfile=f"{first.model} ({first.kind})", tofile=f"{second.model} ({second.kind})",
     )
     sys.stdout.writelines(lines)

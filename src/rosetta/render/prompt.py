@@ -235,6 +235,25 @@ class RenderedPrompt:
 
     # -- reading -----------------------------------------------------------------------------
 
+    def request_text(self, inputs: Mapping[str, Any] | None = None) -> str:
+        """Exactly the request litellm is sent for ``inputs`` (``<name>`` placeholders for inputs not
+        given), readable: each message by role, then every other parameter (tools, tool choice,
+        structured output, generation). ``rosetta render``, ``show`` and ``diff`` print this."""
+        filled = {field.name: f"<{field.name}>" for field in self.inputs} | dict(inputs or {})
+        kwargs = self.to_litellm(filled)
+        parts = [f"model: {kwargs.pop('model')}"]
+        for message in kwargs.pop("messages"):
+            content = message.get("content")
+            parts.append(f"--- {message['role']} ---\n"
+                         + (content if isinstance(content, str) else json.dumps(content, indent=2, ensure_ascii=False)))
+        plain = {key: value for key, value in sorted(kwargs.items()) if not isinstance(value, (dict, list))}
+        for key, value in sorted(kwargs.items()):
+            if key not in plain:
+                parts.append(f"--- {key} ---\n" + json.dumps(value, indent=2, ensure_ascii=False))
+        if plain:
+            parts.append("--- parameters ---\n" + "\n".join(f"{key}: {json.dumps(value)}" for key, value in plain.items()))
+        return "\n".join(parts) + "\n"
+
     def render_for_display(self, inputs: Mapping[str, Any] | None = None) -> str:
         """One text block for manual (copy/paste) mode: system context, examples, request, output.
 
@@ -256,10 +275,18 @@ class RenderedPrompt:
             parts.append("=== TOOLS ===\n" + json.dumps(self.tools, indent=2))
         request = self.user_message(inputs) if inputs is not None else "\n\n".join(t for _, t in self.user_blocks)
         parts.append("=== REQUEST ===\n" + request)
-        if self.output_schema is not None:
+        if self.output_schema is not None and not self._schema_in_text():
             parts.append("=== OUTPUT INSTRUCTIONS ===\nAnswer with one JSON object valid against this schema:\n"
                          + json.dumps(self.output_schema, indent=2))
         return "\n\n".join(parts) + "\n"
+
+
+    def _schema_in_text(self) -> bool:
+        """Whether the system text already asks for the schema (it is written in the prompt, not sent
+        in the request): manual mode then does not repeat it."""
+        from rosetta.render.mechanisms import MECHANISMS
+
+        return self.structured_output is not None and not MECHANISMS[self.structured_output].schema_in_request
 
 
 def demo_turns(demo: Demo, user_blocks: tuple[tuple[str, str], ...]) -> tuple[Message, Message]:
