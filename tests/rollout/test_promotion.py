@@ -73,11 +73,18 @@ def test_the_report_counts_only_this_experiments_lines(tmp_path):
     json.dumps(data, allow_nan=False)
 
 
-def test_start_defaults_to_the_version_the_new_one_replaced(versions):
+def test_the_serving_version_as_treatment_needs_an_explicit_control(versions):
+    """The compiled artifact serves (no rollout file): testing it against the version it replaced
+    would move everyone else back to that version, so the command must say so with --control."""
+    with pytest.raises(UsageError, match=r"would be both control and treatment \(it is what serves now\)") as caught:
+        start_experiment(versions.artifact, versions.tree / "compiled", agent=AGENT, model=MODEL,
+                         treatment=versions.new[:12], share=0.2, experiment_id="exp-1")
+    assert versions.old[:12] in caught.value.problems[0].hint and not rollout_path(versions.artifact).exists()
     rollout = start_experiment(versions.artifact, versions.tree / "compiled", agent=AGENT, model=MODEL,
-                               treatment=versions.new[:12], share=0.2, experiment_id="exp-1")
+                               treatment=versions.new[:12], control=versions.old, share=0.2, experiment_id="exp-1")
     assert rollout == read_rollout(rollout_path(versions.artifact))
     assert rollout.active == versions.old and rollout.experiment.treatment == versions.new
+    assert rollout.experiment.restore == versions.new  # what served before: `stop` brings it back
     assert (rollout.experiment.metric, rollout.experiment.test, rollout.experiment.min_samples) == ("success", "z", 100)
     with pytest.raises(UsageError, match="experiment exp-1 is already running"):
         start_experiment(versions.artifact, versions.tree / "compiled", agent=AGENT, model=MODEL,
@@ -88,13 +95,13 @@ def test_start_with_an_earlier_version_as_treatment_keeps_the_compiled_one_as_co
     rollout = start_experiment(versions.artifact, versions.tree / "compiled", agent=AGENT, model=MODEL,
                                treatment=versions.old, share=0.5, metric="score")
     assert rollout.active == versions.new and rollout.experiment.test == "welch"
-    assert rollout.experiment.id.startswith("exp-")
+    assert rollout.experiment.id.startswith("exp-") and rollout.experiment.restore is None  # control = what serves
 
 
 def test_start_needs_two_versions_and_valid_settings(versions):
     with pytest.raises(RolloutError, match="--share"):
         start_experiment(versions.artifact, versions.tree / "compiled", agent=AGENT, model=MODEL,
-                         treatment=versions.new, share=1.5)
+                         treatment=versions.old, share=1.5)
     with pytest.raises(UsageError, match="both control and treatment"):
         start_experiment(versions.artifact, versions.tree / "compiled", agent=AGENT, model=MODEL,
                          treatment=versions.new, control=versions.new[:9], share=0.5)
@@ -104,14 +111,15 @@ def test_start_needs_two_versions_and_valid_settings(versions):
 def test_a_single_version_cannot_be_tested(tree):
     compile_agent(tree)
     artifact = artifact_of(tree)
-    with pytest.raises(UsageError, match="no other version"):
+    with pytest.raises(UsageError, match="would be both control and treatment"):
         start_experiment(artifact, tree / "compiled", agent=AGENT, model=MODEL,
                          treatment=version_of(artifact)[:12], share=0.5)
 
 
 def running(versions: Versions) -> Rollout:
+    """The new (compiled, serving) version against the one it replaced, which serves the control arm."""
     return start_experiment(versions.artifact, versions.tree / "compiled", agent=AGENT, model=MODEL,
-                            treatment=versions.new, share=0.2, experiment_id="exp-1")
+                            treatment=versions.new, control=versions.old, share=0.2, experiment_id="exp-1")
 
 
 def test_promote_makes_the_treatment_active_and_ends_the_experiment(versions):
@@ -137,10 +145,14 @@ def test_promote_a_version_rolls_back(versions):
     assert rolled == Rollout(versions.old)
 
 
-def test_stop_keeps_the_active_version(versions):
+def test_stop_brings_back_what_served_before_the_experiment(versions):
     running(versions)
     ended = stop(versions.artifact, versions.tree / "compiled", agent=AGENT, model=MODEL)
     assert ended.experiment.id == "exp-1"
-    assert read_rollout(rollout_path(versions.artifact)) == Rollout(versions.old)
+    assert read_rollout(rollout_path(versions.artifact)) == Rollout(versions.new)  # the compiled artifact, as before
+    start_experiment(versions.artifact, versions.tree / "compiled", agent=AGENT, model=MODEL,
+                     treatment=versions.old, share=0.3, experiment_id="exp-2")  # control: what serves
+    stop(versions.artifact, versions.tree / "compiled", agent=AGENT, model=MODEL)
+    assert read_rollout(rollout_path(versions.artifact)) == Rollout(versions.new)
     with pytest.raises(UsageError, match="no experiment is running"):
         stop(versions.artifact, versions.tree / "compiled", agent=AGENT, model=MODEL)

@@ -19,8 +19,9 @@ def run(cli, versions, *args):
 
 
 def start(cli, versions, *extra):
+    """The new (compiled, serving) version as treatment, against the one it replaced, named as control."""
     result = run(cli, versions, "experiment", "start", AGENT, "--model", MODEL, "--treatment", versions.new[:12],
-                 "--share", "0.2", "--id", "exp-1", *extra)
+                 "--control", versions.old[:12], "--share", "0.2", "--id", "exp-1", *extra)
     assert result.exit_code == 0, result.output
     return result
 
@@ -58,8 +59,13 @@ def test_versions_warns_about_a_broken_rollout_file_and_still_lists(cli, version
 
 
 def test_start_writes_the_rollout_file(cli, versions):
+    implicit = run(cli, versions, "experiment", "start", AGENT, "-m", MODEL, "--treatment", versions.new, "--share",
+                   "0.2")
+    assert implicit.exit_code == 2 and "(it is what serves now)" in implicit.output and "--control" in implicit.output
+    assert not rollout_path(versions.artifact).exists()  # nothing serves differently
     result = start(cli, versions, "--metric", "score", "--min-samples", "50", "--auto-promote")
     assert "started experiment exp-1" in result.stdout and f"control {versions.old[:12]}" in result.stdout
+    assert f"the control is not what served before ({versions.new[:12]})" in " ".join(result.stdout.split())
     rollout = read_rollout(rollout_path(versions.artifact))
     assert rollout.active == versions.old and rollout.experiment.treatment == versions.new
     assert (rollout.experiment.metric, rollout.experiment.test, rollout.experiment.min_samples,
@@ -70,9 +76,9 @@ def test_start_errors_name_the_option_and_the_fix(cli, versions):
     bad_id = run(cli, versions, "experiment", "start", AGENT, "-m", MODEL, "--treatment", "v2", "--share", "0.2")
     assert bad_id.exit_code == 2 and "--treatment: 'v2' is not a version id" in bad_id.output
     assert "rosetta versions vuln-triage --model openai/gpt-4o" in bad_id.output
-    share = run(cli, versions, "experiment", "start", AGENT, "-m", MODEL, "--treatment", versions.new, "--share", "1.5")
+    share = run(cli, versions, "experiment", "start", AGENT, "-m", MODEL, "--treatment", versions.old, "--share", "1.5")
     assert share.exit_code == 2 and "--share: 1.5 is out of range" in share.output
-    test = run(cli, versions, "experiment", "start", AGENT, "-m", MODEL, "--treatment", versions.new, "--share", "0.5",
+    test = run(cli, versions, "experiment", "start", AGENT, "-m", MODEL, "--treatment", versions.old, "--share", "0.5",
                "--metric", "latency_s", "--test", "z")
     assert test.exit_code == 2 and "--test: the z-test compares rates" in test.output
     assert not rollout_path(versions.artifact).exists()
@@ -123,14 +129,20 @@ def test_promote_auto_flips_the_active_version_only_when_the_rule_holds(cli, ver
     assert read_rollout(file) == Rollout(versions.new)
 
 
-def test_promote_auto_refuses_a_worse_treatment(cli, versions):
+def test_promote_refuses_a_worse_or_undecided_treatment_unless_forced(cli, versions):
     start(cli, versions)
     log = default_path(AGENT, versions.tree)
+    early = run(cli, versions, "experiment", "promote", AGENT, "-m", MODEL)  # no outcomes yet
+    assert early.exit_code == 1 and "not promoted: not enough samples" in early.stdout
     log_arm(log, "control", versions.old, successes=80, failures=20)
     log_arm(log, "treatment", versions.new, successes=50, failures=50)
-    result = run(cli, versions, "experiment", "promote", AGENT, "-m", MODEL, "--auto")
-    assert result.exit_code == 1 and "the treatment is worse" in result.stdout
-    assert read_rollout(rollout_path(versions.artifact)).experiment is not None
+    for flags in ((), ("--auto",)):
+        result = run(cli, versions, "experiment", "promote", AGENT, "-m", MODEL, *flags)
+        assert result.exit_code == 1 and "the treatment is worse" in result.stdout and "--force" in result.output
+        assert read_rollout(rollout_path(versions.artifact)).experiment is not None
+    forced = run(cli, versions, "experiment", "promote", AGENT, "-m", MODEL, "--force")
+    assert forced.exit_code == 0 and "the treatment is worse" in forced.stdout and "(--force)" in forced.stdout
+    assert read_rollout(rollout_path(versions.artifact)) == Rollout(versions.new)
 
 
 def test_report_auto_promotes_when_the_experiment_says_so(cli, versions):
@@ -146,14 +158,15 @@ def test_report_auto_promotes_when_the_experiment_says_so(cli, versions):
 def test_promote_and_stop_by_hand(cli, versions):
     start(cli, versions)
     both = run(cli, versions, "experiment", "promote", AGENT, "-m", MODEL, "--auto", "--version", versions.old)
-    assert both.exit_code == 2 and "--auto and --version do not mix" in both.output
+    assert both.exit_code == 2 and "--auto/--force and --version do not mix" in both.output
     stopped = run(cli, versions, "experiment", "stop", AGENT, "-m", MODEL)
-    assert stopped.exit_code == 0 and f"stopped experiment exp-1: {versions.old[:12]} stays" in stopped.stdout
-    assert read_rollout(rollout_path(versions.artifact)) == Rollout(versions.old)
+    assert stopped.exit_code == 0, stopped.output
+    assert f"stopped experiment exp-1: {versions.new[:12]} serves again, as before" in " ".join(stopped.stdout.split())
+    assert read_rollout(rollout_path(versions.artifact)) == Rollout(versions.new)
     again = run(cli, versions, "experiment", "stop", AGENT, "-m", MODEL)
     assert again.exit_code == 2 and "no experiment is running for vuln-triage on openai/gpt-4o" in again.output
-    promoted = run(cli, versions, "experiment", "promote", AGENT, "-m", MODEL, "--version", versions.new[:10])
-    assert promoted.exit_code == 0 and read_rollout(rollout_path(versions.artifact)) == Rollout(versions.new)
+    promoted = run(cli, versions, "experiment", "promote", AGENT, "-m", MODEL, "--version", versions.old[:10])
+    assert promoted.exit_code == 0 and read_rollout(rollout_path(versions.artifact)) == Rollout(versions.old)
 
 
 def test_versions_shows_an_optimized_versions_scores(cli, versions):
@@ -163,9 +176,18 @@ def test_versions_shows_an_optimized_versions_scores(cli, versions):
     from rosetta.store.publish import publish
 
     plain = parse_artifact(versions.artifact.read_text(), path=str(versions.artifact))
-    optimized = replace(plain, provenance=replace(plain.provenance, optimizer={"name": "rosetta"},
-                                                  scores={"metric": "fields", "dev": 0.8, "test": 0.75}))
+    scores = {"metric": "fields", "dev": 0.8, "test": 0.75, "dev_examples": 40, "test_examples": 100}
+    optimized = replace(plain, provenance=replace(plain.provenance, optimizer={"name": "rosetta"}, scores=scores,
+                                                  dataset_sha256="ab" * 32))
     publish(versions.artifact, dump_artifact(optimized), versions.tree / "compiled")
     result = run(cli, versions, "versions", AGENT, "--model", MODEL)
     assert result.exit_code == 0 and "3 versions" in result.stdout
-    assert all(part in result.stdout for part in ("fields: dev", "0.800, test", "0.750", "rosetta")), result.stdout
+    shown = " ".join(result.stdout.split())
+    assert all(part in shown for part in ("fields: dev", "0.800 (40), test 0.750 (100)", "abababab", "rosetta")), shown
+    other = replace(optimized, provenance=replace(optimized.provenance, dataset_sha256="cd" * 32,
+                                                  scores={**scores, "test": 0.9, "test_examples": 5}))
+    publish(versions.artifact, dump_artifact(other), versions.tree / "compiled")
+    mixed = " ".join(run(cli, versions, "versions", AGENT, "--model", MODEL).stdout.split())
+    assert "cdcdcdcd" in mixed and "measured on different datasets" in mixed
+    rows = json.loads(run(cli, versions, "versions", AGENT, "-m", MODEL, "-f", "json").stdout)["versions"]
+    assert {row["dataset_sha256"] for row in rows} == {"ab" * 32, "cd" * 32, None}

@@ -114,6 +114,7 @@ def versions_command(
         rows = [{"id": v.id, "short": v.short, "active": v.id == active, "treatment": v.id == treatment,
                  "current": v.current, "written": v.written.isoformat(timespec="seconds"),
                  "agent_version": v.agent_version, "scores": v.scores, "optimizer": v.optimizer,
+                 "dataset_sha256": v.dataset,
                  "path": str(v.path), "problem": v.problem} for v in versions]
         sys.stdout.write(json.dumps({"agent": target.agent, "model": target.model,
                                      "rollout": rollout.to_dict() if rollout else None, "versions": rows},
@@ -121,8 +122,8 @@ def versions_command(
         return
     table = Table(title=f"{target.agent} on {target.model}: {len(versions)} versions", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("Version", "Status", "Written (UTC)", "Def.", "Scores", "Optimizer"):
-        table.add_column(column, overflow="fold", no_wrap=column in ("Version", "Written (UTC)"))
+    for column in ("Version", "Status", "Written (UTC)", "Data", "Scores (rows)", "By"):
+        table.add_column(column, overflow="fold", no_wrap=column in ("Version", "Written (UTC)", "Data"))
     for v in versions:
         status = []
         if v.id == active:
@@ -132,16 +133,23 @@ def versions_command(
         if v.problem:
             status.append(f"[red]unusable: {escape(v.problem)}[/red]")
         table.add_row(short_id(v.id) + ("*" if v.current else ""), ", ".join(status), f"{v.written:%Y-%m-%d %H:%M}",
-                      escape(v.agent_version or ""), escape(_scores(v.scores)), escape(v.optimizer or "-"))
+                      v.dataset[:8] if v.dataset else "-", escape(_scores(v.scores)), escape(v.optimizer or "-"))
     out.print(table)
+    out.print("[dim]Data: the labeled dataset's sha256 the scores were measured on; By: the optimizer[/dim]")
     out.print("[dim]* the compiled artifact (what `rosetta compile` wrote last); the others are kept in "
               f"{escape(versions_dir(target.artifact).name)}/[/dim]")
+    if len({v.dataset for v in versions if v.dataset}) > 1:
+        out.print("[yellow]scores measured on different datasets (the Dataset column) are not comparable[/yellow]; "
+                  "`rosetta evaluate` scores a version on the data you choose")
 
 
 def _scores(scores: dict[str, Any]) -> str:
     if not scores:
         return "-"
-    shown = [f"{key} {value:.3f}" for key, value in scores.items()
+    rows = {"dev": scores.get("dev_examples"), "test": scores.get("test_examples")}
+    shown = [f"{key} {value:.3f}" + (f" ({rows[key.removeprefix('baseline_')]})"
+                                     if rows.get(key.removeprefix("baseline_")) else "")
+             for key, value in scores.items()
              if key in ("dev", "test", "baseline_dev", "baseline_test") and isinstance(value, (int, float))]
     return (f"{scores['metric']}: " if scores.get("metric") else "") + ", ".join(shown)
 
@@ -185,7 +193,11 @@ def start_command(
     assert experiment is not None
     out.print(f"[green]started[/green] experiment [bold]{escape(experiment.id)}[/bold] for {escape(target.agent)} "
               f"on {escape(target.model)}: treatment {short_id(experiment.treatment)} for {experiment.share:.0%} of "
-              f"users, control {short_id(rollout.active)}")
+              f"users, control {short_id(rollout.active)} for the rest")
+    if experiment.restore:
+        out.print(f"[yellow]the control is not what served before ({short_id(experiment.restore)})[/yellow]: it now "
+                  f"serves {1 - experiment.share:.0%} of users; `rosetta experiment stop` brings "
+                  f"{short_id(experiment.restore)} back")
     out.print(f"[dim]decided on {experiment.metric} ({experiment.test}, alpha {experiment.alpha:g}, "
               f"≥ {experiment.min_samples} per arm); {escape(str(rollout_path(target.artifact)))}[/dim]")
 
@@ -322,29 +334,35 @@ def promote_command(
     ctx: typer.Context,
     agent: AgentArg,
     model: ModelOpt,
-    auto: Annotated[bool, typer.Option("--auto", help="Promote only if the experiment's rule holds (its test "
-                                       "passes at alpha with min_samples per arm, treatment better); exit 1 "
-                                       "otherwise.")] = False,
+    auto: Annotated[bool, typer.Option("--auto", help="Kept for scripts: promoting always checks the "
+                                       "experiment's rule now (see --force).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Promote the treatment even when the report says it is "
+                                        "worse, or cannot yet tell.")] = False,
     version: Annotated[str | None, typer.Option("--version", help="Make this version active instead (e.g. to "
                                                 "roll back); ends any experiment.")] = None,
     log: LogOpt = None,
 ) -> None:
-    """Make the experiment's treatment the active version and end the experiment."""
+    """Make the experiment's treatment the active version and end the experiment, if its report says
+    the treatment is better (its test passes at alpha with min_samples per arm); --force promotes it
+    anyway. --version makes any version active instead (a rollback), ending any experiment."""
     from rosetta.rollout.promotion import promote
     from rosetta.store.versions import short_id
 
-    if auto and version:
-        raise UsageError(Problem("--auto and --version do not mix", field="--version",
-                                 hint="--auto decides on the running experiment's treatment"))
+    if (auto or force) and version:
+        raise UsageError(Problem("--auto/--force and --version do not mix", field="--version",
+                                 hint="--version makes a version active without looking at an experiment"))
     target = _target(ctx, agent, model)
     experiment_id = None
-    if auto:
+    if version is None:
         report = _experiment_report(target, log)
-        if not report.decision.promote:
+        if not report.decision.promote and not force:
             out.print(f"[yellow]not promoted[/yellow]: {escape(report.decision.reason)}; nothing changed")
+            err.print("[dim]`rosetta experiment report` shows the arms; --force promotes anyway[/dim]")
             raise typer.Exit(1)
         experiment_id = report.experiment.id
-        out.print(f"[green]{escape(report.decision.reason)}[/green]")
+        style = "green" if report.decision.promote else "yellow"
+        out.print(f"[{style}]{escape(report.decision.reason)}[/{style}]"
+                  + ("" if report.decision.promote else " (--force)"))
     rollout = promote(target.artifact, target.out, agent=target.agent, model=target.model, version=version,
                       experiment_id=experiment_id)
     out.print(f"[green]promoted[/green] {short_id(rollout.active)}: now the active version of "
@@ -361,5 +379,7 @@ def stop_command(ctx: typer.Context, agent: AgentArg, model: ModelOpt) -> None:
     target = _target(ctx, agent, model)
     ended = stop(target.artifact, target.out, agent=target.agent, model=target.model)
     assert ended.experiment is not None
-    out.print(f"[green]stopped[/green] experiment {escape(ended.experiment.id)}: {short_id(ended.active)} stays the "
-              f"active version of {escape(target.agent)} on {escape(target.model)}")
+    serving = ended.experiment.restore or ended.active
+    out.print(f"[green]stopped[/green] experiment {escape(ended.experiment.id)}: {short_id(serving)} "
+              + ("serves again, as before the experiment" if ended.experiment.restore else "stays the active version")
+              + f" of {escape(target.agent)} on {escape(target.model)}")

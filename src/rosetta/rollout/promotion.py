@@ -82,10 +82,10 @@ def start_experiment(artifact: Path, out: Path, *, agent: str, model: str, treat
                      experiment_id: str | None = None, control: str | None = None, metric: str = "success",
                      test: str | None = None, alpha: float = 0.05, min_samples: int = 100,
                      auto_promote: bool = False) -> Rollout:
-    """Run ``treatment`` against the active version (``control``: another one) for ``share`` of users.
-
-    Without a rollout file the active version is the compiled artifact, unless that is the
-    treatment itself (it was just compiled): then the control is the version it replaced.
+    """Run ``treatment`` against the version that serves now (``control``: another one) for ``share``
+    of users. What serves changes only as the command says: the treatment's share gets it, and the
+    rest get the control, which is what served unless ``control`` names another version; then
+    :func:`stop` brings back what served before.
     """
     with locked(out):
         current = read_rollout(rollout_path(artifact))
@@ -93,36 +93,38 @@ def start_experiment(artifact: Path, out: Path, *, agent: str, model: str, treat
             raise UsageError(Problem(f"experiment {current.experiment.id} is already running for {agent} on {model}",
                                      Location(str(rollout_path(artifact))), hint="promote or stop it first"))
         treated, _ = load_version(artifact, treatment, agent=agent, model=model, field_name="--treatment")
+        serving = serving_version(artifact, current, agent=agent, model=model)
         if control is not None:
             base, _ = load_version(artifact, control, agent=agent, model=model, field_name="--control")
-        elif current is not None:
-            base, _ = load_version(artifact, current.active, agent=agent, model=model,
-                                   where=Location(str(rollout_path(artifact))), field_name="active")
         else:
-            base = _default_control(artifact, treated.content_sha256, agent=agent, model=model)
+            base = serving
         if base.content_sha256 == treated.content_sha256:
-            raise UsageError(Problem(f"version {short_id(treated.content_sha256)} would be both control and treatment",
-                                     field="--treatment", hint="pass another --treatment, or --control ID"))
+            earlier = [v.short for v in list_versions(artifact) if v.id != treated.content_sha256 and v.problem is None]
+            raise UsageError(Problem(
+                f"version {short_id(treated.content_sha256)} would be both control and treatment"
+                + (" (it is what serves now)" if control is None else ""), field="--treatment",
+                hint="pass --control ID to compare it with another version, which then serves the other users"
+                     + (f" (versions: {', '.join(earlier[:5])})" if earlier else "")))
         experiment = make_experiment({
             "id": experiment_id or f"exp-{datetime.now(UTC):%Y%m%d-%H%M%S}", "treatment": treated.content_sha256,
             "share": share, "metric": metric, "test": test or default_test(metric), "alpha": alpha,
-            "min_samples": min_samples, "auto_promote": auto_promote})
+            "min_samples": min_samples, "auto_promote": auto_promote,
+            **({"restore": serving.content_sha256} if base.content_sha256 != serving.content_sha256 else {})})
         rollout = Rollout(base.content_sha256, experiment)
         write_pins(artifact, rollout)
     return rollout
 
 
-def _default_control(artifact: Path, treatment: str, *, agent: str, model: str) -> Any:
-    """What served before any rollout file: the compiled artifact, or when that is the treatment,
-    the newest earlier version."""
-    candidates = [v for v in list_versions(artifact) if v.id != treatment and v.problem is None]
-    candidates.sort(key=lambda v: not v.current)  # stable: the compiled artifact, else the newest
-    if candidates:
-        return load_version(artifact, candidates[0].id, agent=agent, model=model)[0]
-    raise UsageError(Problem(f"no other version of {agent} on {model} to compare "
-                             f"{short_id(treatment)} with", Location(str(artifact)), "--treatment",
-                             hint="recompile after changing the definition (the previous artifact is kept), "
-                                  "or pass --control ID"))
+def serving_version(artifact: Path, current: Rollout | None, *, agent: str, model: str) -> Any:
+    """The version that serves now: the rollout file's active one, else the compiled artifact."""
+    if current is not None:
+        return load_version(artifact, current.active, agent=agent, model=model,
+                            where=Location(str(rollout_path(artifact))), field_name="active")[0]
+    compiled = [v for v in list_versions(artifact) if v.current and v.problem is None]
+    if not compiled:
+        raise UsageError(Problem(f"{agent} on {model} has no usable compiled artifact to serve as control",
+                                 Location(str(artifact)), "--control", hint="pass --control ID"))
+    return load_version(artifact, compiled[0].id, agent=agent, model=model)[0]
 
 
 def promote(artifact: Path, out: Path, *, agent: str, model: str, version: str | None = None,
@@ -148,12 +150,13 @@ def promote(artifact: Path, out: Path, *, agent: str, model: str, version: str |
 
 
 def stop(artifact: Path, out: Path, *, agent: str, model: str) -> Rollout:
-    """End the running experiment; the active version stays, the treatment goes back on the shelf.
-    Returns the rollout as it was (with the experiment that ended)."""
+    """End the running experiment; what served before it serves again (the control, unless the
+    experiment chose another control: then its ``restore`` version), and the treatment goes back on
+    the shelf. Returns the rollout as it was (with the experiment that ended)."""
     with locked(out):
         current = read_rollout(rollout_path(artifact))
         if current is None or current.experiment is None:
             raise UsageError(Problem(f"no experiment is running for {agent} on {model}", field="--model",
                                      hint="`rosetta experiment report` shows what runs"))
-        write_pins(artifact, Rollout(current.active))
+        write_pins(artifact, Rollout(current.experiment.restore or current.active))
     return current

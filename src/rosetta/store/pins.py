@@ -12,6 +12,8 @@
       alpha: 0.05
       min_samples: 100                  # per arm, before anything is decided
       auto_promote: false               # `rosetta experiment report` promotes when the rule holds
+      restore: 5e6f7a8b...              # set when the control is not what served before the experiment:
+                                        # `rosetta experiment stop` makes this version active again
 
 Frozen dataclasses validated by hand rather than pydantic models: the runtime reads this file on
 the path that picks a prompt, which must not import pydantic (see project.py, which reads
@@ -55,11 +57,12 @@ class Experiment:
     alpha: float = 0.05
     min_samples: int = 100  # per arm
     auto_promote: bool = False
+    restore: str | None = None  # what served before, when the control differs from it: `stop` goes back to it
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "treatment": self.treatment, "share": self.share, "metric": self.metric,
                 "test": self.test, "alpha": self.alpha, "min_samples": self.min_samples,
-                "auto_promote": self.auto_promote}
+                "auto_promote": self.auto_promote, **({"restore": self.restore} if self.restore else {})}
 
 
 @dataclass(frozen=True)
@@ -166,7 +169,7 @@ def _parse_experiment(raw: Any, problem: Any) -> Experiment | None:
     if not isinstance(raw, dict):
         problem(("experiment",), "must be a mapping", "{id, treatment, share, ...}")
         return None
-    known = ("id", "treatment", "share", "metric", "test", "alpha", "min_samples", "auto_promote")
+    known = ("id", "treatment", "share", "metric", "test", "alpha", "min_samples", "auto_promote", "restore")
     for key in sorted(set(raw) - set(known)):
         problem(("experiment", str(key)), "unknown setting", ", ".join(known))
     experiment_id, treatment, share = raw.get("id"), raw.get("treatment"), raw.get("share")
@@ -199,11 +202,15 @@ def _parse_experiment(raw: Any, problem: Any) -> Experiment | None:
     auto_promote = raw.get("auto_promote", False)
     if not isinstance(auto_promote, bool):
         problem(("experiment", "auto_promote"), f"{auto_promote!r} is not a boolean", "true or false")
+    restore = raw.get("restore")
+    if restore is not None and not _is_id(restore):
+        problem(("experiment", "restore"), f"{restore!r} is not a version id",
+                "a version id (hex digits of a content_sha256)")
     if not (isinstance(experiment_id, str) and _is_id(treatment) and _is_number(share) and _is_number(alpha)
             and isinstance(min_samples, int)):
         return None  # each reason is among the problems
     return Experiment(experiment_id, treatment.strip().lower(), float(share), metric, str(test), float(alpha),
-                      min_samples, bool(auto_promote))
+                      min_samples, bool(auto_promote), restore.strip().lower() if _is_id(restore) else None)
 
 
 def _is_id(value: Any) -> TypeGuard[str]:

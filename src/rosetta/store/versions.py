@@ -158,6 +158,7 @@ class Version:
     agent_version: str | None = None  # the definition's `version:` when it was compiled
     scores: dict[str, Any] = field(default_factory=dict)  # provenance.scores of an optimized artifact
     optimizer: str | None = None  # provenance.optimizer.name, None for a plain render
+    dataset: str | None = None  # provenance.dataset_sha256: the labeled data the scores were measured on
 
     @property
     def short(self) -> str:
@@ -179,5 +180,6 @@ def list_versions(artifact: Path) -> list[Version]:
             versions.append(Version(full, path, path == artifact, written, problem))
             continue
         versions.append(Version(full, path, path == artifact, written, None, loaded.version,
-                                dict(loaded.provenance.scores), loaded.provenance.optimizer.get("name")))
+                                dict(loaded.provenance.scores), loaded.provenance.optimizer.get("name"),
+                                loaded.provenance.dataset_sha256))
     return sorted(versions, key=lambda v: (v.written, v.current), reverse=True)
