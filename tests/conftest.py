@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 SLOW_FIXTURES = {"local_model", "local_model_cache", "pg_server"}
 """Fixtures that start something heavy: the embedded model, a PostgreSQL server."""
 SLOW_MODULES = {"test_notebooks.py", "test_html_report.py", "test_local_model.py", "test_local_run.py",
-                "test_verify_local.py", "test_optimize_postgres.py"}
+                "test_verify_local.py", "test_optimize_postgres.py", "test_trials_plot.py"}
 """Modules that drive the embedded model, a notebook kernel, Chromium or PostgreSQL throughout."""
 
 
@@ -160,3 +160,12 @@ def local_model(local_model_cache: Path, monkeypatch: pytest.MonkeyPatch) -> str
     """The local model's name, with ROSETTA_CACHE_DIR pointing at the session's cache."""
     monkeypatch.setenv("ROSETTA_CACHE_DIR", str(local_model_cache))
     return LOCAL_MODEL
+
+
+def chromium() -> str:
+    """Debian's Chromium, which the browser tests drive through Playwright (no browser download)."""
+    import shutil
+
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert path, "Chromium is missing: `./dev test` installs Debian's chromium package (apt-get install chromium)"
+    return path

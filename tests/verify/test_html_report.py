@@ -4,11 +4,11 @@ score plots and the per-example drill-down, and its "only failures" filter works
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 import scripted_model
+from conftest import chromium
 from test_verify import make_project, run_verify
 
 from rosetta.verify.html import render_html
@@ -17,12 +17,6 @@ from rosetta.verify.html import render_html
 @pytest.fixture(autouse=True)
 def scripted() -> None:
     scripted_model.register()
-
-
-def chromium() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert path, "Chromium is missing: `./dev test` installs Debian's chromium package (apt-get install chromium)"
-    return path
 
 
 def test_the_report_loads_cleanly_in_chromium_and_shows_the_matrix(tmp_path: Path) -> None:

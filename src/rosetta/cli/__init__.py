@@ -12,6 +12,7 @@ One module per group of commands, registered below in the order ``rosetta --help
 - :mod:`~rosetta.cli.run`: run
 - :mod:`~rosetta.cli.doctor`: doctor
 - :mod:`~rosetta.cli.optimize`: optimize, evaluate
+- :mod:`~rosetta.cli.trials`: trials
 - :mod:`~rosetta.cli.verify`: verify
 - :mod:`~rosetta.cli.rollout`: versions, experiment start|report|promote|stop
 
@@ -30,7 +31,7 @@ import typer
 from typer.core import TyperOption
 
 from rosetta.__about__ import __version__
-from rosetta.cli import build, definitions, doctor, optimize, prompts, rollout, run, verify
+from rosetta.cli import build, definitions, doctor, optimize, prompts, rollout, run, trials, verify
 from rosetta.cli.common import err, out
 
 def _flag_type(option: TyperOption, ctx: click.Context) -> str | None:
@@ -94,6 +95,7 @@ app.command()(prompts.models)
 app.command()(definitions.schema)
 app.command("optimize")(optimize.optimize_command)
 app.command("evaluate")(optimize.evaluate_command)
+app.command("trials")(trials.trials)
 app.command("verify")(verify.verify_command)
 app.command("versions")(rollout.versions_command)
 app.add_typer(rollout.experiment_app, name="experiment")

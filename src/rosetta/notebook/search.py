@@ -212,19 +212,26 @@ class Optimization:
     def plot_pareto(self) -> Any:
         """Cost against score: optuna's Pareto front of score (higher is better) and prompt tokens
         (what every call pays for). A single-objective study is shown through the same two values."""
-        import optuna
         from optuna.visualization import matplotlib as plots
 
-        study = self.study
-        if not self.pareto:
-            study = optuna.create_study(directions=["maximize", "minimize"])
-            for trial in self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
-                study.add_trial(optuna.trial.create_trial(
-                    params=trial.params, distributions=trial.distributions, user_attrs=trial.user_attrs,
-                    values=[trial.value, int(trial.user_attrs.get("prompt_tokens", 0))]))
-            if not study.trials:
-                raise UsageError(Problem("no variant finished the dev set, so there is no front to draw"))
-        return _figure(plots.plot_pareto_front, study, target_names=["score", "prompt tokens"])
+        return _figure(plots.plot_pareto_front, score_and_tokens(self.study), target_names=["score", "prompt tokens"])
+
+
+def score_and_tokens(study: Any) -> Any:
+    """``study`` as two objectives, score (higher is better) and prompt tokens (what every call pays
+    for), for optuna's Pareto-front plot; a study that already has both is returned as it is."""
+    import optuna
+
+    if len(study.directions) > 1:
+        return study
+    pair = optuna.create_study(directions=["maximize", "minimize"])
+    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
+        pair.add_trial(optuna.trial.create_trial(
+            params=trial.params, distributions=trial.distributions, user_attrs=trial.user_attrs,
+            values=[trial.value, int(trial.user_attrs.get("prompt_tokens", 0))]))
+    if not pair.trials:
+        raise UsageError(Problem("no variant finished the dev set, so there is no front to draw"))
+    return pair
 
 
 def _figure(plot: Any, *args: Any, **kwargs: Any) -> Any:

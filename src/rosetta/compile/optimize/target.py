@@ -19,7 +19,7 @@ from rosetta.compile.optimize.evaluation import draws_for, interval95, sampling_
 from rosetta.compile.optimize.metrics import Metric
 from rosetta.compile.optimize.search import run_search
 from rosetta.compile.optimize.study import SearchSettings, SearchStatus, estimate
-from rosetta.errors import Problem, UsageError
+from rosetta.errors import Location, Problem, UsageError
 from rosetta.providers.local_revision import answerer_build, answerer_revision
 
 OPTIMIZERS = ("rosetta", "dspy-mipro", "dspy-bootstrap")
@@ -181,8 +181,7 @@ def _search(request: OptimizeRequest, context: Any, identity: dict[str, Any], *,
 
         return run_dspy(request.optimizer, context, request.settings, cache=cache, complete=complete,
                         on_status=on_status)
-    journal = context.project_state / "studies" / context.signature.name / (
-        context.model.id.replace("/", "__") + ".journal")
+    journal = default_journal(context.project_state.parent, context.signature.name, context.model.id)
     proposer_complete = proposer_complete or _declared_proposer(context, request.settings.proposer)
     return run_search(context.agent, context.signature, context.model, context.adapter, context.data,
                       context.metric, request.settings, cache=cache, default_storage=journal, complete=complete,
@@ -202,6 +201,45 @@ def _declared_proposer(context: Any, name: str | None) -> Any:
         return None
     complete = completion()
     return lambda **kwargs: complete(**{**kwargs, "model": model.id, **model.connection()})
+
+
+def default_journal(root: Path, agent: str, model_id: str) -> Path:
+    """Where a search keeps its optuna study unless ``--storage`` names another storage."""
+    return root / ".rosetta" / "studies" / agent / (model_id.replace("/", "__") + ".journal")
+
+
+def last_study(root: Path, compiled_dir: Path, agent: str, model_id: str,
+               storage: str | None = None) -> tuple[Any, str]:
+    """The study of the last search of ``agent`` on ``model_id`` (the newest run of the study its
+    artifact names, else the study whose trials ran last) and its storage's label; a UsageError
+    saying how to make one when there is none."""
+    import optuna
+
+    from rosetta.compile.optimize.study import latest_study, open_storage
+    from rosetta.store.artifact import ArtifactError, artifact_path, read_artifact
+
+    journal = default_journal(root, agent, model_id)
+    if storage is None and not journal.is_file():
+        raise UsageError(Problem(f"no search of {agent} on {model_id} is recorded", Location(str(journal)),
+                                 hint=f"run `rosetta compile {agent} --model {model_id} --optimize`, or pass the "
+                                      "--storage a search used"))
+    opened, label = open_storage(storage, journal)
+    names = optuna.get_all_study_names(opened)
+    try:
+        named = read_artifact(artifact_path(compiled_dir, agent, model_id)).provenance.optimizer.get("study")
+    except (OSError, ArtifactError):
+        named = None
+    if named in names:
+        return optuna.load_study(study_name=latest_study(opened, named, fresh=False), storage=opened), label
+
+    def last_run(name: str) -> float:
+        trials = optuna.load_study(study_name=name, storage=opened).get_trials(deepcopy=False)
+        return max((t.datetime_complete or t.datetime_start).timestamp() for t in trials
+                   if t.datetime_start is not None) if trials else 0.0
+
+    if not names:
+        raise UsageError(Problem(f"{label} holds no study", hint="run a search first"))
+    return optuna.load_study(study_name=max(names, key=last_run), storage=opened), label
 
 
 def _optimized_already(path: Path, inputs_sha: str, identity: dict[str, Any], answerer: str) -> bool:

@@ -1,0 +1,114 @@
+"""``rosetta trials``: what the last search of an agent on a model tried — each unit of the race
+(a candidate answering one rung's dev rows) with its knobs, score, calls and cost — and optuna's own
+plots of it as one HTML file."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from rosetta.cli.common import ListFormat, err, load_agent, out, project_settings, relative, reports_errors
+from rosetta.errors import Problem, UsageError
+
+
+@reports_errors
+def trials(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Argument(help="Agent name or definition path.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="The model the search optimized for.")],
+    storage: Annotated[str | None, typer.Option("--storage", help="The storage the search used, when not the "
+                                                "project's journal (sqlite:///..., postgresql://...).")] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Also write optuna's plots (optimization history, "
+                                              "knob importances, score against prompt tokens) to this HTML "
+                                              "file.")] = None,
+    format: Annotated[ListFormat, typer.Option("--format", "-f", help="Output format.")] = ListFormat.text,
+) -> None:
+    """List the trials of the last search of AGENT on a model: per unit of the race, the candidate,
+    rung and dev rows, its knobs, score, state, calls, cost and prompt tokens."""
+    from rosetta.compile.optimize.target import last_study
+    from rosetta.providers.catalog import catalog_for
+
+    settings = project_settings(ctx)
+    loaded = load_agent(ctx, agent)
+    model_id = catalog_for(settings.root, settings.models).resolve(model, unlisted=True).id
+    study, label = last_study(settings.root, settings.compiled_dir, loaded.name, model_id, storage)
+    rows = [trial_row(trial) for trial in study.trials]
+    if format is ListFormat.json:
+        sys.stdout.write(json.dumps({"agent": loaded.name, "model": model_id, "study": study.study_name,
+                                     "storage": label, "trials": rows}, indent=2, default=str) + "\n")
+    else:
+        _print(rows, f"{loaded.name} on {model_id}: {len(rows)} trials of study {study.study_name} ({label})")
+    if plot is not None:
+        write_plots(study, plot, title=f"{loaded.name} on {model_id}: {study.study_name}")
+        err.print(f"plots written to {escape(str(relative(plot)))}")
+
+
+def trial_row(trial: Any) -> dict[str, Any]:
+    """One optuna trial of the race as plain data."""
+    attrs = trial.user_attrs
+    values = trial.values or [None]
+    return {"number": trial.number, "candidate": attrs.get("candidate"), "rung": attrs.get("rung"),
+            "rows": attrs.get("rows"), "state": trial.state.name.lower(), "score": values[0],
+            "stopped": attrs.get("stopped"), "calls": attrs.get("calls"), "cost": attrs.get("cost"),
+            "prompt_tokens": attrs.get("prompt_tokens"), "default": bool(attrs.get("default")),
+            "knobs": dict(trial.params)}
+
+
+def _print(rows: list[dict[str, Any]], title: str) -> None:
+    """The units as a table (state, score, calls, cost, tokens), then each candidate's knobs once."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("#", "Cand.", "Rung", "Rows", "State", "Score", "Calls", "Cost", "Tokens"):
+        table.add_column(column, justify="left" if column == "State" else "right")
+    knobs: dict[Any, str] = {}
+    for row in rows:
+        state = "stopped" if row["stopped"] else row["state"]
+        table.add_row(str(row["number"]), _cell(row["candidate"]), _cell(row["rung"]), _cell(row["rows"]), state,
+                      _cell(row["score"], "{:.3f}"), _cell(row["calls"]), _cell(row["cost"] or None, "${:.4f}"),
+                      _cell(row["prompt_tokens"] or None))
+        knobs.setdefault(row["candidate"], ", ".join(f"{k}={v}" for k, v in row["knobs"].items())
+                         + (" (the unoptimized render)" if row["default"] else ""))
+    out.print(table)
+    out.print("[dim]stopped: not answered, the race ended or the budget ran out first[/dim]")
+    for candidate, text in knobs.items():
+        out.print(f"candidate {_cell(candidate)}: {escape(text or 'the defaults')}")
+
+
+def _cell(value: Any, shape: str = "{}") -> str:
+    return "-" if value is None else shape.format(value)
+
+
+def write_plots(study: Any, path: Path, *, title: str) -> None:
+    """optuna's plotly plots of ``study`` in one self-contained HTML file (plotly.js inlined once,
+    so it opens offline): optimization history, knob importances, and score against prompt tokens."""
+    import html
+    import warnings
+
+    from optuna import visualization
+    from optuna.exceptions import ExperimentalWarning
+
+    if not visualization.is_available():
+        raise UsageError(Problem("--plot needs plotly", hint="pip install 'rosetta[plots]'"))
+    from rosetta.fileio import write_atomic
+    from rosetta.notebook.search import score_and_tokens
+
+    finished = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
+    if not finished:
+        raise UsageError(Problem(f"study {study.study_name} has no finished trial to plot"))
+    figures = [("Optimization history", visualization.plot_optimization_history(study, target_name="score"))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExperimentalWarning)
+        if len({tuple(sorted(t.params.items())) for t in finished}) > 1:
+            figures.append(("Knob importances", visualization.plot_param_importances(study, target_name="score")))
+        figures.append(("Score against prompt tokens", visualization.plot_pareto_front(
+            score_and_tokens(study), target_names=["score", "prompt tokens"])))
+    sections = [f"<h2>{html.escape(name)}</h2>" + figure.to_html(full_html=False, include_plotlyjs=index == 0)
+                for index, (name, figure) in enumerate(figures)]
+    write_atomic(path, f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+                       f"</head><body><h1>{html.escape(title)}</h1>{''.join(sections)}</body></html>\n")

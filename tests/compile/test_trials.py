@@ -1,0 +1,42 @@
+"""``rosetta trials``: the units of the last search, with knobs, scores and calls, from the study
+the artifact names; errors say how to get a study."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from scripted_model import write_toy_project
+from test_optimize import run, scripted  # noqa: F401  (scripted: the autouse fixture registering the provider)
+
+
+@pytest.fixture
+def searched(tmp_path: Path) -> Path:
+    root = tmp_path / "toy"
+    root.mkdir()
+    write_toy_project(root)
+    run(root, max_calls=120)
+    return root
+
+
+def test_trials_lists_every_unit_of_the_last_search(searched: Path, cli) -> None:
+    table = cli("-C", searched, "trials", "toy-sorter", "--model", "scripted/toy")
+    assert table.exit_code == 0, table.output
+    assert "toy-sorter on scripted/toy" in table.stdout and "(the unoptimized render)" in " ".join(table.stdout.split())
+    data = json.loads(cli("-C", searched, "trials", "toy-sorter", "-m", "scripted/toy", "-f", "json").stdout)
+    rows = data["trials"]
+    assert data["study"] and data["storage"].startswith("journal:") and len(rows) > 3
+    assert {"candidate", "rung", "rows", "score", "calls", "knobs", "state"} <= set(rows[0])
+    assert rows[0]["default"] and rows[0]["rung"] == 0 and rows[0]["calls"] > 0
+    rungs = {row["rung"] for row in rows if row["state"] == "complete"}
+    assert len(rungs) > 1  # the race went past its first rung
+
+
+def test_trials_without_a_search_says_how_to_make_one(tmp_path: Path, cli) -> None:
+    root = tmp_path / "toy"
+    root.mkdir()
+    write_toy_project(root)
+    result = cli("-C", root, "trials", "toy-sorter", "--model", "scripted/toy")
+    assert result.exit_code == 2 and "no search of toy-sorter on scripted/toy is recorded" in result.output
+    assert "--optimize" in result.output
