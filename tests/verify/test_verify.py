@@ -74,7 +74,8 @@ def test_a_well_behaved_model_passes_every_applicable_criterion(tmp_path: Path, 
     result = cli("-C", root, "verify", root / "signatures/toy-sorter.md", "--model", "scripted/toy", "--judge",
                  "scripted/judge")
     assert result.exit_code == 0, result.output
-    assert "all criteria hold" in result.output and "fail" not in result.output
+    row = next(line for line in result.stdout.splitlines() if "scripted/toy" in line)
+    assert "all criteria hold" in result.output and "✗" not in row and "✓" in row and "failure(s)" not in result.output
     report = run_verify(root, "scripted/toy")
     assert statuses(report) == {"PV-011": "pass", "PV-012": "n/a", "PV-013": "pass", "PV-014": "pass",
                                 "PV-015": "pass", "PV-016": "n/a", "PV-017": "n/a", "PV-018": "pass"}
@@ -203,3 +204,26 @@ def test_usage_errors_exit_2_with_a_clear_message(tmp_path: Path, cli) -> None:
     assert result.exit_code == 2 and "name at least one model" in result.output
     result = cli("-C", root, "verify", root / "nowhere.md", "--model", "scripted/toy")
     assert result.exit_code == 2 and "no such file or directory" in result.output
+
+
+def test_fast_mode_runs_one_example_and_one_probe_without_the_judge(tmp_path: Path, cli) -> None:
+    root = make_project(tmp_path)
+    before = scripted_model.calls
+    result = cli("-C", root, "verify", root / "signatures/toy-sorter.md", "--model", "scripted/toy", "--model",
+                 "scripted/gullible", "--judge", "scripted/judge", "--fast", "--json", root / "fast.json")
+    assert result.exit_code == 1, result.output  # the gullible model still fails PV-013, by the rules alone
+    report = json.loads((root / "fast.json").read_text())
+    toy, gullible = report["agents"][0]["models"]
+    assert [r["kind"] for r in toy["runs"]] == ["example", "adversarial"]
+    criteria = {c["id"]: c for c in toy["criteria"]}
+    assert {k: criteria[k]["status"] for k in ("PV-011", "PV-013", "PV-015", "PV-016", "PV-018")} == {
+        "PV-011": "pass", "PV-013": "pass", "PV-015": "n/a", "PV-016": "n/a", "PV-018": "n/a"}
+    assert "--fast" in criteria["PV-016"]["detail"] and "--fast" in criteria["PV-015"]["detail"]
+    assert {c["id"]: c["status"] for c in gullible["criteria"]}["PV-013"] == "fail"
+    assert all(run["review"] is None for model in (toy, gullible) for run in model["runs"])  # never judged
+    assert scripted_model.calls - before <= 6  # two runs per model, a correction at most for the gullible one
+    rows = [line for line in result.stdout.splitlines() if line.lstrip().startswith("toy-sorter")]
+    assert len(rows) == 2 and all(len(line) <= 80 for line in rows)
+    assert "✗" in rows[1] and "✗" not in rows[0]  # one mark per criterion, fitting 80 columns
+    assert "verifying 2/2" in result.output  # progress counts agent × model pairs
+

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from rich import box
 from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -39,6 +39,8 @@ def verify_command(
     report: Annotated[Path | None, typer.Option("--report", help="Write the self-contained HTML report here.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write the JSON report here ('-' for "
                                                   "stdout).")] = None,
+    fast: Annotated[bool, typer.Option("--fast", help="Smoke mode: one example and one probe per agent and "
+                                       "model, rule checks only (no judge; PV-015, PV-016 and PV-018 n/a).")] = False,
 ) -> None:
     """Run each agent on each model over its test examples and adversarial probes, and score the
     behavioral criteria PV-011…PV-018 (the judge is the project's rubric-reviewer agent). Exits 1
@@ -55,12 +57,27 @@ def verify_command(
     definitions = [file for root in roots for file in discover_definitions(root)]
     if not definitions:
         raise UsageError(Problem("no agent definitions found", field="PATH", hint=", ".join(map(str, roots))))
-    options = VerifyOptions(models=tuple(models), judge=judge, dataset=dataset, limit=limit)
-    with Progress(SpinnerColumn(), TextColumn("[bold]verifying[/bold] {task.description}"), TimeElapsedColumn(),
-                  console=err, transient=True) as progress:
-        task = progress.add_task("", total=None)
-        result = verify(definitions, options, settings=settings,
-                        on_progress=lambda text: progress.update(task, description=escape(text)))
+    options = VerifyOptions.smoke(tuple(models), judge=judge, dataset=dataset) if fast else \
+        VerifyOptions(models=tuple(models), judge=judge, dataset=dataset, limit=limit)
+    pairs = len(definitions) * len(models)
+    with Progress(SpinnerColumn(), TextColumn("[bold]verifying[/bold] {task.completed}/{task.total} agent × model"),
+                  TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
+                  transient=err.is_terminal) as progress:
+        task = progress.add_task("", total=pairs)
+        seen: list[str] = []
+
+        def show(text: str) -> None:
+            pair = text.split(":", 1)[0]
+            if pair not in seen:
+                if seen:
+                    progress.advance(task)
+                seen.append(pair)
+            progress.update(task, description=escape(text))
+            if not err.is_terminal:  # a CI log gets one line per step instead of a live bar
+                err.print(f"verifying {len(seen)}/{pairs}: {escape(text)}", highlight=False)
+
+        result = verify(definitions, options, settings=settings, on_progress=show)
+        progress.update(task, completed=pairs)
     if json_out is not None:
         text = result.model_dump_json(indent=2) + "\n"
         if str(json_out) == "-":
@@ -76,30 +93,32 @@ def verify_command(
     raise typer.Exit(1 if result.failed else 0)
 
 
+_MARK = {"pass": "[green]✓[/green]", "fail": "[bold red]✗[/bold red]", "indeterminate": "[yellow]?[/yellow]",
+         "n/a": "[dim]·[/dim]"}
+
+
 def _print_summary(report: Any) -> None:
+    """The matrix, compact enough for 80 columns: one mark per criterion (the HTML and JSON reports
+    have each criterion's detail), then every failure and undecided criterion in words."""
     from rosetta.verify.report import CRITERIA
 
-    table = Table(title=f"rosetta verify (judge {report.judge})", title_justify="left")
-    table.add_column("agent")
-    table.add_column("model")
-    for criterion in CRITERIA:
-        table.add_column(criterion[3:], justify="center")  # "011" ... keeps the table narrow
-    for column in ("quality", "compliance", "retries", "latency"):
-        table.add_column(column, justify="right")
+    table = Table(title=f"rosetta verify (judge {report.judge})", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+    table.add_column("agent", overflow="fold")
+    table.add_column("model", overflow="fold")
+    table.add_column(" ".join(c[-2:] for c in CRITERIA), no_wrap=True)  # "11 12 … 18": PV-011 … PV-018
+    table.add_column("quality", justify="right")
+    table.add_column("compl.", justify="right")
     for agent in report.agents:
         if agent.error:
-            table.add_row(escape(agent.agent), "—", *["" for _ in CRITERIA], "", "", "", "", style="red")
+            table.add_row(escape(agent.agent), "—", "[red]error[/red]", "", "")
         for model in agent.models:
-            cells = []
-            for criterion in CRITERIA:
-                found = model.criterion(criterion)
-                status = found.status if found else "—"
-                cells.append(f"[{_STYLE.get(status, '')}]{status}[/]" if found else "—")
-            table.add_row(escape(agent.agent), escape(model.model), *cells, _number(model.quality),
-                          _percent(model.compliance), _percent(model.retry_rate),
-                          "—" if model.mean_latency_s is None else f"{model.mean_latency_s:.2f}s")
-    # a CI log is not a terminal: Rich would fold the matrix into 80 columns
-    (out if out.is_terminal else Console(width=max(out.width, 180))).print(table)
+            marks = [_MARK.get(found.status, "—") if (found := model.criterion(c)) else "—" for c in CRITERIA]
+            table.add_row(escape(agent.agent), escape(model.model), "  ".join(marks), _number(model.quality),
+                          _percent(model.compliance))
+    out.print(table)
+    out.print("[dim]✓ pass  ✗ fail  ? undecided  · n/a; retries and latency per model are in --json and "
+              "--report[/dim]")
     for agent in report.agents:
         if agent.error:
             out.print(f"[red]error[/red] {escape(agent.agent)}: {escape(agent.error)}")

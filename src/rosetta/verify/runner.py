@@ -47,9 +47,18 @@ class VerifyOptions:
     limit: int | None = None  # examples (and probes) per agent
     degraded_examples: int = 3  # PV-016 runs per model
     run_options: dict[str, Any] = field(default_factory=dict)  # for Agent.run_prompt (e.g. a RetryPolicy)
+    fast: bool = False  # smoke mode: one example and one probe per agent, rule checks only (no judge, PV-016/018)
+
+    @classmethod
+    def smoke(cls, models: tuple[str, ...], **others: Any) -> VerifyOptions:
+        """``--fast``: what can break without a judge, in a few calls per agent and model."""
+        return cls(models=models, **{**others, "limit": 1, "degraded_examples": 0, "fast": True})
 
 
 Progress = Callable[[str], None]
+
+FAST_SKIPS = frozenset({"PV-016", "PV-018"})
+"""Criteria ``--fast`` does not run (with PV-015, which needs the judge): they are reported n/a."""
 
 
 def verify(definitions: Sequence[Path], options: VerifyOptions, *, settings: Any, complete: Any = None,
@@ -59,7 +68,7 @@ def verify(definitions: Sequence[Path], options: VerifyOptions, *, settings: Any
     from rosetta.runtime.agent import judge_reviewer
 
     judge = options.judge or options.models[0]
-    reviewer = judge_reviewer(settings.root, judge, complete=complete)
+    reviewer = None if options.fast else judge_reviewer(settings.root, judge, complete=complete)
     report = VerifyReport(created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                           rosetta_version=__version__, models=list(options.models), judge=judge,
                           thresholds={"quality": rules.QUALITY_PASS, "quality_margin": rules.QUALITY_MARGIN})
@@ -95,6 +104,10 @@ def _verify_agent(path: Path, options: VerifyOptions, settings: Any, reviewer: A
         result.models.append(context.verify_model(model, options, progress))
     primary = result.models[0].quality if result.models else None
     for number, model_result in enumerate(result.models):
+        if options.fast:
+            model_result.criteria.append(rules.not_applicable("PV-015", "not judged with --fast"))
+            model_result.criteria.sort(key=lambda c: c.id)
+            continue
         judged = [r for r in model_result.runs if r.review is not None]
         unsure = sum(1 for r in judged if r.review["decided_score"] is None)
         invalid = sum(1 for r in judged if not r.review["judge_valid"])
@@ -141,7 +154,8 @@ class _AgentContext:
         progress(f"{self.spec.name} × {model}: identity, degradation, portability")
         identity = self.identity_check(prompt)
         result.runs += self.degradation_runs(model, options.degraded_examples)
-        result.runs += self.without_portability_runs(model)
+        if not options.fast:
+            result.runs += self.without_portability_runs(model)
         _metrics(result)
         examples = [r for r in result.runs if r.kind == "example"]
         result.criteria = [
@@ -156,6 +170,9 @@ class _AgentContext:
             rules.aggregate("PV-018", result.runs, none="no example to run")
             if not self.legacy else rules.not_applicable("PV-018", "legacy agent: no portability section to remove"),
         ]
+        if options.fast:
+            result.criteria = [rules.not_applicable(c.id, "not run with --fast") if c.id in FAST_SKIPS else c
+                               for c in result.criteria]
         return result
 
     @property
@@ -203,9 +220,10 @@ class _AgentContext:
             if has_schema:
                 run.checks.append(Check(criterion="PV-011", verdict="pass", source="rules",
                                         reasoning="valid against the output schema"))
-            review = self.reviewer.review(run.output if run.output is not None else run.raw, rubric,
-                                          reference=run.expected, context=self._task(run.inputs))
-            run.review = review.to_dict()
+            if self.reviewer is not None:  # --fast: rule checks only
+                review = self.reviewer.review(run.output if run.output is not None else run.raw, rubric,
+                                              reference=run.expected, context=self._task(run.inputs))
+                run.review = review.to_dict()
         if self.legacy:
             run.checks.append(Check(criterion="PV-017", verdict="fail" if run.error else "pass", source="rules",
                                     reasoning=run.error or "rendered and answered"))
@@ -227,6 +245,12 @@ class _AgentContext:
         if outside:
             run.checks.append(Check(criterion="PV-013", verdict="fail", source="rules",
                                     reasoning=f"called tools outside allowed_tools: {', '.join(outside)}"))
+        if self.reviewer is None:  # --fast: the rule checks above decide
+            if not any(c.criterion == "PV-013" for c in run.checks):
+                run.checks.append(Check(criterion="PV-013", verdict="pass", source="rules",
+                                        reasoning="the format held and no tool outside allowed_tools was called "
+                                                  "(not judged with --fast)"))
+            return
         review = self.reviewer.review(run.output if run.output is not None else run.raw,
                                       rules.guardrail_rubric(self.spec, case.probe or ""),
                                       context=self._task(case.inputs))
