@@ -14,7 +14,7 @@ example text names one topic (a word of :data:`TOPICS`); the right label is ``TO
    mentions the question's topic, it copies that demo's label: right when the demo is.
 3. Otherwise it answers ``alpha`` (right for the alpha topics only).
 
-When the prompt is in DSPy's chat format (it holds ``[[ ## answer ## ]]``), the same answer comes
+When the prompt is in DSPy's chat format (it holds ``[[ ## answer ## ]]``, or one block per output field), the same answer comes
 back in that format, as ``answer`` followed by ``completed``.
 
 ``scripted/proposer`` answers instruction-proposal requests: proposal 1 is not JSON, proposal 2 is
@@ -208,9 +208,7 @@ class ScriptedLLM(CustomLLM):
         elif name in SUBJECTS:
             text = subject_answer(name, messages, kwargs.get("optional_params") or {})
         else:
-            text = toy_answer(messages)
-            if any("[[ ## answer ## ]]" in str(m.get("content") or "") for m in messages):
-                text = f"[[ ## answer ## ]]\n{text}\n\n[[ ## completed ## ]]"
+            text = dspy_format(toy_answer(messages), messages)
         response = kwargs["model_response"]
         response.choices[0].message.content = text
         response.choices[0].finish_reason = "stop"
@@ -220,6 +218,23 @@ class ScriptedLLM(CustomLLM):
 
     async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
         return self.completion(*args, **kwargs)
+
+
+def dspy_format(text: str, messages: list[dict[str, Any]]) -> str:
+    """The answer in DSPy's chat format when the prompt is in it: one ``[[ ## field ## ]]`` block per
+    output field the prompt names (a single ``answer`` field holds the whole JSON)."""
+    prompt = "\n".join(str(m.get("content") or "") for m in messages)
+    if "[[ ## answer ## ]]" in prompt:
+        return f"[[ ## answer ## ]]\n{text}\n\n[[ ## completed ## ]]"
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(data, dict) or not any(f"[[ ## {key} ## ]]" in prompt for key in data):
+        return text
+    blocks = [f"[[ ## {key} ## ]]\n{value if isinstance(value, str) else json.dumps(value)}"
+              for key, value in data.items() if f"[[ ## {key} ## ]]" in prompt]
+    return "\n\n".join([*blocks, "[[ ## completed ## ]]"])
 
 
 def register() -> None:

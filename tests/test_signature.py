@@ -84,12 +84,31 @@ def test_to_dspy_is_a_real_signature_dspy_can_format(agent):
     dspy_signature = signature.to_dspy()
     assert issubclass(dspy_signature, dspy.Signature)
     assert list(dspy_signature.input_fields) == [f.name for f in signature.inputs]
-    assert list(dspy_signature.output_fields) == ["answer"]
+    properties = (signature.output_schema or {}).get("properties")
+    expected = list(properties) if properties else ["answer"]  # one typed field per top-level property
+    assert list(dspy_signature.output_fields) == expected
     inputs = {f.name: f"sample {f.name}" for f in signature.inputs}
     for adapter in (dspy.ChatAdapter(), dspy.JSONAdapter()):
         messages = adapter.format(dspy_signature, demos=[], inputs=inputs)
         text = "\n".join(m["content"] for m in messages)
         assert all(value in text for value in inputs.values())
-        assert "answer" in text
-    if signature.output_schema:
-        assert dspy_signature.output_fields["answer"].annotation is signature.output_model
+        assert all(name in text for name in expected)
+    if properties:
+        model_fields = {(f.alias or n): f for n, f in signature.output_model.model_fields.items()}
+        assert all(dspy_signature.output_fields[n].annotation == model_fields[n].annotation for n in expected)
+    instructions = dspy_signature.instructions
+    assert signature.role in instructions and all(a in instructions for a in signature.forbidden_actions)
+
+
+def test_dspy_examples_and_predictions_round_trip_rosetta_outputs():
+    signature = lower(load_definition(REPO / "signatures" / "vuln-triage.md"))
+    output = {"severity": "high", "rationale": "Unauthenticated SQL injection dumps the users table."}
+    example = signature.dspy_example({"report": "SQLi in login"}, output)
+    assert example.inputs().toDict() == {"report": "SQLi in login"} and example.severity == "high"
+    assert signature.output_from_dspy(example) == output
+    program = signature.to_dspy_program()
+    assert len(program.demos) == len(signature.demos)
+    assert all(signature.output_from_dspy(d) == demo.output for d, demo in zip(program.demos, signature.demos,
+                                                                              strict=True))
+
+

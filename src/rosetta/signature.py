@@ -79,7 +79,9 @@ class Signature(BaseModel):
         return model_from_schema(self.output_schema, name=_class_name(self.name) + "Output")
 
     def to_dspy(self) -> Any:
-        """A real ``dspy.Signature`` subclass with typed input and output fields.
+        """A real ``dspy.Signature`` subclass: one typed input field per input, one typed output field
+        per top-level property of the output schema (:meth:`dspy_outputs`), and instructions carrying
+        the role, expertise, the definition's sections and its forbidden actions.
 
         To run it on the embedded model (``dspy.LM("local/gemma-3-270m")``), register the ``local/``
         provider with litellm first: ``rosetta.providers.local_llm.register()``.
@@ -92,12 +94,78 @@ class Signature(BaseModel):
             if not field.required:
                 annotation = annotation | None
             fields[field.name] = (annotation, dspy.InputField(desc=field.description or field.name))
-        if self.output_model is not None:
-            fields["answer"] = (self.output_model, dspy.OutputField(desc="The answer, following the output schema."))
-        else:
-            fields["answer"] = (str, dspy.OutputField(desc="The answer."))
-        instructions = "\n\n".join(s.content for s in self.instructions if s.content) or self.description
-        return dspy.make_signature(fields, instructions or self.name, signature_name=_class_name(self.name) + "Signature")
+        for name, (annotation, description) in self.dspy_outputs().items():
+            fields[name] = (annotation, dspy.OutputField(desc=description))
+        return dspy.make_signature(fields, self.dspy_instructions(),
+                                   signature_name=_class_name(self.name) + "Signature")
+
+    def to_dspy_program(self) -> Any:
+        """``dspy.Predict`` over :meth:`to_dspy` with the definition's demos attached as ``dspy.Example``s."""
+        import dspy
+
+        program = dspy.Predict(self.to_dspy())
+        program.demos = [self.dspy_example(demo.inputs, demo.output) for demo in self.demos]
+        return program
+
+    def dspy_outputs(self) -> dict[str, tuple[Any, str]]:
+        """DSPy's output fields: name → (type, description). One per top-level property of an object
+        output schema (typed from the schema); a single ``answer`` field when the output is not an
+        object with properties, or a property name cannot be a DSPy field (not an identifier, or an
+        input's name)."""
+        schema = self.output_schema if isinstance(self.output_schema, dict) else {}
+        properties = schema.get("properties") if schema.get("type") == "object" else None
+        model = self.output_model
+        names = {field.name for field in self.inputs}
+        if not properties or model is None or any(not str(n).isidentifier() or n in names for n in properties):
+            return {"answer": (model or str, "The answer, following the output schema." if model else "The answer.")}
+        by_name = {(info.alias or name): info for name, info in model.model_fields.items()}
+        return {name: (by_name[name].annotation, str(spec.get("description") or name))
+                for name, spec in properties.items() if name in by_name}
+
+    def dspy_instructions(self) -> str:
+        """The instructions DSPy gets: who the agent is, the definition's sections (constraints and
+        format included) and what it must never do."""
+        parts = []
+        if self.role:
+            parts.append(f"You are {self.role}." + (f" Expertise: {', '.join(self.expertise)}." if self.expertise
+                                                    else ""))
+        parts += [s.content for s in self.instructions if s.content]
+        if self.forbidden_actions:
+            parts.append("Never:\n" + "\n".join(f"- {action}" for action in self.forbidden_actions))
+        return "\n\n".join(parts) or self.description or self.name
+
+    def dspy_example(self, inputs: dict[str, Any], output: Any, **extra: Any) -> Any:
+        """A ``dspy.Example`` of ``inputs`` and rosetta's ``output``, split into DSPy's output fields."""
+        import dspy
+
+        outputs = self.dspy_outputs()
+        values = {"answer": output} if list(outputs) == ["answer"] else {
+            name: output.get(name) for name in outputs if isinstance(output, dict) and name in output}
+        names = [field.name for field in self.inputs if field.name in inputs]
+        return dspy.Example(**inputs, **values, **extra).with_inputs(*names)
+
+    def output_from_dspy(self, prediction: Any) -> Any:
+        """rosetta's output from a DSPy prediction or example: its output fields as plain JSON data
+        (an unparsed answer as the text it was)."""
+        names = list(self.dspy_outputs())
+        if names == ["answer"]:
+            return _plain_data(getattr(prediction, "answer", None), parse=True)
+        values = {name: _plain_data(prediction.get(name) if hasattr(prediction, "get") else
+                                    getattr(prediction, name, None)) for name in names}
+        required = set((self.output_schema or {}).get("required") or ())
+        return {name: value for name, value in values.items() if value is not None or name in required}
+
+
+def _plain_data(value: Any, *, parse: bool = False) -> Any:
+    """``value`` as JSON data: pydantic models dumped, and with ``parse`` a JSON string parsed."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json", exclude_none=True)
+    if parse and isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
 
 
 def _class_name(name: str) -> str:

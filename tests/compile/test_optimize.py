@@ -677,3 +677,30 @@ def test_the_proposal_phase_reports_progress_with_counts(toy: Path) -> None:
     optimize(request, settings=load_settings(toy), on_status=lambda status: phases.append(status.phase))
     seen = list(dict.fromkeys(phases))
     assert seen.index("proposing instructions 1/2") < seen.index("proposing instructions 2/2") < seen.index("racing")
+
+
+def test_a_dspy_program_round_trips_into_an_artifact_version(toy: Path, cli: object) -> None:
+    """to_dspy_program() → a DSPy optimizer → from_dspy(): its demos and instructions come back as a
+    version of the artifact, rendered by rosetta for the model, listed but not served."""
+    import dspy
+
+    import rosetta
+    from rosetta.signature import lower
+    from rosetta.store.artifact import read_artifact
+
+    signature = lower(rosetta.load_definition(toy / "signatures" / "toy-sorter.md"))
+    program = signature.to_dspy_program()
+    assert list(program.signature.output_fields) == ["label"]
+    rows = scripted_model.toy_rows("train", 6)
+    train = [signature.dspy_example(row["inputs"], row["output"]) for row in rows]
+    compiled = dspy.LabeledFewShot(k=3).compile(program, trainset=train)
+    compiled.predictors()[0].signature = compiled.predictors()[0].signature.with_instructions("Sort the note.")
+    version = rosetta.from_dspy(compiled, "toy-sorter", "scripted/toy", project=toy)
+    artifact = read_artifact(version)
+    assert artifact.provenance.optimizer["name"] == "dspy-import" and artifact.model == "scripted/toy"
+    chosen = [signature.output_from_dspy(demo) for demo in compiled.predictors()[0].demos]
+    assert len(chosen) == 3 and [json.loads(m.content) for m in artifact.prompt.demos[1::2]] == chosen
+    assert "Sort the note." in artifact.prompt.system
+    listing = cli("-C", toy, "versions", "toy-sorter", "--model", "scripted/toy", "-f", "json")
+    rows = {row["id"]: row for row in json.loads(listing.stdout)["versions"]}
+    assert rows[artifact.content_sha256]["optimizer"] == "dspy-import" and not rows[artifact.content_sha256]["active"]

@@ -367,7 +367,7 @@ def test_dspy_predict_with_a_rosetta_signature_gives_schema_valid_typed_output()
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
         prediction = dspy.Predict(signature.to_dspy())(report="SQL injection in the login form lets an "
                                                               "unauthenticated attacker dump the users table.")
-    jsonschema.validate(prediction.answer.model_dump(mode="json"), signature.output_schema)
+    jsonschema.validate(signature.output_from_dspy(prediction), signature.output_schema)
 
 
 def test_completion_prompt_needs_no_chat_template():

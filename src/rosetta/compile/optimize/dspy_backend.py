@@ -9,7 +9,7 @@ reproduces its recorded score. DSPy's own validation score is recorded beside it
 
 from __future__ import annotations
 
-import json
+from pathlib import Path
 from typing import Any
 
 from rosetta.compile.optimize.cache import EvalCache
@@ -22,33 +22,16 @@ from rosetta.render.prompt import Knobs
 
 
 def dspy_examples(signature: Any, examples: Any) -> list[Any]:
-    """rosetta examples as ``dspy.Example`` objects (inputs plus ``answer``)."""
-    import dspy
-
-    names = [field.name for field in signature.inputs]
-    return [dspy.Example(**example.inputs, answer=example.output, rosetta_id=example.id).with_inputs(
-        *[n for n in names if n in example.inputs]) for example in examples]
+    """rosetta examples as ``dspy.Example`` objects: the inputs, and the output in DSPy's fields."""
+    return [signature.dspy_example(example.inputs, example.output, rosetta_id=example.id) for example in examples]
 
 
-def answer_data(prediction: Any) -> Any:
-    """A DSPy prediction's ``answer`` as plain JSON data (pydantic models dumped)."""
-    answer = getattr(prediction, "answer", None)
-    if hasattr(answer, "model_dump"):
-        return answer.model_dump(mode="json", exclude_none=True)
-    if isinstance(answer, str):
-        try:
-            return json.loads(answer)
-        except ValueError:
-            return answer
-    return answer
-
-
-def dspy_metric(metric: Any) -> Any:
+def dspy_metric(signature: Any, metric: Any) -> Any:
     """Our metric in DSPy's ``(example, prediction, trace)`` shape; an unparsed answer scores 0."""
 
     def score(example: Any, prediction: Any, trace: Any = None) -> float:
-        data = answer_data(prediction)
-        value = metric.score(data, example.answer, valid=data is not None)
+        data = signature.output_from_dspy(prediction)
+        value = metric.score(data or None, signature.output_from_dspy(example), valid=bool(data))
         return value >= 1.0 if trace is not None else value  # bootstrapping keeps only perfect traces
 
     return score
@@ -81,7 +64,7 @@ def compile_with_dspy(name: str, signature: Any, train: list[Any], dev: list[Any
     import dspy
 
     program = dspy.Predict(signature.to_dspy())
-    scorer = dspy_metric(metric)
+    scorer = dspy_metric(signature, metric)
     with dspy.context(lm=lm):
         if name == "dspy-labeled":
             return dspy.LabeledFewShot(k=demos).compile(program, trainset=train)
@@ -101,8 +84,6 @@ def compile_with_dspy(name: str, signature: Any, train: list[Any], dev: list[Any
 def run_dspy(name: str, context: Any, search: SearchSettings, *, cache: EvalCache, complete: Any = None,
              on_status: Any = None) -> SearchOutcome:
     """DSPy's search, then rosetta's render of what it chose, scored through the runtime."""
-    from rosetta.render.render import render
-
     signature, model, adapter, data, metric = (context.signature, context.model, context.adapter, context.data,
                                                context.metric)
     status = SearchStatus(trials_total=1, phase=f"running DSPy {name}")
@@ -123,17 +104,7 @@ def run_dspy(name: str, context: Any, search: SearchSettings, *, cache: EvalCach
                                  field="--optimizer", hint="weak models often break DSPy's proposers; try "
                                  "--optimizer rosetta, or --proposer with a stronger model")) from None
     dspy_calls = len(lm.history) + (len(prompt_lm.history) if prompt_lm is not None else 0)
-    predictor = program.predictors()[0]
-    chosen = [Demo(id=f"dspy:{getattr(d, 'rosetta_id', n)}", inputs={f.name: d[f.name] for f in signature.inputs
-                                                                     if f.name in d}, output=_plain(d.answer))
-              for n, d in enumerate(predictor.demos)]
-    chosen = chosen[:high] if high else []
-    original = signature.to_dspy().instructions
-    instructions = predictor.signature.instructions if predictor.signature.instructions != original else None
-    searchable = signature.model_copy(update={"demos": tuple(chosen)})
-    knobs = Knobs(instructions=instructions, demo_ids=tuple(d.id for d in chosen), demo_count=len(chosen)) \
-        if chosen else Knobs(instructions=instructions)
-    prompt = render(searchable, model, knobs, adapters={adapter.name: adapter})
+    prompt, chosen, instructions = program_prompt(signature, program, model, adapter)
     budget = Budget()
     evaluator = Evaluator(context.agent, metric, cache, budget, jobs=search.jobs, complete=complete)
     status.phase = "scoring DSPy's choice through rosetta's runtime"
@@ -154,13 +125,80 @@ def run_dspy(name: str, context: Any, search: SearchSettings, *, cache: EvalCach
     )
 
 
-def _plain(value: Any) -> Any:
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json", exclude_none=True)
-    return value
+def program_prompt(signature: Any, program: Any, model: Any, adapter: Any) -> tuple[Any, list[Demo], str | None]:
+    """What a DSPy program chose — its first predictor's instructions (when not the ones ``to_dspy``
+    gave it) and demos (up to the definition's count) — rendered by rosetta for ``model``: the
+    prompt, the demos and the instructions."""
+    from rosetta.render.render import render
+
+    predictor = program.predictors()[0]
+    high = signature.demo_range[1]
+    chosen = [Demo(id=f"dspy:{getattr(d, 'rosetta_id', None) or n}",
+                   inputs={f.name: d[f.name] for f in signature.inputs if f.name in d},
+                   output=signature.output_from_dspy(d)) for n, d in enumerate(predictor.demos)]
+    chosen = chosen[:high] if high else []
+    original = signature.dspy_instructions()
+    instructions = predictor.signature.instructions if predictor.signature.instructions != original else None
+    searchable = signature.model_copy(update={"demos": tuple(chosen)})
+    knobs = Knobs(instructions=instructions, demo_ids=tuple(d.id for d in chosen), demo_count=len(chosen)) \
+        if chosen else Knobs(instructions=instructions)
+    return render(searchable, model, knobs, adapters={adapter.name: adapter}), chosen, instructions
 
 
 def _model(name: str, settings: Any) -> Any:
     from rosetta.providers.catalog import catalog_for
 
     return catalog_for(settings.root, settings.models).resolve(name, unlisted=settings.unlisted_models)
+
+
+def from_dspy(program: Any, agent: str | Path, model: str, *, project: str | Path | None = None) -> Path:
+    """Import what a DSPy program chose (its first predictor's instructions and demos, e.g. after a
+    DSPy optimizer ran on ``agent.to_dspy_program()``) as a version of ``agent``'s artifact for
+    ``model``, rendered by rosetta for that model. It is kept beside the active artifact, not served:
+    ``rosetta versions`` lists it, and an experiment or ``experiment promote --version`` puts it to
+    use. Returns the version's file."""
+    from rosetta.compile.compiler import relative_to
+    from rosetta.config import load_settings
+    from rosetta.definition.loader import load_definition
+    from rosetta.providers.adapter import load_adapters
+    from rosetta.providers.catalog import catalog_for
+    from rosetta.runtime.agent import load
+    from rosetta.signature import lower, source_digest
+    from rosetta.store.artifact import (
+        COMPILER_VERSION,
+        Artifact,
+        Provenance,
+        artifact_path,
+        dump_artifact,
+        model_fingerprint,
+        target_inputs,
+    )
+    from rosetta.store.publish import publish_version
+
+    settings = load_settings(project)
+    definition_path = load(agent, project=settings.root).definition_path
+    if definition_path is None:
+        raise UsageError(Problem(f"{agent}: no definition to import a DSPy program into", field="agent"))
+    definition = load_definition(definition_path, root=settings.root, section_roles=dict(settings.section_roles))
+    signature = lower(definition)
+    adapters = load_adapters(settings.adapter_dirs)
+    target = catalog_for(settings.root, settings.models).resolve(model, adapters, unlisted=settings.unlisted_models)
+    adapter = adapters[target.adapter]
+    if not getattr(program, "predictors", None) or not program.predictors():
+        raise UsageError(Problem("the DSPy program has no predictor to import", field="program",
+                                 hint="pass the program a DSPy optimizer compiled, e.g. from to_dspy_program()"))
+    prompt, chosen, instructions = program_prompt(signature, program, target, adapter)
+    source_sha = source_digest(definition)
+    artifact = Artifact(
+        agent=signature.name, version=signature.version, model=target.id, adapter=adapter.name,
+        provenance=Provenance(
+            inputs_sha256=target_inputs(source_sha, target, adapter.sha256, settings.section_roles),
+            source_sha256=source_sha, source_files=tuple(relative_to(f, settings.root) for f in definition.source.files),
+            adapter_sha256=adapter.sha256, model_sha256=model_fingerprint(target), compiler_version=COMPILER_VERSION,
+            knobs={k: v for k, v in prompt.knobs.to_dict().items() if v is not None},
+            optimizer={"name": "dspy-import", "notes": [
+                f"imported from a DSPy program: {len(chosen)} demos"
+                + (" and its own instructions" if instructions else ", the definition's instructions")]}),
+        prompt=prompt, extensions=signature.extensions)
+    path = artifact_path(settings.compiled_dir, signature.name, target.id)
+    return publish_version(path, dump_artifact(artifact), settings.compiled_dir)
