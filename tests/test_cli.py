@@ -342,3 +342,14 @@ def test_render_and_diff_show_the_request_litellm_sends(cli, tree):
     assert "-model: anthropic/claude-sonnet-5-5" in diff and "+--- response_format ---" in diff
     manual = cli("render", definition, "--model", "ollama/llama3.1", "--manual").stdout
     assert manual.count('"enum"') == 1  # the schema once: it is already in the prompt's format section
+
+
+def test_help_fits_80_columns_without_cutting_anything_off(cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    commands = [["compile"], ["optimize"], ["evaluate"], ["verify"], ["run"], ["render"], ["models"], ["trials"],
+                ["doctor"], ["versions"], ["experiment", "start"], ["experiment", "promote"]]
+    for command in commands:
+        text = cli(*command, "--help").output
+        cut = [line for line in text.splitlines() if "…" in line.replace("PV-011…PV-018", "").replace(
+            "PV-001…PV-010", "")]
+        assert not cut and max(len(line) for line in text.splitlines()) <= 80, (command, cut)

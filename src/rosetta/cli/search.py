@@ -72,9 +72,11 @@ class SearchFlags:
 
 
 MetricOpt = Annotated[str | None, typer.Option("--metric", help="exact | fields | schema_valid | numeric | judge | "
-                                               "module:function.", show_default="the definition's evaluation.metric")]
+                                               "module:function. Default: the definition's evaluation metric.",
+                                               show_default=False)]
 DatasetOpt = Annotated[str | None, typer.Option("--dataset", help="Folder of train/dev/test JSONL or CSV, or "
-                                                "hub:owner/name.", show_default="datasets/<agent>/")]
+                                                "hub:owner/name. Default: the agent's folder in datasets.",
+                                                show_default=False)]
 TrialsOpt = Annotated[int | None, typer.Option("--trials", min=1, help="Candidates to race (study-wide, across "
                                                "resumes and workers).", show_default="as many as --max-calls allows "
                                                "(at most 81; 24 without --max-calls)")]
@@ -90,8 +92,8 @@ ActivateOpt = Annotated[bool, typer.Option("--activate", help="Make the new arti
                                            "kept as a version).")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the sampler, demo sets and dev order.")]
 StorageOpt = Annotated[str | None, typer.Option("--storage", help="optuna storage URL (sqlite:///x.db, "
-                                                "postgresql://...) shared by workers.",
-                                                show_default=".rosetta/studies/<agent>/<model>.journal")]
+                                                "postgresql://...) shared by workers. Default: a journal file "
+                                                "in .rosetta/studies.", show_default=False)]
 ProposerOpt = Annotated[str | None, typer.Option("--proposer", help="Model that proposes instruction rewrites, "
                                                  "or 'none'.", show_default="the target model")]
 ProposalsOpt = Annotated[int, typer.Option("--proposals", min=0, help="Instruction candidates to ask for.")]

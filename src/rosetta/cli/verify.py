@@ -30,8 +30,8 @@ def verify_command(
     models: Annotated[list[str] | None, typer.Option("--model", "-m", help="Model to verify on (repeat the flag; "
                                                      "the first is the primary model for PV-015).")] = None,
     dataset: Annotated[str | None, typer.Option("--dataset", help="Folder of labeled examples (its test split), "
-                                                "or hub:owner/name.", show_default="datasets/<agent>/, else "
-                                                "the definition's examples")] = None,
+                                                "or hub:owner/name. Default: the agent's folder in datasets, "
+                                                "else the definition's examples.", show_default=False)] = None,
     judge: Annotated[str | None, typer.Option("--judge", help="Model for the rubric-reviewer judge.",
                                               show_default="the first --model")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Examples (and adversarial probes) per "
