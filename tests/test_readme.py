@@ -1,0 +1,115 @@
+"""The README's ``rosetta …`` commands, run in order against a temporary project on the embedded
+model, each in under a minute: its bundled agents, a small slice of one dataset, and the
+README's own "Your own models" declaration in its pyproject.toml.
+
+Every command in a ``bash`` block runs. Most run as written; :data:`ADAPTED` lists the ones that
+need a change to run here, and why (a long run made short, a placeholder filled in, a cloud key
+there is none of); a command the README adds without a rule here runs as written. None may end in
+a traceback, and each must end with the exit code the README implies.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import REPO
+
+LOCAL = "local/gemma-3-270m"
+
+ADAPTED: dict[str, tuple[str, str]] = {
+    # README command → (command run here, why)
+    "rosetta compile signatures/vuln-triage.md --model local/gemma-3-270m --optimize --max-calls 150": (
+        "rosetta compile signatures/vuln-triage.md --model local/gemma-3-270m --optimize --max-calls 12",
+        "a real search on a 6/5/4-row slice: a small --max-calls"),
+    "rosetta optimize vuln-triage --model gpt-4o --storage postgresql://... --worker": (
+        "rosetta optimize vuln-triage --model gpt-4o --storage sqlite:///studies.db --dry-run",
+        "a worker joins a study another process runs on PostgreSQL: here the same options, estimated"),
+    "rosetta verify signatures/leak-detector.md --model local/gemma-3-270m --limit 5": (
+        "rosetta verify signatures/leak-detector.md --model local/gemma-3-270m --limit 1 --fast",
+        "the judge on the embedded model takes minutes per answer: one example, rule checks"),
+}
+"""README commands run differently here, with the reason."""
+
+EXIT_CODES = {
+    "rosetta validate signatures/ --strict": {0, 1},  # warnings are errors under --strict
+    "rosetta compile --check": {0, 1},  # artifacts for the cloud defaults are checked, some may be missing
+    "rosetta experiment promote vuln-triage --model local/gemma-3-270m": {1},  # no outcomes yet: declined
+    "rosetta verify signatures/ --model anthropic/claude-sonnet-5-5 --model openai/gpt-4o --model "
+    "ollama/llama3.1 --judge openai/gpt-4o --report verify.html --json verify.json": {1},  # no keys here
+}
+"""Exit codes other than 0 that a command's README context implies in this offline project."""
+
+
+def readme_commands() -> list[str]:
+    """Every ``rosetta`` command of the README's bash blocks, continuation lines joined, comments dropped."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = re.sub(r"\s+#.*$", "", line.strip())
+            if line.startswith("rosetta "):
+                commands.append(" ".join(line.split()))
+    return commands
+
+
+def make_project(root: Path) -> Path:
+    """The bundled agents, a small slice of vuln-triage's data, a bug report file, and the README's
+    declaration of a self-hosted model."""
+    shutil.copytree(REPO / "signatures", root / "signatures")
+    for split, rows in (("train", 6), ("dev", 5), ("test", 4)):
+        lines = (REPO / "datasets" / "vuln-triage" / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
+        target = root / "datasets" / "vuln-triage" / f"{split}.jsonl"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join(lines[:rows]) + "\n", encoding="utf-8")
+    (root / "bug.txt").write_text("SQL injection in the login form lets an unauthenticated attacker dump the users "
+                                  "table; a PoC request is attached.\n", encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    declaration = next(block for block in re.findall(r"```toml\n(.*?)```", readme, re.S)
+                       if "[tool.rosetta.models." in block)
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n\n" + declaration, encoding="utf-8")
+    return root
+
+
+def test_every_readme_command_runs_as_documented(tmp_path: Path, local_model: str) -> None:
+    root = make_project(tmp_path / "project")
+    commands = readme_commands()
+    assert len(commands) > 20 and all(command in commands for command in ADAPTED), "ADAPTED names a gone command"
+    failures, compiled_local = [], 0
+    for command in commands:
+        run = ADAPTED.get(command, (command, ""))[0]
+        if run == "rosetta compile signatures/vuln-triage.md --model local/gemma-3-270m":  # the rollout walk-through
+            compiled_local += 1
+            if compiled_local == 1:  # version A: a plain render in place of the search's artifact made above
+                run += " --force"
+            else:  # the README edits the definition between its two compiles
+                definition = root / "signatures" / "vuln-triage.md"
+                definition.write_text(definition.read_text() + "\nAlways name the affected component.\n")
+        if "--treatment 9a8b7c6d5e4f --control 3f5c1a2b9d0e" in run:  # the README's placeholder ids
+            new, old = _versions(root)
+            run = run.replace("9a8b7c6d5e4f", new[:12]).replace("3f5c1a2b9d0e", old[:12])
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "rosetta.cli", *run.split()[1:]], cwd=root, capture_output=True,
+                              text=True, timeout=600, check=False)
+        seconds = time.monotonic() - started
+        output = done.stdout + done.stderr
+        wanted = EXIT_CODES.get(command, {0})
+        if "Traceback" in output or done.returncode not in wanted or seconds > 60:
+            failures.append(f"{run}\n  exit {done.returncode} (wanted {sorted(wanted)}) in {seconds:.0f}s\n"
+                            + "\n".join("  | " + line for line in output.strip().splitlines()[-8:]))
+    assert not failures, "\n".join(failures)
+    assert (root / "trials.html").is_file() and (root / "rosetta.sarif").is_file()
+
+
+def _versions(root: Path) -> tuple[str, str]:
+    """The newest and the previous version of vuln-triage on the embedded model."""
+    listing = subprocess.run([sys.executable, "-m", "rosetta.cli", "versions", "vuln-triage", "--model", LOCAL, "-f",
+                              "json"], cwd=root, capture_output=True, text=True, check=True)
+    versions = json.loads(listing.stdout)["versions"]
+    current = next(v["id"] for v in versions if v["current"])
+    return current, next(v["id"] for v in versions if v["id"] != current and v["optimizer"] is None)
