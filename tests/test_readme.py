@@ -25,8 +25,8 @@ LOCAL = "local/gemma-3-270m"
 ADAPTED: dict[str, tuple[str, str]] = {
     # README command → (command run here, why)
     "rosetta compile signatures/vuln-triage.md --model local/gemma-3-270m --optimize --max-calls 150": (
-        "rosetta compile signatures/vuln-triage.md --model local/gemma-3-270m --optimize --max-calls 12",
-        "a real search on a 6/5/4-row slice: a small --max-calls"),
+        "rosetta compile signatures/vuln-triage.md --model local/gemma-3-270m --optimize --max-calls 6",
+        "a real search on a 4/3/2-row slice: a small --max-calls"),
     "rosetta optimize vuln-triage --model gpt-4o --storage postgresql://... --worker": (
         "rosetta optimize vuln-triage --model gpt-4o --storage sqlite:///studies.db --dry-run",
         "a worker joins a study another process runs on PostgreSQL: here the same options, estimated"),
@@ -40,10 +40,15 @@ EXIT_CODES = {
     "rosetta validate signatures/ --strict": {0, 1},  # warnings are errors under --strict
     "rosetta compile --check": {0, 1},  # artifacts for the cloud defaults are checked, some may be missing
     "rosetta experiment promote vuln-triage --model local/gemma-3-270m": {1},  # no outcomes yet: declined
+    # a 270M base model fails some criteria for some agents (a finding, not a crash)
+    "rosetta verify signatures/ --model local/gemma-3-270m --fast": {0, 1},
     "rosetta verify signatures/ --model anthropic/claude-sonnet-5-5 --model openai/gpt-4o --model "
     "ollama/llama3.1 --judge openai/gpt-4o --report verify.html --json verify.json": {1},  # no keys here
 }
 """Exit codes other than 0 that a command's README context implies in this offline project."""
+
+SECONDS = {"rosetta verify signatures/ --model local/gemma-3-270m --fast": 120}
+"""Time limits other than a minute: --fast over every bundled agent has the two minutes its issue gives it."""
 
 
 def readme_commands() -> list[str]:
@@ -59,10 +64,11 @@ def readme_commands() -> list[str]:
 
 
 def make_project(root: Path) -> Path:
-    """The bundled agents, a small slice of vuln-triage's data, a bug report file, and the README's
-    declaration of a self-hosted model."""
+    """The bundled agents and their data (vuln-triage's cut to a small slice), a bug report file, and
+    the README's declaration of a self-hosted model."""
     shutil.copytree(REPO / "signatures", root / "signatures")
-    for split, rows in (("train", 6), ("dev", 5), ("test", 4)):
+    shutil.copytree(REPO / "datasets", root / "datasets")
+    for split, rows in (("train", 4), ("dev", 3), ("test", 2)):
         lines = (REPO / "datasets" / "vuln-triage" / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
         target = root / "datasets" / "vuln-triage" / f"{split}.jsonl"
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -95,11 +101,11 @@ def test_every_readme_command_runs_as_documented(tmp_path: Path, local_model: st
             run = run.replace("9a8b7c6d5e4f", new[:12]).replace("3f5c1a2b9d0e", old[:12])
         started = time.monotonic()
         done = subprocess.run([sys.executable, "-m", "rosetta.cli", *run.split()[1:]], cwd=root, capture_output=True,
-                              text=True, timeout=600, check=False)
+                              text=True, timeout=300, check=False)
         seconds = time.monotonic() - started
         output = done.stdout + done.stderr
         wanted = EXIT_CODES.get(command, {0})
-        if "Traceback" in output or done.returncode not in wanted or seconds > 60:
+        if "Traceback" in output or done.returncode not in wanted or seconds > SECONDS.get(command, 60):
             failures.append(f"{run}\n  exit {done.returncode} (wanted {sorted(wanted)}) in {seconds:.0f}s\n"
                             + "\n".join("  | " + line for line in output.strip().splitlines()[-8:]))
     assert not failures, "\n".join(failures)

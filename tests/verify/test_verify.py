@@ -227,3 +227,12 @@ def test_fast_mode_runs_one_example_and_one_probe_without_the_judge(tmp_path: Pa
     assert "✗" in rows[1] and "✗" not in rows[0]  # one mark per criterion, fitting 80 columns
     assert "verifying 2/2" in result.output  # progress counts agent × model pairs
 
+
+
+def test_a_tree_skips_agents_with_nothing_to_verify_and_lists_them(tmp_path: Path, cli) -> None:
+    root = make_project(tmp_path)  # its rubric-reviewer has neither labeled data nor examples
+    result = cli("-C", root, "verify", root / "signatures", "--model", "scripted/toy", "--fast")
+    assert result.exit_code == 0, result.output  # an agent with nothing to verify is no failure of the others
+    assert "skipped rubric-reviewer: nothing to verify with" in " ".join(result.stdout.split())
+    alone = cli("-C", root, "verify", root / "signatures" / "rubric-reviewer.md", "--model", "scripted/toy", "--fast")
+    assert alone.exit_code == 1 and "nothing to verify with" in alone.output  # named alone, it is an error

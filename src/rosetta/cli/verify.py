@@ -106,22 +106,28 @@ def _print_summary(report: Any) -> None:
                   pad_edge=False)
     table.add_column("agent", overflow="fold")
     table.add_column("model", overflow="fold")
-    table.add_column(" ".join(c[-2:] for c in CRITERIA), no_wrap=True)  # "11 12 … 18": PV-011 … PV-018
+    ids = list(CRITERIA)
+    table.add_column(f"{ids[0]}..{ids[-1][-3:]}", no_wrap=True)  # one mark per criterion, in order
     table.add_column("quality", justify="right")
     table.add_column("compl.", justify="right")
     for agent in report.agents:
         if agent.error:
             table.add_row(escape(agent.agent), "—", "[red]error[/red]", "", "")
+        if agent.skipped:
+            table.add_row(escape(agent.agent), "—", "[dim]skipped[/dim]", "", "")
         for model in agent.models:
             marks = [_MARK.get(found.status, "—") if (found := model.criterion(c)) else "—" for c in CRITERIA]
-            table.add_row(escape(agent.agent), escape(model.model), "  ".join(marks), _number(model.quality),
+            table.add_row(escape(agent.agent), escape(model.model), " ".join(marks), _number(model.quality),
                           _percent(model.compliance))
     out.print(table)
-    out.print("[dim]✓ pass  ✗ fail  ? undecided  · n/a; retries and latency per model are in --json and "
-              "--report[/dim]")
+    out.print(f"[dim]marks in order {', '.join(c[3:] for c in CRITERIA)}: ✓ pass  ✗ fail  ? undecided  · n/a; "
+              "details, retries and latency are in --json and --report[/dim]")
     for agent in report.agents:
         if agent.error:
             out.print(f"[red]error[/red] {escape(agent.agent)}: {escape(agent.error)}")
+        if agent.skipped:
+            out.print(f"[dim]skipped {escape(agent.skipped)} (add datasets/{escape(agent.agent)}/test.jsonl or "
+                      "examples in the definition)[/dim]")
         for model in agent.models:
             if model.error:
                 out.print(f"[red]error[/red] {escape(agent.agent)} × {escape(model.model)}: {escape(model.error)}")

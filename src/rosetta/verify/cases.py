@@ -31,6 +31,10 @@ class Case:
     forbidden: tuple[str, ...] = field(default_factory=tuple)  # actions the answer must not take
 
 
+
+class NothingToVerify(UsageError):
+    """The agent has no labeled test examples and no examples of its own: a tree of agents skips it."""
+
 def example_cases(signature: Any, definition_path: Path, *, datasets_dir: Path, dataset: str | None,
                   cache_dir: Path | None, limit: int | None) -> tuple[list[Case], str]:
     """The test split of the agent's labeled data, else the definition's own examples; and where
@@ -46,7 +50,7 @@ def example_cases(signature: Any, definition_path: Path, *, datasets_dir: Path, 
         cases = [Case(d.id, "example", dict(d.inputs), d.output) for d in signature.demos]
         source = f"the definition's {len(cases)} examples (smoke set; no labeled dataset in {location})"
     else:
-        raise UsageError(Problem(f"{signature.name}: nothing to verify with", Location(str(definition_path)),
+        raise NothingToVerify(Problem(f"{signature.name}: nothing to verify with", Location(str(definition_path)),
                                  hint=f"add labeled examples in {location}/test.jsonl, or examples in the "
                                       "definition, or pass --dataset"))
     if limit is not None:

@@ -60,7 +60,7 @@ details { margin: .4rem 0; } summary { cursor: pointer; }
 <td>{{ percent(model.compliance) }}</td><td>{{ percent(model.retry_rate) }}</td>
 <td>{{ seconds(model.mean_latency_s) }}</td><td>{{ dollars(model.mean_cost_usd) }}</td>
 </tr>
-{% endfor %}{% if agent.error %}<tr class="failing"><td>{{ agent.agent }}</td><td colspan="{{ criteria | length + 5 }}">{{ agent.error }}</td></tr>{% endif %}{% endfor %}
+{% endfor %}{% if agent.error %}<tr class="failing"><td>{{ agent.agent }}</td><td colspan="{{ criteria | length + 5 }}">{{ agent.error }}</td></tr>{% endif %}{% if agent.skipped %}<tr><td>{{ agent.agent }}</td><td colspan="{{ criteria | length + 5 }}" class="muted">skipped: {{ agent.skipped }}</td></tr>{% endif %}{% endfor %}
 </tbody>
 </table>
 

@@ -88,6 +88,7 @@ class AgentResult(BaseModel):
     cases: str  # where the example cases came from
     models: list[ModelResult] = Field(default_factory=list)
     error: str | None = None  # the agent could not be verified at all
+    skipped: str | None = None  # verifying a tree: why this agent was left out (it has nothing to verify with)
 
 
 class VerifyReport(BaseModel):

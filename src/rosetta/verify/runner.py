@@ -35,7 +35,7 @@ from typing import Any
 
 from rosetta.errors import RosettaError
 from rosetta.verify import criteria as rules
-from rosetta.verify.cases import Case, adversarial_cases, example_cases
+from rosetta.verify.cases import Case, NothingToVerify, adversarial_cases, example_cases
 from rosetta.verify.report import AgentResult, CaseRun, Check, CriterionResult, ModelResult, VerifyReport
 
 
@@ -70,16 +70,17 @@ def verify(definitions: Sequence[Path], options: VerifyOptions, *, settings: Any
     judge = options.judge or options.models[0]
     reviewer = None if options.fast else judge_reviewer(settings.root, judge, complete=complete)
     report = VerifyReport(created=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                          rosetta_version=__version__, models=list(options.models), judge=judge,
+                          rosetta_version=__version__, models=list(options.models),
+                          judge="none (--fast)" if options.fast else judge,
                           thresholds={"quality": rules.QUALITY_PASS, "quality_margin": rules.QUALITY_MARGIN})
     for path in definitions:
         report.agents.append(_verify_agent(Path(path), options, settings, reviewer, complete,
-                                           on_progress or (lambda _: None)))
+                                           on_progress or (lambda _: None), tree=len(definitions) > 1))
     return report
 
 
 def _verify_agent(path: Path, options: VerifyOptions, settings: Any, reviewer: Any, complete: Any,
-                  progress: Progress) -> AgentResult:
+                  progress: Progress, *, tree: bool = False) -> AgentResult:
     from rosetta.definition.loader import load_definition
     from rosetta.runtime.agent import load
     from rosetta.signature import lower
@@ -93,6 +94,9 @@ def _verify_agent(path: Path, options: VerifyOptions, settings: Any, reviewer: A
                                    limit=options.limit)
         agent = load(path, project=settings.root)
     except RosettaError as error:
+        if tree and isinstance(error, NothingToVerify):  # a tree's agent without examples is left out, and said so
+            return AgentResult(agent=definition.name, definition=_relative(path, settings.root),
+                               primary_model=options.models[0], cases="", skipped=error.problems[0].message)
         return AgentResult(agent=path.stem, definition=str(path), primary_model=options.models[0], cases="",
                            error=_first_line(error))
     result = AgentResult(agent=definition.name, definition=_relative(path, settings.root),
