@@ -250,7 +250,8 @@ class Runner:
     def model(self, model_id: str) -> CatalogModel:
         """``model_id``'s entry in the project's catalog (accepted when it was selected or rendered)."""
         if model_id not in self._targets:
-            self._targets[model_id] = catalog_for(self.agent.dirs.root, self.agent.dirs.models).resolve(model_id, unlisted=True)
+            catalog = catalog_for(self.agent.dirs.root, self.agent.dirs.models)
+            self._targets[model_id] = catalog.resolve(model_id, unlisted=True)
         return self._targets[model_id]
 
     def output_model(self, selection: Selection) -> Any:
