@@ -248,7 +248,8 @@ def _agent_to_check(ctx: typer.Context, settings: Any, agent: str | None) -> Pat
 def _schema_elided(value: Any) -> Any:
     """A request parameter with its schema shown as ``{…}`` (the schema is long; `render` shows it)."""
     if isinstance(value, dict):
-        return {key: "{…}" if key in ("schema", "parameters") else _schema_elided(item) for key, item in value.items()}
+        return {key: "{…}" if key in ("schema", "parameters") else _schema_elided(item)
+                for key, item in value.items()}
     return value
 
 

@@ -251,7 +251,8 @@ class RenderedPrompt:
             if key not in plain:
                 parts.append(f"--- {key} ---\n" + json.dumps(value, indent=2, ensure_ascii=False))
         if plain:
-            parts.append("--- parameters ---\n" + "\n".join(f"{key}: {json.dumps(value)}" for key, value in plain.items()))
+            parts.append("--- parameters ---\n"
+                         + "\n".join(f"{key}: {json.dumps(value)}" for key, value in plain.items()))
         return "\n".join(parts) + "\n"
 
     def render_for_display(self, inputs: Mapping[str, Any] | None = None) -> str:

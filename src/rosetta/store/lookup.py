@@ -125,7 +125,8 @@ class Shelf:
         if source is None:
             return "a file it was built from is missing: " + ", ".join(recorded.source_files)
         try:
-            model = catalog_for(self.dirs.root, self.dirs.models).resolve(artifact.model, unlisted=True)  # it was accepted when compiled
+            # it was accepted when compiled
+            model = catalog_for(self.dirs.root, self.dirs.models).resolve(artifact.model, unlisted=True)
         except RosettaError as error:
             return f"its model cannot be resolved now ({error.problems[0].message})"
         adapter_sha = _adapter_digests(self.dirs.adapter_dirs).get(artifact.adapter)

@@ -193,7 +193,8 @@ def from_dspy(program: Any, agent: str | Path, model: str, *, project: str | Pat
         agent=signature.name, version=signature.version, model=target.id, adapter=adapter.name,
         provenance=Provenance(
             inputs_sha256=target_inputs(source_sha, target, adapter.sha256, settings.section_roles),
-            source_sha256=source_sha, source_files=tuple(relative_to(f, settings.root) for f in definition.source.files),
+            source_sha256=source_sha,
+            source_files=tuple(relative_to(f, settings.root) for f in definition.source.files),
             adapter_sha256=adapter.sha256, model_sha256=model_fingerprint(target), compiler_version=COMPILER_VERSION,
             knobs={k: v for k, v in prompt.knobs.to_dict().items() if v is not None},
             optimizer={"name": "dspy-import", "notes": [
