@@ -111,7 +111,10 @@ class Signature(BaseModel):
         """DSPy's output fields: name → (type, description). One per top-level property of an object
         output schema (typed from the schema); a single ``answer`` field when the output is not an
         object with properties, or a property name cannot be a DSPy field (not an identifier, or an
-        input's name)."""
+        input's name). DSPy's adapters keep each field's type (an enum as a Literal, a nested object
+        as its model) but build their JSON schema from the bare types, so a top-level field's own
+        limits (maxLength, minimum) are not enforced through DSPy: validate what
+        :meth:`output_from_dspy` returns against the schema, as rosetta's runtime does."""
         schema = self.output_schema if isinstance(self.output_schema, dict) else {}
         properties = schema.get("properties") if schema.get("type") == "object" else None
         model = self.output_model
