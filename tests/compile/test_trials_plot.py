@@ -32,8 +32,9 @@ def test_the_trials_plot_opens_in_chromium_with_its_charts(tmp_path: Path, cli) 
             page.goto(page_file.as_uri())
             page.wait_for_selector(".js-plotly-plot .main-svg")
             titles = page.locator("h2").all_inner_texts()
-            assert titles == ["Optimization history", "Knob importances", "Score against prompt tokens"]
-            assert page.locator(".js-plotly-plot").count() == 3
+            assert titles == ["Optimization history", "Knob importances", "Score against prompt tokens",
+                              "Score against calls"]
+            assert page.locator(".js-plotly-plot").count() == 4
             assert page.locator(".js-plotly-plot .scatterlayer .trace").count() >= 2  # points were drawn
             assert not problems, problems
         finally:

@@ -26,8 +26,8 @@ def trials(
     storage: Annotated[str | None, typer.Option("--storage", help="The storage the search used, when not the "
                                                 "project's journal (sqlite:///..., postgresql://...).")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="Also write optuna's plots (optimization history, "
-                                              "knob importances, score against prompt tokens) to this HTML "
-                                              "file.")] = None,
+                                              "knob importances, score against prompt tokens and against calls) "
+                                              "to this HTML file.")] = None,
     format: Annotated[ListFormat, typer.Option("--format", "-f", help="Output format.")] = ListFormat.text,
 ) -> None:
     """List the trials of the last search of AGENT on a model: per unit of the race, the candidate,
@@ -86,7 +86,8 @@ def _cell(value: Any, shape: str = "{}") -> str:
 
 def write_plots(study: Any, path: Path, *, title: str) -> None:
     """optuna's plotly plots of ``study`` in one self-contained HTML file (plotly.js inlined once,
-    so it opens offline): optimization history, knob importances, and score against prompt tokens."""
+    so it opens offline): optimization history, knob importances, and the Pareto fronts of score against prompt tokens
+    and against calls."""
     import html
     import warnings
 
@@ -96,7 +97,7 @@ def write_plots(study: Any, path: Path, *, title: str) -> None:
     if not visualization.is_available():
         raise UsageError(Problem("--plot needs plotly", hint="pip install 'rosetta[plots]'"))
     from rosetta.fileio import write_atomic
-    from rosetta.notebook.search import score_and_tokens
+    from rosetta.notebook.search import score_against
 
     finished = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
     if not finished:
@@ -106,8 +107,9 @@ def write_plots(study: Any, path: Path, *, title: str) -> None:
         warnings.simplefilter("ignore", ExperimentalWarning)
         if len({tuple(sorted(t.params.items())) for t in finished}) > 1:
             figures.append(("Knob importances", visualization.plot_param_importances(study, target_name="score")))
-        figures.append(("Score against prompt tokens", visualization.plot_pareto_front(
-            score_and_tokens(study), target_names=["score", "prompt tokens"])))
+        for cost, name in (("prompt_tokens", "prompt tokens"), ("calls", "calls")):
+            figures.append((f"Score against {name}", visualization.plot_pareto_front(
+                score_against(study, cost), target_names=["score", name])))
     sections = [f"<h2>{html.escape(name)}</h2>" + figure.to_html(full_html=False, include_plotlyjs=index == 0)
                 for index, (name, figure) in enumerate(figures)]
     write_atomic(path, f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"

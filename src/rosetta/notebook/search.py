@@ -214,21 +214,20 @@ class Optimization:
         (what every call pays for). A single-objective study is shown through the same two values."""
         from optuna.visualization import matplotlib as plots
 
-        return _figure(plots.plot_pareto_front, score_and_tokens(self.study), target_names=["score", "prompt tokens"])
+        return _figure(plots.plot_pareto_front, score_against(self.study), target_names=["score", "prompt tokens"])
 
 
-def score_and_tokens(study: Any) -> Any:
-    """``study`` as two objectives, score (higher is better) and prompt tokens (what every call pays
-    for), for optuna's Pareto-front plot; a study that already has both is returned as it is."""
+def score_against(study: Any, cost: str = "prompt_tokens") -> Any:
+    """``study`` as two objectives for optuna's Pareto-front plot: score (higher is better) and a
+    cost each trial recorded (lower is better): ``prompt_tokens``, what every call pays for, or
+    ``calls``, what scoring the candidate took."""
     import optuna
 
-    if len(study.directions) > 1:
-        return study
     pair = optuna.create_study(directions=["maximize", "minimize"])
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)):
         pair.add_trial(optuna.trial.create_trial(
             params=trial.params, distributions=trial.distributions, user_attrs=trial.user_attrs,
-            values=[trial.value, int(trial.user_attrs.get("prompt_tokens", 0))]))
+            values=[trial.values[0], int(trial.user_attrs.get(cost, 0))]))
     if not pair.trials:
         raise UsageError(Problem("no variant finished the dev set, so there is no front to draw"))
     return pair
