@@ -228,7 +228,7 @@ def fingerprint(args: argparse.Namespace, data: object, *, row: str) -> str:
     model and settings. ``row`` says which code counts: ``search`` (rosetta's row) all of rosetta;
     ``render`` (the unoptimized, k-shot and random-search rows) all but the search's own modules, so
     improving the search re-measures rosetta's row alone; ``dspy`` only ``DSPY_CODE``. No row counts
-    ``NEVER_RUN``'s packages."""
+    ``NEVER_RUN``'s packages, and only the DSPy rows count ``DSPY_ONLY`` and ``dspy_row``."""
     from importlib.metadata import version
 
     from rosetta.providers.local_revision import answerer_revision
@@ -239,8 +239,9 @@ def fingerprint(args: argparse.Namespace, data: object, *, row: str) -> str:
         relative = source.relative_to(source_root).as_posix()
         if _runs(row, relative):
             code.update(relative.encode() + b"\0" + source.read_bytes())
-    # the bench's own code: a DSPy row is measured by dspy_row alone, the other rows by all of this file
-    code.update(inspect.getsource(dspy_row).encode() if row == "dspy" else Path(__file__).resolve().read_bytes())
+    # the bench's own code: a DSPy row is measured by dspy_row alone, the other rows by the rest of this file
+    bench_code, dspy_code = Path(__file__).resolve().read_text(encoding="utf-8"), inspect.getsource(dspy_row)
+    code.update((dspy_code if row == "dspy" else bench_code.replace(dspy_code, "")).encode())
     settings = {"code": code.hexdigest(), "decoder": answerer_revision(MODEL), "agent": args.agent, "model": MODEL,
                 "data": data.sha256, "random_calls": args.random_calls, "seed": args.seed,
                 "limit": args.limit, "litellm": version("litellm")}
@@ -255,11 +256,14 @@ def _runs(row: str, relative: str) -> bool:
     """Whether a ``row`` of this kind runs rosetta's module at ``relative`` (to src/rosetta/)."""
     if row == "dspy":
         return any(relative == part or (part.endswith("/") and relative.startswith(part)) for part in DSPY_CODE)
-    if relative.startswith(NEVER_RUN):
+    if relative.startswith(NEVER_RUN) or relative == DSPY_ONLY:
         return False
     return row == "search" or not (relative.startswith("compile/optimize/")
                                    and relative.rpartition("/")[2] in SEARCH_CODE)
 
+
+DSPY_ONLY = "compile/optimize/dspy_backend.py"
+"""The glue to DSPy: only the DSPy rows run it."""
 
 NEVER_RUN = ("cli/", "notebook/", "verify/", "rollout/")
 """Packages no row runs (the bench calls the search and the runtime directly): editing them
@@ -350,7 +354,7 @@ def dspy_row(name: str, context: object, seed: int, directory: Path) -> dict:
     answers go through DSPy's own response cache, kept in ``directory`` until the row is done."""
     import dspy
 
-    from rosetta.compile.optimize.dspy_backend import answer_data, compile_with_dspy, dspy_examples, dspy_lm
+    from rosetta.compile.optimize.dspy_backend import compile_with_dspy, dspy_examples, dspy_lm, dspy_metric
 
     labels = {"dspy-labeled": "DSPy LabeledFewShot", "dspy-bootstrap": "DSPy BootstrapFewShotWithRandomSearch",
               "dspy-mipro": "DSPy MIPROv2 (auto=light)"}
@@ -372,17 +376,16 @@ def dspy_row(name: str, context: object, seed: int, directory: Path) -> dict:
         return {"method": labels[name], "test": None, "parsed": None, "calls": len(lm.history),
                 "wall_s": wall, "note": f"crashed: {message}{resumed}"}
     calls = len(lm.history)
-    total, parsed = 0.0, 0
+    total, parsed, scorer = 0.0, 0, dspy_metric(signature, metric)
     with dspy.context(lm=lm):
         for example in test:
             try:
                 prediction = program(**example.inputs())
             except Exception:  # DSPy could not parse the answer (its adapters raise)
                 continue
-            data_ = answer_data(prediction)
-            if data_ is not None:
+            if signature.output_from_dspy(prediction):
                 parsed += 1
-                total += metric.score(data_, example.answer)
+                total += scorer(example, prediction)
     row = {"method": labels[name], "test": total / len(test), "parsed": parsed / len(test), "calls": calls,
            "wall_s": progress.elapsed(), "note": f"{len(program.predictors()[0].demos)} demos{resumed}"}
     progress.stop()

@@ -47,10 +47,16 @@ def dspy_lm(model: Any, signature: Any, **extra: Any) -> Any:
 
     register()  # the local/ provider, for DSPy's own litellm calls
     params = signature.generation_params.get("default")
-    max_tokens = (params.max_output_tokens if params and params.max_output_tokens else 1000)
+    limit = params.max_output_tokens if params and params.max_output_tokens else 1000
+    max_tokens = limit + DSPY_MARKER_TOKENS * (len(signature.dspy_outputs()) + 1)
     return dspy.LM(model.id, temperature=0.0, max_tokens=max_tokens, cache=False, num_retries=0,
                    **{**model.connection(), **extra})  # a declared model's endpoint and key
 
+
+DSPY_MARKER_TOKENS = 12
+"""Room for DSPy's own format, which the agent's output limit does not count: a ``[[ ## field ## ]]``
+line per output field and the closing ``[[ ## completed ## ]]``. Without it a short answer (a
+20-token label) is cut off, and DSPy asks again through its JSON adapter: two calls per answer."""
 
 TOLERATED_ERRORS = 1_000_000
 """DSPy cancels an optimizer after ``dspy.settings.max_errors`` (10) answers it cannot parse. A small
