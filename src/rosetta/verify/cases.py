@@ -31,9 +31,9 @@ class Case:
     forbidden: tuple[str, ...] = field(default_factory=tuple)  # actions the answer must not take
 
 
-
 class NothingToVerify(UsageError):
     """The agent has no labeled test examples and no examples of its own: a tree of agents skips it."""
+
 
 def example_cases(signature: Any, definition_path: Path, *, datasets_dir: Path, dataset: str | None,
                   cache_dir: Path | None, limit: int | None) -> tuple[list[Case], str]:
@@ -51,8 +51,8 @@ def example_cases(signature: Any, definition_path: Path, *, datasets_dir: Path, 
         source = f"the definition's {len(cases)} examples (smoke set; no labeled dataset in {location})"
     else:
         raise NothingToVerify(Problem(f"{signature.name}: nothing to verify with", Location(str(definition_path)),
-                                 hint=f"add labeled examples in {location}/test.jsonl, or examples in the "
-                                      "definition, or pass --dataset"))
+                                      hint=f"add labeled examples in {location}/test.jsonl, or examples in the "
+                                           "definition, or pass --dataset"))
     if limit is not None:
         cases = cases[:limit]
     return cases, source
