@@ -583,8 +583,10 @@ def test_dry_run_counts_the_baseline_test_pass_and_judge_calls(toy: Path, cli: o
     result = cli("-C", toy, "compile", toy / "signatures", "--model", "scripted/toy", "--optimize", "--dry-run",
                  "--trials", "5", "--max-calls", "50", "--proposer", "none", "--baseline")
     assert result.exit_code == 0, result.output
-    # 8 bootstrap + 28 search; test 16 × 2 (--baseline); one verdict per scored answer: 28 + 32
-    assert "at most 128 calls (0 proposals, 8 bootstrap, 28 search, 32 test, 60 judge)" in result.output
+    # 8 bootstrap + 40 search (5 candidates × 6 rows, 1 × 10 more); test 16 × 2 (--baseline);
+    # one verdict per scored answer: 40 + 32
+    assert "at most 152 calls (0 proposals, 8 bootstrap, 40 search, 32 test, 72 judge)" in result.output
+    assert "candidates per rung [5, 1]" in result.output
 
 
 def test_a_search_logged_to_a_file_says_how_it_goes(toy: Path, cli: object) -> None:

@@ -27,6 +27,13 @@ def test_150_calls_on_50_dev_rows_race_tens_of_candidates() -> None:
     assert plain.rows[0] >= 3 and plain.candidates >= 9
 
 
+def test_calls_the_halving_leaves_unspent_widen_the_first_rung() -> None:
+    # in thirds, 9 candidates cost 98 and a tenth 138 (a second finalist): 37 of 135 calls went unused
+    race = plan(40, 135)
+    assert race.rows == (5, 14, 40) and race.keep == (16, 3, 1)
+    assert race.calls() <= 135 < race.calls() + race.rows[0]
+
+
 def test_no_plan_below_one_pass_and_none_pruner_scores_everyone_on_all_of_dev() -> None:
     assert plan(50, 49) is None
     flat = plan(30, 150, halving=False)

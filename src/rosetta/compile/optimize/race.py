@@ -1,8 +1,8 @@
 """Racing candidates: successive halving on shared dev rows, planned to fit the call budget.
 
 Every candidate of rung 0 answers the same first few rows of one fixed dev order; the best third
-go on to rung 1, which adds rows, and so on until the last rung, where the finalists answer the
-whole dev split. Rows already answered are never asked again, so rung ``k`` costs only its new
+(fewer, when spare calls widened rung 0) go on to rung 1, which adds rows, and so on until the
+last rung, where the finalists answer the whole dev split. Rows already answered are never asked again, so rung ``k`` costs only its new
 rows. The plan (how many candidates, how many rows per rung) is fixed before the first call from
 the dev size and the budget, so cached answers, resumes and workers never change what is tried.
 
@@ -71,13 +71,21 @@ def plan(dev_size: int, budget: int | None, candidates: int | None = None, *, ha
             best = _plan(rows, cap)
             continue
         count = _most_candidates(rows, budget, cap)
-        if count and (best is None or count > best.candidates):
-            best = _plan(rows, count)
+        if count and (best is None or _widened(_plan(rows, count), budget, cap).candidates > best.candidates):
+            best = _widened(_plan(rows, count), budget, cap)
     return best
 
 
 def _plan(rows: tuple[int, ...], count: int) -> Plan:
     return Plan(rows, tuple(max(1, math.ceil(count / ETA ** k)) for k in range(len(rows))))
+
+
+def _widened(race: Plan, budget: int, cap: int) -> Plan:
+    """The calls a halving plan leaves unspent buy more rung-0 candidates, the later rungs keeping
+    as many: one more candidate in thirds would often need another finalist (a whole dev pass), so
+    up to a quarter of the budget went unused."""
+    extra = min((budget - race.calls()) // race.rows[0], cap - race.candidates)
+    return Plan(race.rows, (race.keep[0] + extra, *race.keep[1:])) if extra > 0 else race
 
 
 def _most_candidates(rows: tuple[int, ...], budget: int | None, cap: int) -> int:
