@@ -19,7 +19,9 @@ back in that format, as ``answer`` followed by ``completed``.
 
 ``scripted/proposer`` answers instruction-proposal requests: proposal 1 is not JSON, proposal 2 is
 a valid instruction containing :data:`RULEBOOK`, proposal 3 is too short, later ones repeat 1.
-``scripted/garbage`` answers every request with text no one can parse. ``scripted/judge`` answers
+``scripted/garbage`` answers every request with text no one can parse. ``scripted/stutter`` answers
+like ``scripted/toy``, but its first answer about a note whose text has an even length is
+unparsable, so those rows each take a retry. ``scripted/judge`` answers
 rubric reviews (the rubric-reviewer agent's schema), criterion by criterion:
 
 - "The label is X": pass when the graded answer's label is X, else fail;
@@ -83,6 +85,7 @@ GOOD_INSTRUCTION = (f"You sort short notes by topic. Consult the {RULEBOOK}: eve
 
 _lock = threading.Lock()
 calls = 0
+GARBAGE = "<<<>>> ??? {{{ not an answer"
 _asked: dict[str, int] = {}  # scripted/sampler: how often each question was asked
 
 
@@ -192,7 +195,11 @@ class ScriptedLLM(CustomLLM):
         if name == "proposer":
             text = proposer_answer(messages)
         elif name == "garbage":
-            text = "<<<>>> ??? {{{ not an answer"
+            text = GARBAGE
+        elif name == "stutter":
+            retried = any(m["role"] == "assistant" and m.get("content") == GARBAGE for m in messages)
+            last_user = next(str(m.get("content") or "") for m in reversed(messages) if m["role"] == "user")
+            text = GARBAGE if not retried and len(_input_text(last_user).strip()) % 2 == 0 else toy_answer(messages)
         elif name in ("judge", "unsure-judge"):
             text = judge_answer(messages, unsure=name == "unsure-judge")
         elif name == "dice" and (kwargs.get("optional_params") or {}).get("temperature", 1.0) != 0:
@@ -252,7 +259,7 @@ def register() -> None:
         "litellm_provider": "scripted", "mode": "chat", "max_input_tokens": 32000, "max_output_tokens": 512,
         "input_cost_per_token": 0.000001, "output_cost_per_token": 0.000002,
         **({"supports_sampling_params": False} if name == "sampler" else {}),
-    } for name in ("toy", "proposer", "garbage", "judge", "unsure-judge", "dice", "sampler", *SUBJECTS)})
+    } for name in ("toy", "proposer", "garbage", "stutter", "judge", "unsure-judge", "dice", "sampler", *SUBJECTS)})
 
 
 TOY_AGENT = """\

@@ -171,13 +171,28 @@ def test_max_calls_is_a_hard_cap_when_answers_take_retries(toy: Path) -> None:
                               settings=SearchSettings(trials=50, max_calls=101, proposer=None))
     written = toy / "compiled/toy-sorter/scripted/garbage.yaml"
     outcome = optimize(request, settings=load_settings(toy)).outcome
-    assert outcome.stopped == "--max-calls 101 reached"
-    assert 101 - 3 < outcome.calls <= 101
-    assert calls_made() - before == outcome.calls + outcome.test_calls
-    assert outcome.cut_short >= 1  # a candidate the budget stopped is reported as such, not as eliminated
+    assert outcome.calls <= 101 and calls_made() - before == outcome.calls + outcome.test_calls
+    # the race kept what its later rungs need at 3 calls an answer: two candidates answered all 16
+    # dev rows (96 calls), the other 18 stopped in the first rung, reported as such, not as eliminated
+    assert outcome.dev_examples == 16 and len(outcome.race["finalists"]) == 2 and 101 - 6 < outcome.calls
+    assert outcome.cut_short == outcome.trials - 2 and outcome.pruned == 0
     artifact = parse_artifact(written.read_text(), path="a")
     assert artifact.provenance.optimizer["cut_short"] == outcome.cut_short
     assert artifact.provenance.budget["phases"] == outcome.phases
+
+
+def test_retries_in_the_first_rungs_never_take_the_finalists_calls(toy: Path) -> None:
+    # about half of scripted/stutter's answers take a retry, which the plan (made on answers) cannot
+    # know in advance: the race keeps the later rungs' calls at the retry rate it has seen, so the
+    # first rung's last candidates stop instead, and the leaders answer all of dev (without it the
+    # finalists got 6 rows of 16)
+    request = OptimizeRequest(definition=toy / "signatures" / "toy-sorter.md", model="scripted/stutter",
+                              settings=SearchSettings(trials=None, max_calls=100, proposer=None, nearest_demos=False))
+    outcome = optimize(request, settings=load_settings(toy)).outcome
+    assert outcome.calls <= 100 and outcome.race["rows"][-1] == 16
+    assert outcome.dev_examples == 16  # the winner answered all of dev
+    assert 1 <= outcome.cut_short < outcome.race["keep"][0]  # the first rung's last candidates, reported as stopped
+    assert outcome.phases["rung 0"] < outcome.race["keep"][0] * outcome.race["rows"][0]
 
 
 def test_a_budget_below_one_dev_pass_is_a_clear_error(toy: Path) -> None:

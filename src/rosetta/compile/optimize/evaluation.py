@@ -56,6 +56,11 @@ class BudgetExhausted(Exception):
         self.reason = reason
 
 
+class HeldBack(BudgetExhausted):
+    """Raised before a call that would spend what the race keeps for its later rungs: this rung's
+    remaining candidates stop, the leaders' rungs still run."""
+
+
 @dataclass
 class Budget:
     """Limits on calls, USD and wall time; all optional. Thread-safe."""
@@ -68,6 +73,7 @@ class Budget:
     paid_calls: int = 0  # what this process really sent
     paid_cost: float = 0.0
     carried_calls: int = 0  # spent by earlier runs or other workers of the same study
+    held: int = 0  # kept for the race's later rungs: the current rung may not spend them
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -79,6 +85,8 @@ class Budget:
         with self._lock:
             if self.max_calls is not None and self.calls + self.carried_calls + reserve > self.max_calls:
                 raise BudgetExhausted(f"--max-calls {self.max_calls} reached")
+            if self.max_calls is not None and self.calls + self.carried_calls + reserve + self.held > self.max_calls:
+                raise HeldBack(f"the calls left are kept for the leaders' rungs (--max-calls {self.max_calls})")
             if self.max_cost is not None and self.cost >= self.max_cost:
                 raise BudgetExhausted(f"--max-cost ${self.max_cost:g} reached")
             if self.timeout_s is not None and time.monotonic() - self._started >= self.timeout_s:

@@ -46,6 +46,11 @@ class Plan:
         """Answers the race needs, retries aside."""
         return sum(keep * (rows - before) for keep, rows, before in zip(self.keep, self.rows, (0, *self.rows)))
 
+    def answers_after(self, rung: int, entrants: int) -> int:
+        """Answers the rungs after ``rung`` need when ``entrants`` candidates finish it, retries aside."""
+        return sum(min(keep, entrants) * (rows - before) for keep, rows, before
+                   in zip(self.keep[rung + 1:], self.rows[rung + 1:], self.rows[rung:]))
+
     def describe(self) -> dict[str, Any]:
         return {"candidates": self.candidates, "rows": list(self.rows), "keep": list(self.keep),
                 "calls": self.calls()}

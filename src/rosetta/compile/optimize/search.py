@@ -13,6 +13,7 @@ status); :func:`run_search` runs them, or joins the study as a worker.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import time
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.compile.optimize.cache import EvalCache, prompt_key
-from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator, draws_for, interval95
+from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator, HeldBack, draws_for, interval95
 from rosetta.compile.optimize.label_odds import label_field
 from rosetta.compile.optimize.labeled import LabeledData
 from rosetta.compile.optimize.metrics import Metric
@@ -210,8 +211,9 @@ class _Search:
             if done:
                 standings = done
                 self.finalists = [done[c] for c in alive if c in done]
-            if len(done) < len(alive) or self.stopped:
+            if self.stopped or not done:
                 break
+            alive = [c for c in alive if c in done]  # the rest were held back: stopped by the budget
         self._cancel_waiting()
         study.set_user_attr("race_done", True)
         self.status.trials_done = len(self.candidates)
@@ -258,9 +260,9 @@ class _Search:
         if rows == len(self.dev) and any(s.plain_mean >= 1.0 for s in finished.values()) \
                 and PERFECT not in self.stopped:
             self.stopped.append(PERFECT)
-        if len(finished) < len(alive) and not self.stopped:
-            stopped = [units[c].user_attrs.get("stopped") for c in alive if c in units]
-            self.stopped.append(next((s for s in stopped if s), "the race was interrupted"))
+        unfinished = [units[c].user_attrs for c in alive if c not in finished]
+        if not self.stopped and any(not attrs.get("held_back") for attrs in unfinished):
+            self.stopped.append(next((a["stopped"] for a in unfinished if a.get("stopped")), "the race was interrupted"))
         return finished
 
     def _units(self, rung: int) -> dict[int, Any]:
@@ -304,6 +306,11 @@ class _Search:
         except Surplus:
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
             return False
+        except HeldBack as held:  # this rung's share is spent; the race goes on with those that finished
+            trial.set_user_attr("stopped", held.reason)
+            trial.set_user_attr("held_back", True)
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            return True
         except BudgetExhausted as exhausted:
             self.stopped.append(exhausted.reason)
             trial.set_user_attr("stopped", exhausted.reason)
@@ -323,8 +330,9 @@ class _Search:
         self.mine.add(trial.number)
         budget.carried_calls = sum(int(t.user_attrs.get("calls", 0)) for t in self.study.get_trials(deepcopy=False)
                                    if t.state.name in ("COMPLETE", "FAIL") and t.number not in self.mine)
-        budget.check()
         candidate, rung, rows = int(attrs["candidate"]), int(attrs["rung"]), int(attrs["rows"])
+        budget.held = self._held(rung)
+        budget.check()
         trial.set_user_attr("host", socket.gethostname())
         trial.set_user_attr("pid", os.getpid())
         params = self.candidates[candidate]
@@ -339,13 +347,14 @@ class _Search:
         earlier = self._units(rung - 1).get(candidate) if rung else None
         race = list(earlier.user_attrs["race"]) if earlier is not None else []
         plain = list(earlier.user_attrs["plain"]) if earlier is not None else []
-        spent_before, cost_before = budget.calls, budget.cost
+        spent_before, cost_before, answered_before = budget.calls, budget.cost, len(race)
         try:
             for race_score, plain_score in self.evaluator.race_scores(prompt, self.dev[len(race):rows]):
                 race.append(race_score)
                 plain.append(plain_score)
         finally:
             trial.set_user_attr("calls", budget.calls - spent_before)
+            trial.set_user_attr("answers", len(race) - answered_before)
             trial.set_user_attr("cost", budget.cost - cost_before)
             trial.set_user_attr("race", race)
             trial.set_user_attr("plain", plain)
@@ -355,6 +364,19 @@ class _Search:
         if rows == len(self.dev) and mean >= 1.0:
             self.stopped.append(PERFECT)
         return sum(race) / len(race)
+
+    def _held(self, rung: int) -> int:
+        """Calls kept for the rungs after ``rung``: the answers they need for the candidates of this
+        rung so far (this one included), and the retries those take at the rate seen so far.
+        Without it, retries in the wide first rungs would spend what the finalists need, and the
+        winner would be chosen on a fraction of dev; with it, the first rung's last candidates stop."""
+        trials = [t for t in self.study.get_trials(deepcopy=False) if "candidate" in t.user_attrs]
+        entrants = sum(1 for t in trials if t.user_attrs.get("rung") == rung and t.state.name in ("COMPLETE", "RUNNING"))
+        later = self.plan.answers_after(rung, max(1, entrants))
+        done = [t.user_attrs for t in trials if t.state.name in ("COMPLETE", "FAIL") and t.user_attrs.get("answers")]
+        answers = sum(int(attrs["answers"]) for attrs in done)
+        calls = sum(int(attrs.get("calls", 0)) for attrs in done)
+        return math.ceil(later * calls / answers) if answers else later
 
     def _standing(self, trial: Any) -> Standing:
         attrs = trial.user_attrs
