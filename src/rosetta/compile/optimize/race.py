@@ -2,9 +2,10 @@
 
 Every candidate of rung 0 answers the same first few rows of one fixed dev order; the best third
 (fewer, when spare calls widened rung 0) go on to rung 1, which adds rows, and so on until the
-last rung, where the finalists answer the whole dev split. Rows already answered are never asked again, so rung ``k`` costs only its new
-rows. The plan (how many candidates, how many rows per rung) is fixed before the first call from
-the dev size and the budget, so cached answers, resumes and workers never change what is tried.
+last rung, where the finalists answer the whole dev split. Rows already answered are never asked
+again, so rung ``k`` costs only its new rows. The plan (how many candidates, how many rows per
+rung) is fixed before the first call from the dev size and the budget, so cached answers, resumes
+and workers never change what is tried.
 
 :func:`plan` sizes the race; :func:`dev_order` interleaves labels so a rung's few rows cover
 several; :func:`leaders` and :func:`winner` choose on equal rows, preferring the simpler prompt
@@ -76,8 +77,9 @@ def plan(dev_size: int, budget: int | None, candidates: int | None = None, *, ha
             best = _plan(rows, cap)
             continue
         count = _most_candidates(rows, budget, cap)
-        if count and (best is None or _widened(_plan(rows, count), budget, cap).candidates > best.candidates):
-            best = _widened(_plan(rows, count), budget, cap)
+        widest = _widened(_plan(rows, count), budget, cap) if count else None
+        if widest is not None and (best is None or widest.candidates > best.candidates):
+            best = widest
     return best
 
 

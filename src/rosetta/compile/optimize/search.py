@@ -262,7 +262,8 @@ class _Search:
             self.stopped.append(PERFECT)
         unfinished = [units[c].user_attrs for c in alive if c not in finished]
         if not self.stopped and any(not attrs.get("held_back") for attrs in unfinished):
-            self.stopped.append(next((a["stopped"] for a in unfinished if a.get("stopped")), "the race was interrupted"))
+            reason = next((attrs["stopped"] for attrs in unfinished if attrs.get("stopped")), None)
+            self.stopped.append(reason or "the race was interrupted")
         return finished
 
     def _units(self, rung: int) -> dict[int, Any]:
@@ -371,7 +372,8 @@ class _Search:
         Without it, retries in the wide first rungs would spend what the finalists need, and the
         winner would be chosen on a fraction of dev; with it, the first rung's last candidates stop."""
         trials = [t for t in self.study.get_trials(deepcopy=False) if "candidate" in t.user_attrs]
-        entrants = sum(1 for t in trials if t.user_attrs.get("rung") == rung and t.state.name in ("COMPLETE", "RUNNING"))
+        entrants = sum(1 for t in trials
+                       if t.user_attrs.get("rung") == rung and t.state.name in ("COMPLETE", "RUNNING"))
         later = self.plan.answers_after(rung, max(1, entrants))
         done = [t.user_attrs for t in trials if t.state.name in ("COMPLETE", "FAIL") and t.user_attrs.get("answers")]
         answers = sum(int(attrs["answers"]) for attrs in done)
