@@ -329,10 +329,11 @@ class _Search:
         come from its unit of the previous rung); records per-row scores, calls and cost."""
         budget, attrs = self.budget, trial.user_attrs
         self.mine.add(trial.number)
-        budget.carried_calls = sum(int(t.user_attrs.get("calls", 0)) for t in self.study.get_trials(deepcopy=False)
+        trials = self.study.get_trials(deepcopy=False)
+        budget.carried_calls = sum(int(t.user_attrs.get("calls", 0)) for t in trials
                                    if t.state.name in ("COMPLETE", "FAIL") and t.number not in self.mine)
         candidate, rung, rows = int(attrs["candidate"]), int(attrs["rung"]), int(attrs["rows"])
-        budget.held = self._held(rung)
+        budget.held = self._held(rung, trials)
         budget.check()
         trial.set_user_attr("host", socket.gethostname())
         trial.set_user_attr("pid", os.getpid())
@@ -366,12 +367,13 @@ class _Search:
             self.stopped.append(PERFECT)
         return sum(race) / len(race)
 
-    def _held(self, rung: int) -> int:
+    def _held(self, rung: int, trials: list[Any]) -> int:
         """Calls kept for the rungs after ``rung``: the answers they need for the candidates of this
-        rung so far (this one included), and the retries those take at the rate seen so far.
-        Without it, retries in the wide first rungs would spend what the finalists need, and the
-        winner would be chosen on a fraction of dev; with it, the first rung's last candidates stop."""
-        trials = [t for t in self.study.get_trials(deepcopy=False) if "candidate" in t.user_attrs]
+        rung so far (this one included), and the retries those take at the rate seen so far in
+        ``trials`` (the study's). Without it, retries in the wide first rungs would spend what the
+        finalists need, and the winner would be chosen on a fraction of dev; with it, the first
+        rung's last candidates stop."""
+        trials = [t for t in trials if "candidate" in t.user_attrs]
         entrants = sum(1 for t in trials
                        if t.user_attrs.get("rung") == rung and t.state.name in ("COMPLETE", "RUNNING"))
         later = self.plan.answers_after(rung, max(1, entrants))
