@@ -10,7 +10,11 @@ directly, in the same run (ratio = rosetta's path / llama-cpp-python alone).
 - prompt evaluation and generation speed, in tokens per second;
 - latency of a 300-token prompt with a 5-token answer (target < 150 ms): *cold*, nothing in the
   KV cache, and *warm*, an agent's fixed 250-token instructions cached by the previous call and
-  only the 50-token request new — what every call after an agent's first one looks like.
+  only the 50-token request new — what every call after an agent's first one looks like;
+- two agents' 1,000-token instructions alternating call by call (DSPy's chat answer and its JSON
+  retry do this on every answer of a small model): rosetta's contexts each keep one, against one
+  context (``local_decoder.CONTEXTS = 1``, rosetta before it kept more) and llama-cpp-python's
+  own prefix cache, measured in the same run.
 
     python bench/local_model.py [--repeat 7]
 """
@@ -134,6 +138,24 @@ def run(repeat: int) -> None:
     base = statistics.median([direct(p, 5) for p in warm][1:]) * 1e3
     rows += [("300-token prompt, 5-token answer: warm instructions", warm_ms, "ms",
               _verdict(warm_ms) + f", {warm_ms / base:.2f}x baseline"),
+             ("  baseline: llama-cpp-python directly (its own prefix cache)", base, "ms", "")]
+
+    formats = [llm.detokenize(llm.tokenize((f"Answer format {kind}. " + INSTRUCTIONS * 8).encode(),
+                                           add_bos=False)[:1000]).decode() for kind in ("one", "two")]
+
+    def alternating(label: str) -> list[str]:
+        return [sized(f"{instructions}\n\n{label} {i}: ", 1050) for i in range(repeat + 1) for instructions in formats]
+
+    timed = [call(p, 5) for p in alternating("Report")][2:]  # the first two are cold
+    kept_ms = statistics.median(s for s, _ in timed) * 1e3
+    loaded.contexts[1:] = []
+    local_decoder.CONTEXTS, contexts = 1, local_decoder.CONTEXTS
+    one_ms = statistics.median(s for s, _ in [call(p, 5) for p in alternating("Memo")][2:]) * 1e3
+    local_decoder.CONTEXTS = contexts
+    base = statistics.median([direct(p, 5) for p in alternating("Note")][2:]) * 1e3
+    rows += [(f"two 1,050-token prompts alternating, 5-token answers ({contexts} contexts)", kept_ms, "ms",
+              f"{one_ms / kept_ms:.1f}x faster than one context"),
+             ("  baseline: one context (CONTEXTS = 1)", one_ms, "ms", ""),
              ("  baseline: llama-cpp-python directly (its own prefix cache)", base, "ms", "")]
 
     print(f"{MODEL} · llama-cpp-python {llama_cpp.__version__} · {os.cpu_count()} CPUs · "

@@ -139,6 +139,54 @@ def test_reused_prompt_blocks_give_bit_identical_logits(monkeypatch: pytest.Monk
     assert kept[-1] >= 3 * local_decoder.BATCH  # the shared blocks really came from the cache
 
 
+def test_alternating_prompts_each_keep_their_own_cache(monkeypatch: pytest.MonkeyPatch):
+    """Two long prompts alternating, as DSPy's chat answer and its JSON retry do: the next prompt of
+    the first kind reuses that kind's blocks from its own context, not only the few the other
+    kind's live cache shares, and its logits are still bit-identical to a from-scratch evaluation."""
+    import numpy as np
+
+    from rosetta.providers import local_decoder
+
+    def instructions(kind: str) -> str:
+        return "You are the triage assistant.\n" + "".join(
+            f"Example {n}: ticket #{1000 + 37 * n} about the {kind} queue, priority {n % 4}, owner team {n % 7}.\n"
+            for n in range(24))
+
+    chat, json_retry = instructions("chat"), instructions("json")  # ~600 tokens, sharing the first block
+    question = "Ticket #4242: checkout fails for EU cards since the deploy.\nPriority:"
+    reuse, kept = local_decoder.reuse, []
+
+    def spy(context, tokens):
+        kept.append(reuse(context, tokens))
+        return kept[-1]
+
+    def forget() -> None:  # no cache left from earlier calls
+        for loaded in local_decoder._models.values():
+            for context in loaded.contexts:
+                context.cached = []
+
+    seen, gate = [], local_decoder.GrammarGate.__call__
+
+    def logits(prompt: str):
+        seen.clear()
+        ask(prompt, max_tokens=1, response_format={"type": "json_object"})
+        return seen[0]
+
+    monkeypatch.setattr(local_decoder.GrammarGate, "__call__",
+                        lambda self, ids, scores: seen.append(np.array(scores, copy=True)) or gate(self, ids, scores))
+    monkeypatch.setattr(local_decoder, "reuse", lambda context, tokens: 0)
+    expected = logits(chat + question)
+    forget()
+    monkeypatch.setattr(local_decoder, "reuse", spy)
+    ask(chat + "Ticket #17: the search box ignores accents.\nPriority:", max_tokens=40)
+    ask(json_retry + question, max_tokens=40)
+    assert kept[-1] < local_decoder.KEEP_MIN  # went to a context of its own: little in common
+    assert np.array_equal(logits(chat + question), expected)
+    assert kept[-1] >= 16 * local_decoder.BATCH  # the chat blocks were still cached
+    (loaded,) = local_decoder._models.values()
+    assert 2 <= len(loaded.contexts) <= local_decoder.CONTEXTS
+
+
 @pytest.mark.parametrize("schema, inputs", [
     (SEVERITY, ["SQL injection in the login form dumps the users table without authentication.",
                 "The footer shows the wrong copyright year.",

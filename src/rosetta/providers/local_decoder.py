@@ -1,9 +1,10 @@
 """The embedded model's decoder: llama.cpp in-process, under the ``local/`` provider.
 
-- One ``llama_cpp.Llama`` per model file per process, loaded lazily and kept; llama.cpp is not
-  thread-safe, so loading and each generation hold that model's lock. The KV cache of the previous
-  prompt is reused in whole 32-token blocks (:func:`reuse`): a fixed instruction block is evaluated
-  once, and answers stay bit-identical to a fresh run.
+- One model per model file per process, loaded lazily and kept, with up to :data:`CONTEXTS`
+  llama.cpp contexts over it; llama.cpp is not thread-safe, so loading and each generation hold
+  that model's lock. A prompt goes to the context whose KV cache shares most of it, and that
+  cache is reused in whole 32-token blocks (:func:`reuse`): a fixed instruction block is evaluated
+  once, even by a caller alternating between prompts, and answers stay bit-identical to a fresh run.
 - Generation is one token loop for streamed and whole answers, so both give the same text and
   exact token counts. Stop strings are never emitted, not even in part.
 - ``response_format`` ``json_schema`` constrains decoding with a llama.cpp grammar built from the
@@ -43,6 +44,16 @@ CONTEXT_TOKENS = 8192
 """KV-cache size per loaded model (≈150 MB for Gemma 3 270M); longer prompts are refused as context errors."""
 BATCH = 32
 """Prompt tokens per llama.cpp batch, and the unit of KV-cache reuse (see :func:`reuse`)."""
+CONTEXTS = 3
+"""llama.cpp contexts (each its own KV cache, ≈150 MB for Gemma 3 270M; the weights are mapped
+once) kept per loaded model. With one, a caller alternating between prompts would evaluate each
+whole every time: DSPy asks again through its JSON adapter after each chat answer it cannot
+parse, so on a small model its two formats' instructions and demos (~1,500 tokens) alternate on
+every answer. llama.cpp's own state save and restore cannot stand in: a restored cache of more
+than the model's attention window (512 tokens for Gemma 3) gives different logits."""
+KEEP_MIN = 8 * BATCH
+"""Cached prompt tokens worth keeping: a prompt that would overwrite this many of the best-matching
+context's cache goes to another context (see :func:`pick`)."""
 LOOP_WINDOW = 96
 """Tokens a greedy answer must have repeated one cycle for before it is stopped as a loop."""
 LOOP_REPEATS = 3
@@ -69,8 +80,18 @@ class Loaded:
     vocab: Any  # for end-of-generation checks
     style: str  # "completion" | "chat"
     lock: threading.Lock
+    local: LocalModel  # what a new context loads
     formatter: Any = None  # llama_cpp Jinja2ChatFormatter for chat models
-    cached: list[int] = field(default_factory=list)  # prompt tokens whose KV cache is reusable (see _reuse)
+    contexts: list[Context] = field(default_factory=list)  # least recently used first (see pick)
+
+
+@dataclass
+class Context:
+    """One llama.cpp context over the loaded model, and the prompt tokens whose KV cache it holds
+    (see :func:`reuse`)."""
+
+    llm: Any  # llama_cpp.Llama
+    cached: list[int] = field(default_factory=list)
 
 
 _models: dict[tuple[str, int, int], Loaded] = {}
@@ -120,23 +141,15 @@ def _close_all() -> None:
     run after the module's globals are gone and print tracebacks."""
     for loaded in list(_models.values()):
         if loaded.lock.acquire(timeout=5):  # an abandoned stream's thread may still be generating
-            loaded.llm.close()
+            for context in loaded.contexts:
+                context.llm.close()
             loaded.lock.release()
     _models.clear()
 
 
 def _new_model(local: LocalModel, lock: threading.Lock) -> Loaded:
-    from rosetta.project import project_dirs
-
     llama_cpp = _llama_cpp(local.id)
-    # the thread count does not change answers (each dot product is one thread's), only their speed
-    threads = project_dirs().local_threads or os.cpu_count() or 1
-    n_ctx = min(local.context_window or CONTEXT_TOKENS, CONTEXT_TOKENS)
-    try:
-        llm = llama_cpp.Llama(model_path=str(local.path), n_ctx=n_ctx, n_batch=BATCH, n_ubatch=BATCH,
-                              n_threads=threads, n_threads_batch=threads, verbose=False)
-    except (ValueError, RuntimeError) as exc:
-        raise hard(f"llama.cpp cannot load {local.path}: {exc}", local.id) from None
+    llm = _new_llama(local)
     style = prompt_style(local, llm.metadata)
     formatter = None
     if style == "chat":
@@ -147,7 +160,22 @@ def _new_model(local: LocalModel, lock: threading.Lock) -> Loaded:
 
         formatter = Jinja2ChatFormatter(template=llm.metadata["tokenizer.chat_template"],
                                         eos_token=text(llm.token_eos()), bos_token=text(llm.token_bos()))
-    return Loaded(llm, llama_cpp.llama_model_get_vocab(llm.model), style, lock, formatter)
+    return Loaded(llm, llama_cpp.llama_model_get_vocab(llm.model), style, lock, local, formatter, [Context(llm)])
+
+
+def _new_llama(local: LocalModel) -> Any:
+    """A llama.cpp context over ``local``'s weights (mapped, so a second one shares them)."""
+    from rosetta.project import project_dirs
+
+    llama_cpp = _llama_cpp(local.id)
+    # the thread count does not change answers (each dot product is one thread's), only their speed
+    threads = project_dirs().local_threads or os.cpu_count() or 1
+    n_ctx = min(local.context_window or CONTEXT_TOKENS, CONTEXT_TOKENS)
+    try:
+        return llama_cpp.Llama(model_path=str(local.path), n_ctx=n_ctx, n_batch=BATCH, n_ubatch=BATCH,
+                               n_threads=threads, n_threads_batch=threads, verbose=False)
+    except (ValueError, RuntimeError) as exc:
+        raise hard(f"llama.cpp cannot load {local.path}: {exc}", local.id) from None
 
 
 @dataclass
@@ -217,22 +245,23 @@ class Piece:
 
 def generate(request: Request, cancelled: threading.Event | None = None) -> Iterator[Piece]:
     """The answer, piece by piece; the caller holds the model's lock for the whole iteration."""
-    loaded, stop = request.loaded, request.stop
-    llm, gate = loaded.llm, request.gate
+    loaded, stop, gate = request.loaded, request.stop, request.gate
+    context = pick(loaded, request.tokens)
+    llm = context.llm
     llm.set_seed(request.seed)
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     raw, sent, count, finish = "", 0, 0, "length"
     answer: list[int] = []
     greedy = request.sampling["temp"] <= 0
-    llm.n_tokens = reuse(loaded, request.tokens)
-    loaded.cached = []  # until the new prompt is evaluated
+    llm.n_tokens = reuse(context, request.tokens)
+    context.cached = []  # until the new prompt is evaluated
     odds = request.logprobs
     processors = [p for p in (gate, odds) if p is not None]
     tokens = llm.generate(request.tokens, logits_processor=processors or None, **request.sampling)
     try:
         for token in tokens:
-            if not loaded.cached:
-                loaded.cached = request.tokens[:len(request.tokens) // BATCH * BATCH]
+            if not context.cached:
+                context.cached = request.tokens[:len(request.tokens) // BATCH * BATCH]
             if _is_end(loaded, token):
                 finish = "stop"
                 break
@@ -364,9 +393,26 @@ class TokenOdds:
                 "bytes": list(data)}
 
 
-def reuse(loaded: Loaded, tokens: list[int]) -> int:
-    """How many leading prompt tokens to keep from the KV cache, so the answer is bit-identical to a
-    fresh evaluation.
+def pick(loaded: Loaded, tokens: list[int]) -> Context:
+    """The context whose KV cache shares the most blocks with ``tokens``, unless that would
+    overwrite :data:`KEEP_MIN` or more of its cached tokens: then a new context while there are
+    fewer than :data:`CONTEXTS`, else the least recently used one."""
+    contexts = loaded.contexts
+    best = max(reversed(contexts), key=lambda context: shared_blocks(context.cached, tokens))
+    if len(best.cached) - shared_blocks(best.cached, tokens) >= KEEP_MIN:
+        if len(contexts) < CONTEXTS:
+            best = Context(_new_llama(loaded.local))
+            contexts.append(best)
+        else:
+            best = contexts[0]
+    contexts.remove(best)
+    contexts.append(best)
+    return best
+
+
+def reuse(context: Context, tokens: list[int]) -> int:
+    """How many leading prompt tokens to keep from the context's KV cache, so the answer is
+    bit-identical to a fresh evaluation.
 
     llama.cpp's kernels depend on the batch shape: the same token evaluated alone or inside a batch
     of 5 gets slightly different logits, enough to flip a greedy choice between near-ties. So we keep
@@ -374,13 +420,18 @@ def reuse(loaded: Loaded, tokens: list[int]) -> int:
     generated tokens) and evaluate the rest in the same blocks a fresh run would use. A repeated
     prompt costs at most BATCH tokens instead of all of them.
     """
+    return min(shared_blocks(context.cached, tokens), context.llm.n_tokens)
+
+
+def shared_blocks(cached: list[int], tokens: list[int]) -> int:
+    """The leading tokens of ``tokens`` in whole BATCH blocks that ``cached`` holds too, never all of
+    them (the last prompt token is always evaluated: its logits choose the first answer token)."""
     common = 0
-    for cached, token in zip(loaded.cached, tokens):
-        if cached != token:
+    for old, new in zip(cached, tokens):
+        if old != new:
             break
         common += 1
-    keep = min(common, len(tokens) - 1) // BATCH * BATCH
-    return min(keep, loaded.llm.n_tokens)
+    return min(common, len(tokens) - 1) // BATCH * BATCH
 
 
 def looping(tokens: list[int], window: int = LOOP_WINDOW, longest: int = LOOP_PERIOD,
