@@ -41,7 +41,7 @@ from rosetta.providers.model_map import offline_litellm
 
 PROVIDER = "local"
 CONTEXT_TOKENS = 8192
-"""KV-cache size per loaded model (≈150 MB for Gemma 3 270M); longer prompts are refused as context errors."""
+"""KV-cache size per context (≈150 MB for Gemma 3 270M); longer prompts are refused as context errors."""
 BATCH = 32
 """Prompt tokens per llama.cpp batch, and the unit of KV-cache reuse (see :func:`reuse`)."""
 CONTEXTS = 3
