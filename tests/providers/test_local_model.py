@@ -187,6 +187,31 @@ def test_alternating_prompts_each_keep_their_own_cache(monkeypatch: pytest.Monke
     assert 2 <= len(loaded.contexts) <= local_decoder.CONTEXTS
 
 
+def test_an_agents_long_inputs_each_reuse_its_instructions(monkeypatch: pytest.MonkeyPatch):
+    """Inputs longer than KEEP_MIN after an agent's fixed instructions: each call overwrites the
+    previous input in the same KV cache and reuses the instructions' blocks, from the second call on."""
+    from rosetta.providers import local_decoder
+
+    instructions = "You summarize service logs for the on-call engineer.\n" + "".join(
+        f"Rule {n}: group errors by service, keep the first timestamp, and name the owning team {n % 5}.\n"
+        for n in range(20))
+    logs = ["".join(f"{hour:02d}:{minute:02d} host db-{day}-{minute} returned status {500 + (day * minute) % 9}\n"
+                    for minute in range(30) for hour in (day,)) for day in range(4)]
+    reuse, kept = local_decoder.reuse, []
+
+    def spy(context, tokens):
+        kept.append(reuse(context, tokens))
+        return kept[-1]
+
+    monkeypatch.setattr(local_decoder, "reuse", spy)
+    for log in logs:
+        ask(instructions + log + "Summary:", max_tokens=2)
+    (loaded,) = local_decoder._models.values()
+    shared = len(loaded.llm.tokenize(instructions.encode(), add_bos=True)) // local_decoder.BATCH * local_decoder.BATCH
+    assert len(loaded.llm.tokenize(logs[0].encode(), add_bos=False)) > local_decoder.KEEP_MIN
+    assert kept[1:] == [shared] * 3
+
+
 @pytest.mark.parametrize("schema, inputs", [
     (SEVERITY, ["SQL injection in the login form dumps the users table without authentication.",
                 "The footer shows the wrong copyright year.",

@@ -52,8 +52,8 @@ parse, so on a small model its two formats' instructions and demos (~1,500 token
 every answer. llama.cpp's own state save and restore cannot stand in: a restored cache of more
 than the model's attention window (512 tokens for Gemma 3) gives different logits."""
 KEEP_MIN = 8 * BATCH
-"""Cached prompt tokens worth keeping: a prompt that would overwrite this many of the best-matching
-context's cache goes to another context (see :func:`pick`)."""
+"""Prompt tokens worth a KV cache: a prompt sharing fewer than this with the best-matching context
+goes to another rather than overwrite this many of its cache (see :func:`pick`)."""
 LOOP_WINDOW = 96
 """Tokens a greedy answer must have repeated one cycle for before it is stopped as a loop."""
 LOOP_REPEATS = 3
@@ -394,12 +394,17 @@ class TokenOdds:
 
 
 def pick(loaded: Loaded, tokens: list[int]) -> Context:
-    """The context whose KV cache shares the most blocks with ``tokens``, unless that would
-    overwrite :data:`KEEP_MIN` or more of its cached tokens: then a new context while there are
-    fewer than :data:`CONTEXTS`, else the least recently used one."""
+    """The context whose KV cache shares the most blocks with ``tokens``, unless it shares fewer
+    than :data:`KEEP_MIN` tokens and would lose that many or more: then a new context while there
+    are fewer than :data:`CONTEXTS`, else the least recently used.
+
+    So an agent's next input, however long, overwrites the last one's behind the instructions they
+    share, while DSPy's JSON retry, which shares a block or two with its chat prompt, leaves that
+    prompt's instructions and demos cached for the next chat call."""
     contexts = loaded.contexts
     best = max(reversed(contexts), key=lambda context: shared_blocks(context.cached, tokens))
-    if len(best.cached) - shared_blocks(best.cached, tokens) >= KEEP_MIN:
+    shared = shared_blocks(best.cached, tokens)
+    if shared < KEEP_MIN <= len(best.cached) - shared:
         if len(contexts) < CONTEXTS:
             best = Context(_new_llama(loaded.local))
             contexts.append(best)
