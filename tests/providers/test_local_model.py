@@ -23,7 +23,7 @@ from conftest import REPO
 
 from rosetta.providers.catalog import load_catalog
 from rosetta.providers.litellm_offline import import_litellm
-from rosetta.providers.local_decoder import LOOP_WINDOW, looping
+from rosetta.providers.local_decoder import LOOP_WINDOW, looping, reuse
 from rosetta.providers.local_llm import completion_prompt
 from rosetta.runtime.invoke import classify
 
@@ -116,12 +116,7 @@ def test_reused_prompt_blocks_give_bit_identical_logits(monkeypatch: pytest.Monk
     shared = "Incident log, payments-api, 2024-05-02.\n" + "".join(
         f"{hour:02d}:00 p99 latency {200 + 7 * hour} ms, error rate {hour % 5}.{hour % 3}%\n" for hour in range(12))
     first, second = shared + "Write a long incident summary:", shared + "Which hour had the highest error rate?"
-    reuse, kept = local_decoder.reuse, []
-
-    def spy(loaded, tokens):
-        kept.append(reuse(loaded, tokens))
-        return kept[-1]
-
+    kept: list[int] = []  # prompt tokens each call reused from the KV cache
     seen, gate = [], local_decoder.GrammarGate.__call__
 
     def logits(prompt: str):  # what the grammar gate is handed at the first answer token
@@ -133,7 +128,7 @@ def test_reused_prompt_blocks_give_bit_identical_logits(monkeypatch: pytest.Monk
                         lambda self, ids, scores: seen.append(np.array(scores, copy=True)) or gate(self, ids, scores))
     monkeypatch.setattr(local_decoder, "reuse", lambda loaded, tokens: 0)
     expected = logits(second)  # evaluated from position 0
-    monkeypatch.setattr(local_decoder, "reuse", spy)
+    monkeypatch.setattr(local_decoder, "reuse", lambda context, tokens: kept.append(reuse(context, tokens)) or kept[-1])
     ask(first, max_tokens=150)
     assert np.array_equal(logits(second), expected)
     assert kept[-1] >= 3 * local_decoder.BATCH  # the shared blocks really came from the cache
@@ -154,12 +149,7 @@ def test_alternating_prompts_each_keep_their_own_cache(monkeypatch: pytest.Monke
 
     chat, json_retry = instructions("chat"), instructions("json")  # ~600 tokens, sharing the first block
     question = "Ticket #4242: checkout fails for EU cards since the deploy.\nPriority:"
-    reuse, kept = local_decoder.reuse, []
-
-    def spy(context, tokens):
-        kept.append(reuse(context, tokens))
-        return kept[-1]
-
+    kept: list[int] = []  # prompt tokens each call reused from the KV cache
     def forget() -> None:  # no cache left from earlier calls
         for loaded in local_decoder._models.values():
             for context in loaded.contexts:
@@ -177,7 +167,7 @@ def test_alternating_prompts_each_keep_their_own_cache(monkeypatch: pytest.Monke
     monkeypatch.setattr(local_decoder, "reuse", lambda context, tokens: 0)
     expected = logits(chat + question)
     forget()
-    monkeypatch.setattr(local_decoder, "reuse", spy)
+    monkeypatch.setattr(local_decoder, "reuse", lambda context, tokens: kept.append(reuse(context, tokens)) or kept[-1])
     ask(chat + "Ticket #17: the search box ignores accents.\nPriority:", max_tokens=40)
     ask(json_retry + question, max_tokens=40)
     assert kept[-1] < local_decoder.KEEP_MIN  # went to a context of its own: little in common
@@ -197,13 +187,8 @@ def test_an_agents_long_inputs_each_reuse_its_instructions(monkeypatch: pytest.M
         for n in range(20))
     logs = ["".join(f"{hour:02d}:{minute:02d} host db-{day}-{minute} returned status {500 + (day * minute) % 9}\n"
                     for minute in range(30) for hour in (day,)) for day in range(4)]
-    reuse, kept = local_decoder.reuse, []
-
-    def spy(context, tokens):
-        kept.append(reuse(context, tokens))
-        return kept[-1]
-
-    monkeypatch.setattr(local_decoder, "reuse", spy)
+    kept: list[int] = []  # prompt tokens each call reused from the KV cache
+    monkeypatch.setattr(local_decoder, "reuse", lambda context, tokens: kept.append(reuse(context, tokens)) or kept[-1])
     for log in logs:
         ask(instructions + log + "Summary:", max_tokens=2)
     (loaded,) = local_decoder._models.values()
