@@ -150,6 +150,7 @@ def test_alternating_prompts_each_keep_their_own_cache(monkeypatch: pytest.Monke
     chat, json_retry = instructions("chat"), instructions("json")  # ~600 tokens, sharing the first block
     question = "Ticket #4242: checkout fails for EU cards since the deploy.\nPriority:"
     kept: list[int] = []  # prompt tokens each call reused from the KV cache
+
     def forget() -> None:  # no cache left from earlier calls
         for loaded in local_decoder._models.values():
             for context in loaded.contexts:
@@ -185,8 +186,8 @@ def test_an_agents_long_inputs_each_reuse_its_instructions(monkeypatch: pytest.M
     instructions = "You summarize service logs for the on-call engineer.\n" + "".join(
         f"Rule {n}: group errors by service, keep the first timestamp, and name the owning team {n % 5}.\n"
         for n in range(20))
-    logs = ["".join(f"{hour:02d}:{minute:02d} host db-{day}-{minute} returned status {500 + (day * minute) % 9}\n"
-                    for minute in range(30) for hour in (day,)) for day in range(4)]
+    logs = ["".join(f"{day:02d}:{minute:02d} host db-{day}-{minute} returned status {500 + (day * minute) % 9}\n"
+                    for minute in range(30)) for day in range(4)]
     kept: list[int] = []  # prompt tokens each call reused from the KV cache
     monkeypatch.setattr(local_decoder, "reuse", lambda context, tokens: kept.append(reuse(context, tokens)) or kept[-1])
     for log in logs:
