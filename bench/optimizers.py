@@ -211,7 +211,7 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
 SEARCH_CODE = ("search.py", "study.py", "space.py", "race.py", "label_odds.py", "proposer.py")
 """rosetta's search (src/rosetta/compile/optimize/): only the rosetta row depends on these files."""
 
-DSPY_CODE = ("compile/optimize/dspy_backend.py", "compile/optimize/metrics.py", "compile/optimize/labeled.py",
+DSPY_CODE = ("compile/optimize/dspy_backend.py", "compile/optimize/metrics.py", "datasets.py",
              "compile/optimize/context.py", "compile/optimize/judge.py", "providers/", "definition/", "signature.py",
              "schema_types.py", "parts.py", "config.py", "errors.py", "project.py")
 """What a DSPy row runs of rosetta (under src/rosetta/): loading the agent, its data and metric, the

@@ -14,7 +14,7 @@ LAYERS = (
     {"fileio", "yaml_text", "parts", "project"},  # ...and those built on the first
     {"definition"},
     {"schema_types", "config"},
-    {"signature"},
+    {"signature", "datasets"},  # labeled data: splits, loading, hashing (lint, compile, store checks, verify)
     {"providers"},
     {"render"},
     {"store"},

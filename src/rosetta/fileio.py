@@ -1,5 +1,9 @@
-"""Atomic file writes: readers see the old file or the new one, never half of either; and reads
-that refuse what is not a plain file instead of following or blocking on it."""
+"""Files rosetta trusts, read and written one way: everything under ``compiled/`` and ``.rosetta/``
+goes through :func:`read_trusted` and :func:`write_trusted` (or :func:`trusted_path` for a file
+another library opens, such as SQLite's). A trusted file is a plain file reached from its tree's
+root through real directories only: a symlink at any level could serve or receive anyone's file,
+a FIFO would block the reader forever, a device could be read without end. Writes are atomic:
+readers see the old file or the new one, never half of either."""
 
 from __future__ import annotations
 
@@ -13,12 +17,46 @@ MAX_READ = 64 * 1024 * 1024
 
 
 class NotRegularFile(OSError):
-    """A symlink, FIFO, device or directory where a plain file was expected."""
+    """A symlink, FIFO, device or directory where a plain file was expected, a path that leaves its
+    trusted tree, or a file over its size cap."""
 
 
-def read_regular(path: str | os.PathLike[str]) -> str:
-    """The UTF-8 text of ``path``, which must be a plain file: a symlink, FIFO, socket or device is
-    refused at once (a FIFO would block the reader forever, a symlink could serve another file)."""
+def trusted_path(path: str | os.PathLike[str], root: str | os.PathLike[str], *, directory: bool = False) -> Path:
+    """``path`` made absolute, after checking that it lies under ``root`` and that neither ``root``
+    nor any existing directory or file between them is a symlink, and that ``path`` itself, if it
+    exists, is a plain file (a directory with ``directory=True``). Raises :class:`NotRegularFile`
+    naming the offending path otherwise. (Only ``root``'s own ancestors may be symlinks: they are
+    the machine's, not the project's.)"""
+    root = Path(os.path.abspath(root))
+    path = Path(os.path.abspath(path))
+    if not path.is_relative_to(root):
+        raise NotRegularFile(f"{path} is outside {root}")
+    current = root
+    for part in ("", *path.relative_to(root).parts):
+        current = current / part if part else current
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            return path  # nothing further exists: nothing further can be a link
+        if stat.S_ISLNK(mode):
+            raise NotRegularFile(f"{current} is a symlink; rosetta does not follow links under {root}")
+        if current != path and not stat.S_ISDIR(mode):
+            raise NotRegularFile(f"{current} is {_describe(mode)}, not a directory")
+    if not (stat.S_ISDIR(mode) if directory else stat.S_ISREG(mode)):
+        raise NotRegularFile(f"{path} is {_describe(mode)}, not a {'directory' if directory else 'regular file'}")
+    return path
+
+
+def read_trusted(path: str | os.PathLike[str], root: str | os.PathLike[str], *, limit: int = MAX_READ) -> str:
+    """The UTF-8 text of the trusted file ``path`` under ``root`` (see :func:`trusted_path`), at most
+    ``limit`` bytes; raises :class:`NotRegularFile` (an ``OSError``) or ``UnicodeDecodeError``."""
+    return read_regular(trusted_path(path, root), limit=limit)
+
+
+def read_regular(path: str | os.PathLike[str], *, limit: int = MAX_READ) -> str:
+    """The UTF-8 text of ``path``, which must be a plain file of at most ``limit`` bytes: a symlink,
+    FIFO, socket or device is refused at once (a FIFO would block the reader forever, a symlink
+    could serve another file, ``/dev/zero`` would never end)."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     kind = os.lstat(path).st_mode
     if not stat.S_ISREG(kind):
@@ -28,10 +66,31 @@ def read_regular(path: str | os.PathLike[str]) -> str:
         opened = os.fstat(handle)
         if not stat.S_ISREG(opened.st_mode):  # swapped between lstat and open
             raise NotRegularFile(f"{path} is not a regular file")
-        if opened.st_size > MAX_READ:
-            raise NotRegularFile(f"{path} is larger than {MAX_READ // (1024 * 1024)} MiB")
-        data = stream.read()
+        if opened.st_size > limit:
+            raise NotRegularFile(f"{path} is larger than {_size(limit)}, more than rosetta ever writes there")
+        data = stream.read(limit + 1)
+        if len(data) > limit:  # grew while being read
+            raise NotRegularFile(f"{path} is larger than {_size(limit)}, more than rosetta ever writes there")
     return data.decode("utf-8")
+
+
+def read_source_bytes(path: str | os.PathLike[str], *, limit: int = MAX_READ) -> bytes:
+    """The bytes of a source file the user wrote (a definition, a file it references). Symlinks are
+    followed, as the user's own tools follow them, but what they reach must be a plain file of at
+    most ``limit`` bytes: a FIFO is never waited on, a device never read."""
+    handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(handle, "rb") as stream:
+        opened = os.fstat(handle)
+        if not stat.S_ISREG(opened.st_mode):
+            raise NotRegularFile(f"{path} is {_describe(opened.st_mode)}, not a regular file")
+        data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise NotRegularFile(f"{path} is larger than {_size(limit)}")
+    return data
+
+
+def _size(limit: int) -> str:
+    return f"{limit // (1024 * 1024)} MiB" if limit >= 1024 * 1024 else f"{limit // 1024} KiB"
 
 
 def _describe(mode: int) -> str:
@@ -40,6 +99,21 @@ def _describe(mode: int) -> str:
         if test(mode):
             return name
     return "not a plain file"
+
+
+def write_trusted(path: str | os.PathLike[str], text: str | bytes, root: str | os.PathLike[str]) -> Path:
+    """Write ``text`` atomically to ``path`` under ``root``, refusing (:class:`NotRegularFile`) a
+    path that leaves ``root`` or passes through a symlink, so a planted link cannot redirect it.
+    The check is made again just before the rename, after the (slow) synced write."""
+    trusted_path(path, root)
+    temporary = write_temporary(path, text)
+    try:
+        trusted_path(path, root)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return Path(path)
 
 
 def write_temporary(path: str | os.PathLike[str], text: str | bytes) -> Path:
@@ -65,7 +139,8 @@ def write_temporary(path: str | os.PathLike[str], text: str | bytes) -> Path:
 
 
 def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> Path:
-    """Write ``text`` to ``path`` via a temp file + rename in the same directory."""
+    """Write ``text`` to ``path`` via a temp file + rename in the same directory (for files the
+    user names; files rosetta trusts go through :func:`write_trusted`)."""
     path = Path(path)
     temporary = write_temporary(path, text)
     try:

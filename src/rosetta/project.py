@@ -82,6 +82,7 @@ class ProjectDirs:
     unlisted_models: tuple[str, ...] = ()  # patterns of model ids outside the catalog the project accepts
     local_threads: int | None = None  # CPU threads of the embedded model (None: all)
     models: dict[str, Any] = field(default_factory=dict)  # declared models: id → its [tool.rosetta.models] table
+    datasets_dir: Path = Path("datasets")  # labeled examples, datasets/<agent>/ (strict mode checks optimized prompts on them)
 
 
 def project_dirs(start: str | os.PathLike[str] | None = None, **overrides: object) -> ProjectDirs:
@@ -125,7 +126,7 @@ def project_dirs(start: str | os.PathLike[str] | None = None, **overrides: objec
                        tuple(_absolute(Path(str(p)).expanduser(), root) for p in _list(overrides, table, "adapter_dirs")),
                        section_roles, tuple(str(p) for p in _list(overrides, table, "unlisted_models")),
                        _positive_int(setting("local_threads", ""), "local_threads", where),
-                       _table(table, "models", where))
+                       _table(table, "models", where), directory("datasets_dir", "datasets"))
 
 
 def _positive_int(text: str, key: str, where: str) -> int | None:

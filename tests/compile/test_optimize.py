@@ -20,6 +20,7 @@ from rosetta.compile.optimize.context import load_context
 from rosetta.compile.optimize.study import SearchSettings
 from rosetta.compile.optimize.target import OptimizeRequest, evaluate, optimize, score_differences
 from rosetta.config import load_settings
+from rosetta.errors import RosettaError
 from rosetta.store.artifact import parse_artifact
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -347,8 +348,9 @@ def test_plain_compile_keeps_the_optimized_artifact_and_new_data_searches_again(
 def test_an_edit_that_leaves_the_prompt_as_it_was_carries_the_optimized_artifact_over(toy: Path,
                                                                                       cli: object) -> None:
     """Moving model_preferences (here: adding a second model) changes the source hash, not the
-    prompt: the search and its scores carry over instead of costing another search."""
-    run(toy)
+    prompt: the search and its scores carry over instead of costing another search. (No proposer:
+    instructions a proposer wrote are no source, so --check could not pass them; see the next test.)"""
+    run(toy, proposer="none")
     before = parse_artifact((toy / ARTIFACT).read_text(), path="before")
     definition = toy / "signatures" / "toy-sorter.md"
     definition.write_text(definition.read_text().replace("model_preferences: [scripted/toy]",
@@ -360,7 +362,22 @@ def test_an_edit_that_leaves_the_prompt_as_it_was_carries_the_optimized_artifact
     assert after.prompt == before.prompt and after.provenance.scores == before.provenance.scores
     assert after.provenance.source_sha256 != before.provenance.source_sha256
     assert "carried over" in after.provenance.optimizer["notes"][-1]
-    assert cli("-C", toy, "compile", definition, "--model", "scripted/toy", "--check").exit_code == 0
+    checked = cli("-C", toy, "compile", definition, "--model", "scripted/toy", "--check")
+    assert checked.exit_code == 0, checked.output
+
+
+def test_instructions_a_proposer_wrote_fail_the_check_saying_why(toy: Path, cli: object) -> None:
+    """No source holds a proposer's text, so neither --check nor the strict runtime can tell it from a
+    forgery: both refuse it, saying so; the plain runtime serves it."""
+    from rosetta.runtime.agent import load
+
+    run(toy, max_calls=200)
+    assert parse_artifact((toy / ARTIFACT).read_text(), path="won").prompt.knobs.instructions
+    checked = cli("-C", toy, "compile", toy / "signatures" / "toy-sorter.md", "--model", "scripted/toy", "--check")
+    assert checked.exit_code == 1 and "written by a proposer model" in checked.output
+    assert load("toy-sorter", project=toy).explain("scripted/toy").kind == "artifact"
+    with pytest.raises(RosettaError, match="proposer"):
+        load("toy-sorter", project=toy, strict=True).prompt_for("scripted/toy")
 
 
 def test_an_edit_that_changes_the_prompt_leaves_the_optimized_artifact_stale_not_replaced(toy: Path,
@@ -501,7 +518,7 @@ def test_judge_metric_grades_with_the_rubric_reviewer_and_caches_its_verdicts(to
 def test_a_judge_verdict_starts_only_when_its_retries_fit_the_budget() -> None:
     from rosetta.compile.optimize.cache import Answer, EvalCache
     from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator
-    from rosetta.compile.optimize.labeled import Example
+    from rosetta.datasets import Example
     from rosetta.compile.optimize.metrics import Metric
 
     graded: list[object] = []

@@ -68,6 +68,32 @@ def versions(tree: Path) -> Versions:
     return Versions(tree, artifact_of(tree), old, new)
 
 
+def variant(tree: Path, **knobs: object) -> str:
+    """Keep a variant of the current definition (rendered with ``knobs``, recorded as a search records
+    them) as a version of the artifact; its id. Unlike a version of an earlier definition, it is what
+    the sources render now, so the strict runtime serves it."""
+    from dataclasses import replace
+
+    from rosetta.definition.loader import load_definition
+    from rosetta.providers.catalog import catalog_for
+    from rosetta.render.prompt import Knobs
+    from rosetta.render.render import render
+    from rosetta.signature import lower
+    from rosetta.store import verify
+    from rosetta.store.artifact import dump_artifact
+    from rosetta.store.publish import publish_version
+
+    definition = load_definition(tree / "signatures" / "vuln-triage.md", root=tree)
+    model = catalog_for(tree, {}).resolve(MODEL)
+    adapter = load_adapters()[model.adapter]
+    chosen = Knobs(**knobs)
+    provenance = replace(verify.expected_provenance(definition, model, adapter, tree, {}), knobs=chosen.to_dict())
+    prompt = render(lower(definition), model, chosen)
+    text = dump_artifact(verify.artifact_of(lower(definition), adapter, provenance, prompt))
+    publish_version(artifact_of(tree), text, tree / "compiled")
+    return read_header(text).content_sha256
+
+
 def log_arm(path: Path, arm: str | None, version: str, *, successes: int, failures: int,
             experiment: str | None = "exp-1", latency: float = 1.0, model: str = MODEL) -> None:
     """Append outcome lines for one arm: ``successes`` with success true, ``failures`` false."""

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from rollout_project import GOOD, MODEL, REPORT, versions  # noqa: F401  (a fixture)
+from rollout_project import GOOD, MODEL, REPORT, variant, versions  # noqa: F401  (a fixture)
 from rosetta.errors import RolloutError
 from rosetta.store.routing import assign
 from rosetta.store.versions import versions_dir
@@ -128,8 +128,20 @@ def test_strict_mode_refuses_a_broken_rollout_file(versions):
     versions.rollout(experiment(versions.old, versions.new, share=2))
     with pytest.raises(RolloutError, match="experiment.share"):
         load("vuln-triage", project=versions.tree, strict=True).prompt_for(MODEL)
+    tuned = variant(versions.tree, delimiter="xml")
+    versions.rollout(experiment(tuned, versions.new))
+    agent = load("vuln-triage", project=versions.tree, strict=True)
+    assert {agent.explain(MODEL, user_id=f"u{n}").version for n in range(20)} == {tuned, versions.new}
+
+
+def test_strict_mode_serves_no_version_of_an_earlier_definition(versions):
+    """Strict serves only what the sources render now: an earlier definition's version cannot be
+    rendered again, so pinning it is refused, saying so (without strict it serves, as pinned)."""
     versions.rollout(experiment(versions.old, versions.new))
-    assert load("vuln-triage", project=versions.tree, strict=True).prompt_for(MODEL, user_id="u")
+    with pytest.raises(RolloutError, match="changed since it was compiled") as refused:
+        load("vuln-triage", project=versions.tree, strict=True).prompt_for(MODEL, user_id="u")
+    assert versions.old in str(refused.value)
+    assert load("vuln-triage", project=versions.tree).explain(MODEL).version == versions.old
 
 
 def test_routing_a_user_imports_nothing_heavy(versions):

@@ -81,7 +81,7 @@ def test_an_ambiguous_prefix_is_refused(versions):
 def test_loading_a_version_checks_its_seal_and_identity(versions):
     loaded, path = load_version(versions.artifact, versions.old, agent="vuln-triage", model=MODEL)
     assert loaded.content_sha256 == versions.old and "precise and neutral" in loaded.prompt.system
-    with pytest.raises(RolloutError, match="is not code-reviewer"):
+    with pytest.raises(RolloutError, match="not of code-reviewer"):
         load_version(versions.artifact, versions.old, agent="code-reviewer", model=MODEL)
     path.write_text(path.read_text().replace("critical", "harmless", 1))
     with pytest.raises(RolloutError, match="does not match its content_sha256"):

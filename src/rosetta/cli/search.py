@@ -136,7 +136,7 @@ def optimize_targets(ctx: typer.Context, definitions: list[Path], models: list[s
     """Optimize every (definition, model) and print what happened; errors raise (exit code 2)."""
     from rosetta.compile.optimize.target import OptimizeRequest, optimize
 
-    from rosetta.compile.optimize.labeled import NoDataset
+    from rosetta.datasets import NoDataset
 
     settings = project_settings(ctx)
     if out is not None:

@@ -30,10 +30,10 @@ from rosetta.store.artifact import (
 
 def optimized_artifact(path: Path) -> Artifact | None:
     """The optimized artifact at ``path``; None when there is none (or it cannot be read)."""
-    from rosetta.fileio import read_regular
+    from rosetta.store.artifact import read_stored_artifact
 
     try:
-        artifact = parse_artifact(read_regular(path), path=str(path))
+        artifact = parse_artifact(read_stored_artifact(path), path=str(path))
     except (ArtifactError, OSError, UnicodeDecodeError):
         return None
     return artifact if artifact.provenance.optimizer else None
@@ -43,14 +43,13 @@ def carry_over(artifact: Artifact, expected: Provenance, signature: Any, model: 
                options: Any, dataset: str | None) -> tuple[str | None, str]:
     """(artifact text to write, note) when ``artifact`` carries over to the provenance a compile
     records now (``expected``); (None, why not) otherwise."""
-    from rosetta.compile.check import labeled_demos
-    from rosetta.store.verify import render_again
+    from rosetta.store.verify import labeled_demos, render_again
 
     recorded = artifact.provenance
     if recorded.compiler_version != expected.compiler_version:
         return None, f"it was optimized by rosetta {recorded.compiler_version}"
-    demos, note = labeled_demos(artifact, signature, options, dataset)
-    if demos is None or note:
+    demos, note = labeled_demos(artifact, signature, dataset, getattr(options, "cache_dir", None))
+    if demos is None:
         return None, note
     try:
         fresh = parse_artifact(render_again(artifact, expected, signature, model, adapter, demos), path="<fresh>")

@@ -1,10 +1,15 @@
-"""``rosetta compile --check``: is each artifact exactly what its sources compile to now?
+"""``rosetta compile --check``: is each artifact, and everything beside it that can be served, exactly
+what its sources compile to now?
 
-An artifact's own claims are not trusted: its seal could have been recomputed after an edit. So
-the check reads it as the runtime would (a plain file, sealed from its first byte, no duplicate
-keys, this agent's and this model's), compares the inputs it records with what they hash to now —
-for an optimized artifact, the labeled data too — then renders the prompt again from the sources
-and the recorded knobs and compares bytes. A difference names the first field that differs.
+Nothing an artifact says about itself is trusted: its seal could have been recomputed after an edit,
+and ``dataset_sha256`` or ``optimizer`` written by hand. So the check reads each file as the runtime
+would (a plain file reached without a symlink, sealed from its first byte, no duplicate keys, this
+agent's and this model's, at its own path), compares the inputs it records with what they hash to
+now, then renders the prompt again from the sources — for one optimized on labeled data, from that
+data too — and compares bytes (:func:`rosetta.store.verify.reproduce`). A prompt that cannot be
+rendered again fails. The same holds for the retained versions that were compiled from the current
+sources, for every version the rollout file pins (a pin to a version of an earlier definition serves
+what no source says, and is reported), and for stray copies of the artifact saved under other names.
 """
 
 from __future__ import annotations
@@ -12,67 +17,100 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rosetta.errors import RosettaError
-from rosetta.store.artifact import Artifact, ArtifactError, Provenance, changed_inputs, parse_artifact
-from rosetta.store.verify import first_difference, render_again
+from rosetta.store.artifact import Artifact, ArtifactError, Provenance
+from rosetta.store.verify import INVALID, STALE, UP_TO_DATE, reproduce
 
 
 def check_target(path: Path, expected: Provenance, signature: Any, model: Any, adapter: Any,
                  options: Any, dataset: str | None = None) -> tuple[str, str]:
-    """(status, message) for the artifact at ``path``, the status a
+    """(status, message) for the artifact at ``path`` and the files beside it, the status a
     :class:`~rosetta.compile.compiler.Status` value; ``expected`` is the provenance a compile would
     record now and ``dataset`` where the agent's labeled examples are."""
-    from rosetta.fileio import read_regular
-    from rosetta.store.publish import inside
+    from rosetta.fileio import read_trusted
 
     try:
-        inside(path, options.out)  # a symlinked folder on the way could hold anyone's artifact
-        text = read_regular(path)
+        text = read_trusted(path, options.out)
     except FileNotFoundError:
-        return "missing", "no artifact; run `rosetta compile`"
-    except ArtifactError as error:
-        return "invalid", f"{error.problems[0].message}; {error.problems[0].hint}"
+        status, message = "missing", "no artifact; run `rosetta compile`"
     except (OSError, UnicodeDecodeError) as exc:
-        return "invalid", f"cannot be read ({exc}); delete it and run `rosetta compile`"
+        status, message = INVALID, f"cannot be read ({exc}); delete it and run `rosetta compile`"
+    else:
+        status, message = _check_text(text, path, expected, signature, model, adapter, options, dataset)
+    problems = _beside(path, expected, signature, model, adapter, options, dataset)
+    if problems and status in (UP_TO_DATE, "missing", STALE):
+        status = INVALID if status == UP_TO_DATE else status
+    return status, "; ".join(m for m in (message, *problems) if m)
+
+
+def _check_text(text: str, path: Path, expected: Provenance, signature: Any, model: Any, adapter: Any,
+                options: Any, dataset: str | None) -> tuple[str, str]:
+    from rosetta.store.versions import placed_artifact
+
     try:
-        artifact = parse_artifact(text, path=str(path))
+        artifact = placed_artifact(text, path, agent=signature.name, model=model.id)
     except ArtifactError as error:
-        return "invalid", f"{error.problems[0].message}; run `rosetta compile --force`"
-    rebuild = "rosetta compile --optimize --force" if artifact.provenance.optimizer else "rosetta compile --force"
-    if artifact.agent != signature.name or artifact.model != model.id:
-        return "invalid", (f"it is the artifact of {artifact.agent} on {artifact.model}, not of "
-                                f"{signature.name} on {model.id} (copied or moved?); run `{rebuild}`")
-    stale = changed_inputs(artifact.provenance, expected)
-    if stale:
-        return "stale", f"{stale}; run `{'rosetta compile' if not artifact.provenance.optimizer else rebuild}`"
-    demos, note = labeled_demos(artifact, signature, options, dataset)
-    if demos is None:
-        return ("stale", f"{note}; run `{rebuild}`") if note else ("up to date", "")
+        return INVALID, f"{error.problems[0].message}; run `rosetta compile --force`"
+    status, why = reproduce(artifact, text, expected, signature, model, adapter, dataset=dataset,
+                            cache_dir=getattr(options, "cache_dir", None))
+    if status == UP_TO_DATE:
+        return status, ""
+    return status, f"{why}; run `{_rebuild(artifact, status)}`"
+
+
+def _rebuild(artifact: Artifact, status: str) -> str:
+    if not artifact.provenance.optimizer:
+        return "rosetta compile" if status == STALE else "rosetta compile --force"
+    return "rosetta compile --optimize --force"
+
+
+def _beside(path: Path, expected: Provenance, signature: Any, model: Any, adapter: Any, options: Any,
+            dataset: str | None) -> list[str]:
+    """What is wrong with the files beside the artifact that could be served in its place: retained
+    versions, the rollout file and the versions it pins, and stray copies under other names."""
+    from rosetta.errors import Location, Problem, RosettaError
+    from rosetta.fileio import read_trusted
+    from rosetta.store.lookup import scan
+    from rosetta.store.pins import read_rollout
+    from rosetta.store.versions import known_ids, placed_artifact, rollout_path, short_id
+
+    problems: list[str] = []
+    versions: dict[str, tuple[str, str]] = {}  # id → (status, why) of each kept version
+    for version_id, file in known_ids(path).items():
+        if file == path:
+            continue
+        try:
+            text = read_trusted(file, options.out)
+            kept = placed_artifact(text, file, agent=signature.name, model=model.id)
+            if kept.content_sha256 != version_id:
+                raise ArtifactError(Problem(f"it holds version {short_id(kept.content_sha256)}", Location(str(file))))
+        except (OSError, UnicodeDecodeError, ArtifactError) as exc:
+            problems.append(f"{file}: {exc.problems[0].message if isinstance(exc, ArtifactError) else exc}; delete it")
+            continue
+        if kept.provenance.source_sha256 != expected.source_sha256:
+            versions[version_id] = (STALE, "it was compiled from an earlier definition")
+            continue  # history: kept so that a rollout can go back to it, not claimed to match the sources
+        versions[version_id] = reproduce(kept, text, expected, signature, model, adapter, dataset=dataset,
+                                         cache_dir=getattr(options, "cache_dir", None))
+        if versions[version_id][0] == INVALID:
+            problems.append(f"version {file}: {versions[version_id][1]}; delete it")
+    for stray, named in scan(options.out, signature.name)[1].items():
+        if named == model.id:
+            problems.append(f"{stray} is a copy of the artifact of {model.id} under another name; delete it")
     try:
-        wanted = render_again(artifact, expected, signature, model, adapter, demos)
-    except RosettaError as error:  # e.g. demos a search generated (bootstrapped), which no source holds
-        return "up to date", f"seal and inputs verified; the prompt was not rendered again: {error.problems[0].message}"
-    if wanted != text:
-        return "invalid", (f"differs from what its sources compile to now, at `{first_difference(wanted, text)}` "
-                           f"(edited after compiling, or rendered by an older rosetta); run `{rebuild}`")
-    return "up to date", note
-
-
-def labeled_demos(artifact: Artifact, signature: Any, options: Any, dataset: str | None) -> tuple[Any, str]:
-    """The demos an optimized artifact may draw on (its train rows), checked against the data it was
-    optimized on. (None, why) when the data changed; (demos, note) otherwise."""
-    recorded = artifact.provenance.dataset_sha256
-    if not recorded:
-        return signature.demos, ""
-    if dataset is None:
-        return signature.demos, "labeled data not verified: no datasets directory given"
-    from rosetta.compile.optimize.labeled import DatasetError, load_labeled
-    from rosetta.signature import Demo
-
-    try:
-        data = load_labeled(signature, dataset, cache_dir=getattr(options, "cache_dir", None), required=())
-    except DatasetError as error:
-        return signature.demos, f"labeled data not verified: {error.problems[0].message}"
-    if data.sha256 != recorded:
-        return None, f"the labeled data at {dataset} changed since it was optimized on it"
-    return signature.demos + tuple(Demo(id=f"train:{e.id}", inputs=e.inputs, output=e.output) for e in data.train), ""
+        rollout = read_rollout(rollout_path(path))
+    except RosettaError as error:
+        return [*problems, f"{rollout_path(path)}: {error.problems[0].message}; fix or delete it"]
+    if rollout is None:
+        return problems
+    current = next((i for i, f in known_ids(path).items() if f == path), None)
+    pinned = [("active", rollout.active)] + ([("experiment.treatment", rollout.experiment.treatment)]
+                                             if rollout.experiment else [])
+    for field, prefix in pinned:
+        match = [i for i in known_ids(path) if i.startswith(prefix)]
+        if len(match) != 1:
+            problems.append(f"{rollout_path(path).name} `{field}` pins {prefix}, which is not one retained version")
+        elif match[0] != current and versions.get(match[0], (INVALID, ""))[0] != UP_TO_DATE:
+            problems.append(f"{rollout_path(path).name} `{field}` pins version {short_id(match[0])}, which is not what "
+                            f"the sources compile to now ({versions.get(match[0], (INVALID, 'unreadable'))[1]}): it "
+                            "would be served in place of the compiled artifact")
+    return problems

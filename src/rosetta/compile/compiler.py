@@ -24,12 +24,12 @@ from rosetta.store.artifact import (
     Provenance,
     artifact_path,
     dump_artifact,
-    model_fingerprint,
     stored_header,
     target_inputs,
 )
 from rosetta.store.index import IndexEntry, files_digest, read_index
 from rosetta.store.publish import save_index
+from rosetta.store.verify import expected_provenance, relative_to
 
 
 class Status(StrEnum):
@@ -69,11 +69,6 @@ class CompileReport:
         """0 all good, 1 targets failed or (with --check) are missing/stale/invalid."""
         bad = (Status.FAILED, Status.MISSING, Status.STALE, Status.INVALID)
         return 1 if any(r.status in bad for r in self.results) else 0
-
-
-def relative_to(path: str | Path, root: Path) -> str:
-    """A stable, machine-independent name for a source file (relative to the project root)."""
-    return os.path.relpath(os.path.realpath(path), os.path.realpath(root)).replace(os.sep, "/")
 
 
 @dataclass(frozen=True)
@@ -143,6 +138,8 @@ def compile_paths(paths: Iterable[str | os.PathLike[str]], options: CompileOptio
         with locked(options.out):  # once for all: the renames are quick, the fsyncs happened while staging
             for _, outcome in ordered:
                 _publish(outcome, options)
+    if options.check:
+        _check_index(ordered, index, options)
     for file, outcome in ordered:
         key = relative_to(file, options.root)
         if file in clashes:
@@ -161,6 +158,25 @@ class FileOutcome:
     results: list[TargetResult]
     entry: IndexEntry | None = None
     staged: dict[int, tuple[Any, str]] = field(default_factory=dict)  # result position → (Staged, inputs hash)
+
+
+def _check_index(ordered: list[tuple[Path, FileOutcome]], index: dict[str, IndexEntry], options: CompileOptions) -> None:
+    """``--check`` of the build index: an entry whose files still hash as it records but which is not
+    what its definition compiles to now would let a later compile settle that file without looking
+    at it (an entry of an edited file is merely out of date: a compile sees the new hash)."""
+    from rosetta.store.index import INDEX_NAME
+
+    for file, outcome in ordered:
+        recorded = index.get(relative_to(file, options.root))
+        if recorded is None or outcome.entry is None or recorded == outcome.entry:
+            continue
+        if files_digest(options.root, recorded.files) == recorded.source_sha256:  # a compile would trust it
+            fields = [name for name in ("agent", "files", "probes", "source_sha256", "preferences")
+                      if getattr(recorded, name) != getattr(outcome.entry, name)]
+            outcome.results.append(TargetResult(str(file), outcome.entry.agent, None, Status.INVALID,
+                                                str(options.out / INDEX_NAME), (
+                f"the build index records another {', '.join(fields)} for {file.name} than it has now; delete "
+                f"{options.out / INDEX_NAME} (a cache: the next compile writes it again)")))
 
 
 def _refuse_name_clashes(ordered: list[tuple[Path, FileOutcome]]) -> set[Path]:
@@ -234,7 +250,7 @@ def _settle_from_index(file: Path, entry: IndexEntry, options: CompileOptions) -
 def _compile_file(file: Path, error: DefinitionError | None, options: CompileOptions) -> FileOutcome:
     from rosetta.compile.carry import optimized_artifact
     from rosetta.compile.check import check_target
-    from rosetta.compile.optimize.labeled import default_location
+    from rosetta.datasets import default_location
     from rosetta.definition.formats import SIDECAR_SUFFIXES, stem_of
     from rosetta.definition.loader import load_definition
     from rosetta.errors import RenderError
@@ -267,11 +283,9 @@ def _compile_file(file: Path, error: DefinitionError | None, options: CompileOpt
         except RosettaError as failure:
             outcome.results.append(TargetResult(str(file), signature.name, name, Status.FAILED, message=str(failure)))
             continue
-        inputs_sha = target_inputs(source_sha, model, adapter.sha256, options.section_roles)
+        provenance = expected_provenance(definition, model, adapter, options.root, options.section_roles, source_sha)
+        inputs_sha = provenance.inputs_sha256
         path = artifact_path(options.out, signature.name, model.id)
-        provenance = Provenance(inputs_sha256=inputs_sha, source_sha256=source_sha, source_files=source_files,
-                                adapter_sha256=adapter.sha256, model_sha256=model_fingerprint(model),
-                                compiler_version=COMPILER_VERSION)
         if options.check:
             status, message = check_target(path, provenance, signature, model, adapter, options, dataset)
             outcome.results.append(TargetResult(str(file), signature.name, model.id, Status(status), str(path),

@@ -26,7 +26,7 @@ def sandbox(agent: Any, *, project: Any = None, train: int | None = None, dev: i
     data, each split cut to its first N rows (a small dev set is a cheap search) — so studies,
     caches and artifacts never touch the real ``compiled/``, ``.rosetta/`` or ``datasets/``.
     Returns the copy's root (a new temporary directory unless ``directory`` is given)."""
-    from rosetta.compile.optimize.labeled import default_location
+    from rosetta.datasets import default_location
 
     loaded, signature, settings = _definition(agent, project)
     root = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix=f"rosetta-{loaded.name}-"))

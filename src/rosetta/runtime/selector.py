@@ -2,7 +2,7 @@
 
 An artifact is used only when the store has verified it (see :mod:`rosetta.store.lookup`: it is
 this agent's, for this model, sealed, and built from inputs that hash the same now; in strict mode,
-also what its definition renders to now); every fallback is logged once per (agent, model) with its
+also what its definition and labeled data render to now, which holds for pinned versions too); every fallback is logged once per (agent, model) with its
 reason, and ``strict`` turns fallbacks into errors. A ``<model>.rollout.yaml`` beside the exact model's artifact pins which
 version serves and may run an experiment: each user then gets the control or the treatment version,
 always the same one (see :mod:`rosetta.store.routing`). A rollout file that cannot be used is logged
@@ -71,6 +71,14 @@ class Selector:
             log.warning("%s on %s: %s", self.name, target.id, pins.explain_problems())
         if pins is None or pins.active is None:
             return Route(self.choose(target, strict))
+        if strict:  # a pinned version is served only if it is what the sources render now, as any artifact is
+            for _, path in (pins.active, pins.treatment or pins.active):
+                why = self.shelf.reproduced(path, self.definition_path)
+                if why is not None:
+                    raise RolloutError(Problem(f"{self.name} on {target.id}: {pins.file.name} pins {path.name}, "
+                                               f"which strict mode cannot serve: {why}", Location(str(path)),
+                                               hint="promote a version compiled from the current definition, or "
+                                                    "load without strict=True"))
         return _pinned_route(target, pins)
 
     def target(self, model: str) -> CatalogModel:
@@ -88,8 +96,8 @@ class Selector:
         reasons: list[str] = []
         for kind, model_id, path in self._candidates(target):
             artifact = self.shelf.verified(path)
-            if not isinstance(artifact, str) and strict and self.definition_path is not None:
-                artifact = self.shelf.differs_from_its_sources(path, self.definition_path) or artifact
+            if not isinstance(artifact, str) and strict:
+                artifact = self.shelf.reproduced(path, self.definition_path) or artifact
             if not isinstance(artifact, str) and kind != "artifact":
                 artifact = _unlike(artifact, target) or artifact
             if isinstance(artifact, str):

@@ -154,14 +154,25 @@ def dump_artifact(artifact: Artifact) -> str:
             "dataset_sha256": provenance.dataset_sha256,
             "compiler_version": provenance.compiler_version,
             "knobs": provenance.knobs,
-            "scores": provenance.scores,
-            "budget": provenance.budget,
-            **({"optimizer": provenance.optimizer} if provenance.optimizer else {}),
+            "scores": _text_keys(provenance.scores),
+            "budget": _text_keys(provenance.budget),
+            **({"optimizer": _text_keys(provenance.optimizer)} if provenance.optimizer else {}),
         },
         "prompt": artifact.prompt.to_dict(),
     })
     digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
     return f"{HEADER}content_sha256: {digest}\n{body}"
+
+
+def _text_keys(value: Any) -> Any:
+    """``value`` with every mapping key written as text: YAML reads ``11:`` back as a number but a
+    record read back is written again as text, and an artifact must survive that round trip byte
+    for byte (``rosetta compile --check`` renders it again from what it records)."""
+    if isinstance(value, dict):
+        return {str(key): _text_keys(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_text_keys(item) for item in value]
+    return value
 
 
 @dataclass(frozen=True)
@@ -189,12 +200,18 @@ def read_header(text: str) -> Header:
     return Header(match.group(1), inputs and inputs.group(1), source and source.group(1), intact)
 
 
+def read_stored_artifact(path: Path) -> str:
+    """The text of ``compiled/<agent>/<provider>/<model>.yaml``, a trusted file of its compiled tree
+    (:func:`rosetta.fileio.read_trusted`: no symlink on the way, no FIFO, no device, size-capped)."""
+    from rosetta.fileio import read_trusted
+
+    return read_trusted(path, Path(path).parents[2])
+
+
 def stored_header(path: Path) -> Header | None:
     """The header of the artifact at ``path`` (not intact when unreadable); None when there is none."""
-    from rosetta.fileio import read_regular
-
     try:
-        text = read_regular(path)
+        text = read_stored_artifact(path)
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError):
@@ -204,10 +221,8 @@ def stored_header(path: Path) -> Header | None:
 
 def read_artifact(path: Path) -> Artifact:
     """The verified artifact at ``path``; :class:`ArtifactError` says what is wrong with it."""
-    from rosetta.fileio import read_regular
-
     try:
-        text = read_regular(path)
+        text = read_stored_artifact(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise ArtifactError(Problem(f"artifact cannot be read: {exc}", Location(str(path)),
                                     hint="recompile it with `rosetta compile --force`")) from None

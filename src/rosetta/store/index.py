@@ -17,6 +17,8 @@ from pathlib import Path
 
 INDEX_NAME = ".rosetta-index.json"
 VERSION = 1
+MAX_BYTES = 32 * 1024 * 1024
+"""Far above any real index (a few hundred bytes per definition)."""
 
 
 @dataclass(frozen=True)
@@ -31,11 +33,16 @@ class IndexEntry:
 
 
 def files_digest(root: Path, files: tuple[str, ...]) -> str | None:
-    """sha256 of the files' bytes (same recipe as rosetta.signature.source_digest); None if one is gone."""
+    """sha256 of the files' bytes (same recipe as rosetta.signature.source_digest); None if one is gone,
+    is not a plain file, or lies outside the project (the list comes from a file anyone can edit)."""
+    from rosetta.fileio import read_source_bytes
+
     digest = hashlib.sha256()
     for relative in files:
+        if not isinstance(relative, str) or Path(relative).is_absolute() or ".." in Path(relative).parts:
+            return None
         try:
-            digest.update((root / relative).read_bytes())
+            digest.update(read_source_bytes(root / relative))
         except OSError:
             return None
         digest.update(b"\0")
@@ -43,15 +50,30 @@ def files_digest(root: Path, files: tuple[str, ...]) -> str | None:
 
 
 def read_index(out: Path, compiler: str) -> dict[str, IndexEntry]:
-    """The index written by the last compile with this compiler version (empty when unusable)."""
+    """The index written by the last compile with this compiler version (empty when unusable). Its
+    place holding something other than a plain file (a FIFO, a symlink, a device) is an
+    :class:`~rosetta.store.artifact.ArtifactError` naming it: never read, waited on or written through."""
+    from rosetta.fileio import NotRegularFile, read_trusted
+
     try:
-        data = json.loads((out / INDEX_NAME).read_text(encoding="utf-8"))
+        data = json.loads(read_trusted(out / INDEX_NAME, out, limit=MAX_BYTES))
+    except FileNotFoundError:
+        return {}
+    except NotRegularFile as refused:
+        from rosetta.errors import Location, Problem
+        from rosetta.store.artifact import ArtifactError
+
+        raise ArtifactError(Problem(f"the build index cannot be used: {refused}", Location(str(out / INDEX_NAME)),
+                                    hint="delete it: it is only a cache, and the next compile writes it again")) from None
+    except (OSError, ValueError):
+        return {}
+    try:
         if data.get("version") != VERSION or data.get("compiler") != compiler:
             return {}
         return {key: IndexEntry(value["agent"], tuple(value["files"]), tuple(value["probes"]),
                                 value["source_sha256"], tuple(value["preferences"]))
                 for key, value in data["entries"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (KeyError, TypeError, AttributeError, ValueError):
         return {}
 
 

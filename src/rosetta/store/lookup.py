@@ -1,13 +1,14 @@
 """What the runtime reads from ``compiled/``: an agent's artifacts by model, each verified once
 before it is trusted, and the rollout pins beside an artifact.
 
-An artifact is used only when it is a plain file (a symlink or FIFO is refused, never followed or
-waited on), its seal opens the file and holds, it parses (duplicate keys included), it says it is
-this agent's artifact for the model its path names, and the inputs hash it records is what its
-inputs hash to now: the files it was built from, the adapter, the model's catalog entry, the
-compiler version and the project's section roles. In strict mode it must also be what its
-definition renders to now. Labeled datasets are checked by ``rosetta compile --check``, not here:
-deployments rarely ship them, and the demos an optimized prompt uses are sealed inside it.
+An artifact is used only when it is a plain file reached without a symlink (a FIFO or device is
+refused, never waited on or read), its seal opens the file and holds, it parses (duplicate keys
+included), it says it is this agent's artifact for the model its path names, and the inputs hash
+it records is what its inputs hash to now: the files it was built from, the adapter, the model's
+catalog entry, the compiler version and the project's section roles. In strict mode it must also
+be what its definition (and, for one optimized on labeled data, that data) renders to now, and so
+must every version a rollout file pins: :meth:`Shelf.reproduced`, the check ``rosetta compile
+--check`` makes too. What an artifact says about itself never exempts it from a check.
 
 Indexing reads only each file's ``model:`` line; the full check happens on first use of an
 artifact and is cached, so repeated selections do no file I/O.
@@ -15,6 +16,7 @@ artifact and is cached, so repeated selections do no file I/O.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -27,11 +29,10 @@ from rosetta.store.artifact import (
     artifact_path,
     changed_inputs,
     model_fingerprint,
-    parse_artifact,
     target_inputs,
 )
 from rosetta.store.index import files_digest
-from rosetta.store.versions import is_rollout_file
+from rosetta.store.versions import is_rollout_file, placed_artifact, short_id
 
 _MODEL_LINE = re.compile(r"^model: (\S+)$", re.MULTILINE)
 
@@ -44,10 +45,12 @@ class Shelf:
         self.compiled_dir, self.root = dirs.compiled_dir, dirs.root
         self.artifacts = _index(self.compiled_dir, agent)  # model id → path (no parsing yet)
         self._verified: dict[Path, Artifact | str] = {}
-        self._rendered: dict[Path, str | None] = {}
+        self._reproduced: dict[Path, str | None] = {}
 
     def verified(self, path: Path) -> Artifact | str:
-        """The artifact at ``path``, or why it cannot be used (checked once)."""
+        """The artifact at ``path`` (the artifact file of a model, or a version of it), or why it
+        cannot be used (checked once). A version is not checked for staleness: serving an earlier
+        one is what pinning it is for."""
         if path not in self._verified:
             self._verified[path] = self._check(path)
         return self._verified[path]
@@ -63,53 +66,59 @@ class Shelf:
         return read_pins(self.path_for(model_id), agent=self.agent, model=model_id)
 
     def _check(self, path: Path) -> Artifact | str:
-        from rosetta.fileio import read_regular
+        from rosetta.fileio import read_trusted
 
         try:
-            artifact = parse_artifact(read_regular(path), path=str(path))
+            artifact = placed_artifact(read_trusted(path, self.compiled_dir), path, agent=self.agent)
         except (OSError, UnicodeDecodeError) as exc:
             return f"unreadable ({exc})"
         except ArtifactError as error:
             return error.problems[0].message
-        if artifact.agent != self.agent or path != self.path_for(artifact.model):
-            return (f"refused: it is the artifact of {artifact.agent} on {artifact.model}, "
-                    f"not of {self.agent} at this path (copied or moved?)")
+        if path != self.path_for(artifact.model):
+            return artifact  # a version: pinned on purpose, whatever it was compiled from
         stale = self.stale_inputs(artifact)
         return f"stale: {stale}" if stale else artifact
 
-    def differs_from_its_sources(self, path: Path, definition: Path) -> str | None:
-        """Why the verified artifact at ``path`` is not what ``definition`` renders to now (None: it
-        is, byte for byte), checked once. Strict mode asks this before serving an artifact: a seal
-        recomputed after an edit passes every other check. An optimized artifact's demos come from
-        labeled data deployments rarely ship, so it is left to ``rosetta compile --check``."""
-        if path not in self._rendered:
-            self._rendered[path] = self._render_again(path, definition)
-        return self._rendered[path]
+    def reproduced(self, path: Path, definition: Path | None) -> str | None:
+        """Why the verified artifact or version at ``path`` is not what ``definition`` (and the
+        labeled data it names) renders to now; None when it is, byte for byte. Checked once. Strict
+        mode asks this before serving anything: a seal recomputed after an edit passes every other
+        check, and whatever cannot be rendered again is refused, saying why."""
+        if path not in self._reproduced:
+            self._reproduced[path] = self._reproduce(path, definition)
+        return self._reproduced[path]
 
-    def _render_again(self, path: Path, definition: Path) -> str | None:
+    def _reproduce(self, path: Path, definition: Path | None) -> str | None:
+        from rosetta.datasets import default_location
         from rosetta.definition.loader import load_definition
         from rosetta.errors import RosettaError
         from rosetta.providers.adapter import load_adapters
         from rosetta.providers.catalog import catalog_for
         from rosetta.signature import lower
         from rosetta.store.artifact import dump_artifact
-        from rosetta.store.verify import first_difference, render_again
+        from rosetta.store.verify import UP_TO_DATE, expected_provenance, reproduce
 
         artifact = self.verified(path)
-        if isinstance(artifact, str) or artifact.provenance.dataset_sha256:
-            return None
+        if isinstance(artifact, str):
+            return artifact
+        label = "it" if path == self.path_for(artifact.model) else f"version {short_id(artifact.content_sha256)}"
+        if definition is None:
+            return (f"refused: {label} cannot be verified, no definition of {self.agent} was found to render it again "
+                    f"(under {self.dirs.signatures_dir})")
         try:
-            signature = lower(load_definition(definition, root=self.root, section_roles=self.dirs.section_roles))
+            loaded = load_definition(definition, root=self.root, section_roles=self.dirs.section_roles)
+            signature = lower(loaded)
             adapter = load_adapters([d for d in self.dirs.adapter_dirs if d.is_dir()])[artifact.adapter]
             model = catalog_for(self.dirs.root, self.dirs.models).resolve(artifact.model, unlisted=True)
-            wanted = render_again(artifact, artifact.provenance, signature, model, adapter, signature.demos)
         except (RosettaError, KeyError) as error:
-            return f"it cannot be rendered again from {definition.name} ({error})"
-        found = dump_artifact(artifact)
-        if wanted != found:
-            return (f"refused: it differs from what {definition.name} compiles to now, at "
-                    f"`{first_difference(wanted, found)}` (edited after compiling?)")
-        return None
+            return f"refused: {label} cannot be rendered again from {definition.name} ({error})"
+        expected = expected_provenance(loaded, model, adapter, self.root, self.dirs.section_roles)
+        dataset = default_location(self.dirs.datasets_dir, signature.name, loaded.spec.evaluation.dataset, self.root)
+        status, why = reproduce(artifact, dump_artifact(artifact), expected, signature, model, adapter,
+                                dataset=dataset, cache_dir=self.dirs.cache_dir)
+        if status == UP_TO_DATE:
+            return None
+        return f"refused: {label} is not what {definition.name} compiles to now: {why}"
 
     def stale_inputs(self, artifact: Artifact) -> str | None:
         """What changed among the artifact's inputs since it was compiled (None: nothing)."""
@@ -119,11 +128,9 @@ class Shelf:
         from rosetta.providers.catalog import catalog_for
 
         recorded = artifact.provenance
-        if any(Path(f).is_absolute() or ".." in Path(f).parts or "\\" in f for f in recorded.source_files):
-            return "its source list names files outside the project: " + ", ".join(recorded.source_files)
         source = files_digest(self.root, recorded.source_files)
         if source is None:
-            return "a file it was built from is missing: " + ", ".join(recorded.source_files)
+            return "a file it was built from is missing or outside the project: " + ", ".join(recorded.source_files)
         try:
             # it was accepted when compiled
             model = catalog_for(self.dirs.root, self.dirs.models).resolve(artifact.model, unlisted=True)
@@ -152,29 +159,47 @@ def _adapter_digests(extra_dirs: tuple[Path, ...]) -> dict[str, str]:
 
 def compiled_models(compiled_dir: Path) -> dict[str, dict[str, Path]]:
     """agent → (model id → artifact path) for every agent under ``compiled_dir``."""
-    if compiled_dir.is_symlink() or not compiled_dir.is_dir():
+    from rosetta.fileio import NotRegularFile, trusted_path
+
+    try:
+        agents = sorted(trusted_path(compiled_dir, compiled_dir, directory=True).iterdir())
+    except (NotRegularFile, OSError):
         return {}
-    agents = (d.name for d in sorted(compiled_dir.iterdir()) if d.is_dir() and not d.is_symlink())
-    return {agent: found for agent in agents if (found := _index(compiled_dir, agent))}
+    return {d.name: found for d in agents if (found := _index(compiled_dir, d.name))}
 
 
 def _index(compiled_dir: Path, agent: str) -> dict[str, Path]:
-    """model id → artifact path, read from each file's ``model:`` line (no full parse). Only plain
-    files under a real ``compiled/<agent>`` directory count: a symlinked tree could be anyone's."""
-    from rosetta.fileio import read_regular
+    """model id → artifact path, read from each file's ``model:`` line (no full parse)."""
+    return scan(compiled_dir, agent)[0]
 
-    directory = compiled_dir / agent
+
+def scan(compiled_dir: Path, agent: str) -> tuple[dict[str, Path], dict[Path, str]]:
+    """(model id → artifact path, stray file → the model it names) under ``compiled/<agent>/``.
+
+    Only plain files reached without a symlink count (a symlinked tree could be anyone's), and a
+    file counts as a model's artifact only at that model's own path: a copy saved under another
+    name is a stray, which can neither stand in for nor hide the real one."""
+    from rosetta.fileio import NotRegularFile, read_trusted, trusted_path
+
     found: dict[str, Path] = {}
-    if directory.is_symlink() or not directory.is_dir():
-        return found
+    strays: dict[Path, str] = {}
+    compiled_dir = Path(os.path.abspath(compiled_dir))
+    try:
+        directory = trusted_path(compiled_dir / agent, compiled_dir, directory=True)
+    except (NotRegularFile, OSError):
+        return found, strays
     for path in sorted(directory.glob("*/*.yaml")):
-        if is_rollout_file(path) or path.parent.is_symlink():  # rollout files sit beside the artifacts
+        if is_rollout_file(path):  # rollout files sit beside the artifacts
             continue
         try:
-            head = read_regular(path)[:1024]
+            head = read_trusted(path, compiled_dir)[:1024]
         except (OSError, UnicodeDecodeError):
             continue
         match = _MODEL_LINE.search(head)
-        if match:
+        if match is None:
+            continue
+        if path == artifact_path(compiled_dir, agent, match.group(1)):
             found[match.group(1)] = path
-    return found
+        else:
+            strays[path] = match.group(1)
+    return found, strays

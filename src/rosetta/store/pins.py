@@ -35,6 +35,8 @@ METRICS = {"success": "rate", "valid": "rate", "score": "mean", "latency_s": "me
 """What an experiment can be decided on, and whether it is a rate (0/1 per call) or a mean."""
 LOWER_IS_BETTER = frozenset({"latency_s", "cost_usd"})
 TESTS = ("z", "welch")
+MAX_BYTES = 64 * 1024
+"""A rollout file is a few lines; anything longer is not one rosetta wrote."""
 _EXPERIMENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _HEADER = ("# rosetta rollout: the active version of this artifact and the experiment running on it.\n"
            "# Written by `rosetta experiment start|promote|stop`; ids are content_sha256 (`rosetta versions`).\n")
@@ -94,10 +96,18 @@ def parse_rollout(text: str, *, path: str) -> Rollout:
     return rollout
 
 
+def _read(path: Path) -> str:
+    """The rollout file ``compiled/<agent>/<provider>/<model>.rollout.yaml``, read as a trusted file of
+    its tree: a symlink on the way, a FIFO or a device is refused, never followed or waited on."""
+    from rosetta.fileio import read_trusted
+
+    return read_trusted(path, path.parents[2], limit=MAX_BYTES)
+
+
 def read_rollout(path: Path) -> Rollout | None:
     """The rollout in ``path`` (strict), or None when there is no file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read(path)
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
@@ -110,7 +120,7 @@ def load_rollout(path: Path) -> tuple[Rollout | None, list[Problem]] | None:
     """Tolerant reading for the runtime: None when there is no file; else what can still be used
     (the active version without an experiment that does not parse, or nothing) and the problems."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read(path)
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
@@ -133,8 +143,8 @@ def _parse(text: str, path: str) -> tuple[Rollout | None, list[Problem]]:
     def problem(key: tuple[str, ...], message: str, expected: str | None = None, hint: str | None = None) -> None:
         problems.append(Problem(message, sources.locate(key), ".".join(key), expected, hint))
 
-    for key in sorted(set(data) - {"active", "experiment"}):
-        problem((str(key),), "unknown setting", "active or experiment")
+    for key in sorted(str(k) for k in set(data) - {"active", "experiment"}):
+        problem((key,), "unknown setting", "active or experiment")
     active = data.get("active")
     if not _is_id(active):
         problem(("active",), "missing" if active is None else f"{active!r} is not a version id",
@@ -170,8 +180,8 @@ def _parse_experiment(raw: Any, problem: Any) -> Experiment | None:
         problem(("experiment",), "must be a mapping", "{id, treatment, share, ...}")
         return None
     known = ("id", "treatment", "share", "metric", "test", "alpha", "min_samples", "auto_promote", "restore")
-    for key in sorted(set(raw) - set(known)):
-        problem(("experiment", str(key)), "unknown setting", ", ".join(known))
+    for key in sorted(str(k) for k in set(raw) - set(known)):
+        problem(("experiment", key), "unknown setting", ", ".join(known))
     experiment_id, treatment, share = raw.get("id"), raw.get("treatment"), raw.get("share")
     if not isinstance(experiment_id, str) or not _EXPERIMENT_ID.match(experiment_id):
         problem(("experiment", "id"), "missing" if experiment_id is None else f"{experiment_id!r} is not a usable id",
@@ -183,11 +193,11 @@ def _parse_experiment(raw: Any, problem: Any) -> Experiment | None:
         problem(("experiment", "share"), "missing" if share is None else f"{share!r} is out of range",
                 "a number from 0.0 to 1.0, the treatment's share of users")
     metric = raw.get("metric", "success")
-    if metric not in METRICS:
+    if not isinstance(metric, str) or metric not in METRICS:
         problem(("experiment", "metric"), f"unknown metric {metric!r}", " | ".join(METRICS))
         metric = "success"
     test = raw.get("test", default_test(metric))
-    if test not in TESTS:
+    if not isinstance(test, str) or test not in TESTS:
         problem(("experiment", "test"), f"unknown test {test!r}", "z | welch")
     elif test == "z" and METRICS[metric] != "rate":
         problem(("experiment", "test"), f"the z-test compares rates; {metric} is a mean", "welch",

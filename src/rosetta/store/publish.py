@@ -21,11 +21,13 @@ LOCK_NAME = ".rosetta.lock"
 
 @contextlib.contextmanager
 def locked(out: Path) -> Iterator[None]:
-    """Hold the tree's lock (created on first use)."""
+    """Hold the tree's lock (created on first use); a lock path that is not a plain file (a FIFO, a
+    symlink to elsewhere) is refused, naming it, rather than opened."""
     from filelock import FileLock
 
     out.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(out / LOCK_NAME)):
+    lock = inside(out / LOCK_NAME, out)
+    with FileLock(str(lock)):
         yield
 
 
@@ -76,15 +78,13 @@ def publish(path: Path, text: str, out: Path, *, replace: Callable[[], bool] = l
 def publish_version(path: Path, text: str, out: Path) -> Path:
     """Keep ``text`` as a version of the artifact at ``path`` without making it the active one
     (``rosetta versions`` lists it; a rollout can pin or test it). Returns the version's file."""
-    from rosetta.fileio import write_atomic
     from rosetta.store.artifact import read_header
     from rosetta.store.versions import versions_dir
 
-    target = versions_dir(path) / f"{read_header(text).content_sha256}.yaml"
-    inside(target, out)
+    target = inside(versions_dir(path) / f"{read_header(text).content_sha256}.yaml", out)
     with locked(out):
         if not target.is_file():
-            write_atomic(target, text)
+            _write(target, text, out)
     return target
 
 
@@ -93,21 +93,32 @@ def discard(staged: Staged) -> None:
     staged.temporary.unlink(missing_ok=True)
 
 
-def inside(path: Path, out: Path) -> None:
-    """Raise :class:`ArtifactError` unless ``path`` lies under ``out`` with no symlink on the way."""
+def inside(path: Path, out: Path) -> Path:
+    """``path`` (absolute) if it lies under ``out`` with no symlink on the way and is a plain file or
+    absent; :class:`ArtifactError` naming what is in the way otherwise."""
+    from rosetta.fileio import NotRegularFile, trusted_path
+
+    try:
+        return trusted_path(path, out)
+    except NotRegularFile as refused:
+        raise _refusal(path, out, refused) from None
+
+
+def _write(path: Path, text: str, out: Path) -> None:
+    from rosetta.fileio import NotRegularFile, write_trusted
+
+    try:
+        write_trusted(path, text, out)
+    except NotRegularFile as refused:
+        raise _refusal(path, out, refused) from None
+
+
+def _refusal(path: Path, out: Path, refused: OSError) -> Exception:
     from rosetta.errors import Location, Problem
     from rosetta.store.artifact import ArtifactError
 
-    out = Path(os.path.abspath(out))
-    path = Path(os.path.abspath(path))
-    if not path.is_relative_to(out):
-        raise ArtifactError(Problem(f"refusing to write {path}: it is outside {out}", Location(str(path))))
-    current = out
-    for part in path.relative_to(out).parts:
-        current = current / part
-        if current.is_symlink():
-            raise ArtifactError(Problem(f"refusing to write through the symlink {current}", Location(str(current)),
-                                        hint=f"replace it with a real directory or file under {out}"))
+    return ArtifactError(Problem(f"refusing to write {path}: {refused}", Location(str(path)),
+                                 hint=f"replace it with a real directory or file under {out}, or delete it"))
 
 
 STALE_AFTER_S = 3600.0
@@ -137,15 +148,13 @@ def clean_stale_temporaries(out: Path, *, now: float | None = None) -> list[Path
 
 def save_index(out: Path, entries: dict[str, IndexEntry], compiler: str) -> None:
     """Merge ``entries`` into the tree's build index (keeping what concurrent compiles recorded)."""
-    from rosetta.fileio import write_atomic
-
     with locked(out):
         current = read_index(out, compiler)
-        write_atomic(out / INDEX_NAME, dump_index({**current, **entries}, compiler))
+        _write(out / INDEX_NAME, dump_index({**current, **entries}, compiler), out)
 
 
 def write_pins(artifact: Path, rollout: Rollout) -> None:
     """Replace the rollout file beside ``artifact`` (call it holding :func:`locked`)."""
-    from rosetta.fileio import write_atomic
+    from rosetta.store.versions import tree_of
 
-    write_atomic(rollout_path(artifact), dump_rollout(rollout))
+    _write(rollout_path(artifact), dump_rollout(rollout), tree_of(artifact))

@@ -50,6 +50,41 @@ def is_rollout_file(path: Path) -> bool:
     return path.name.endswith(ROLLOUT_SUFFIX)
 
 
+def tree_of(artifact: Path) -> Path:
+    """The compiled tree holding ``compiled/<agent>/<provider>/<model>.yaml``: the root below which
+    every file of the artifact's (versions, rollout file) must be reached without a symlink."""
+    return artifact.parents[2]
+
+
+def read_stored(path: Path, artifact: Path) -> str:
+    """The text of ``path``, a file beside ``artifact`` (or the artifact itself), read as a trusted
+    file of its tree (:func:`rosetta.fileio.read_trusted`)."""
+    from rosetta.fileio import read_trusted
+
+    return read_trusted(path, tree_of(artifact))
+
+
+def placed_artifact(text: str, path: Path, *, agent: str, model: str | None = None) -> Artifact:
+    """The artifact ``text`` read from ``path``, checked to be where it claims to belong: this
+    agent's, the artifact file of the model it names or a version of it filed under its own id.
+    Raises :class:`ArtifactError` (sealed? parses? whose?) otherwise: a copy made or moved by hand
+    is refused, whatever it says about itself."""
+    from rosetta.store.artifact import artifact_path
+
+    loaded = parse_artifact(text, path=str(path))
+    kept = path.parent.name.endswith(VERSIONS_SUFFIX)
+    home = artifact_path(path.parents[3] if kept else path.parents[2], loaded.agent, loaded.model)
+    if kept:
+        home = versions_dir(home) / f"{loaded.content_sha256}.yaml"
+    if loaded.agent != agent or (model is not None and loaded.model != model) or path != home:
+        what = f"version {short_id(loaded.content_sha256)} of " if kept else ""
+        raise ArtifactError(Problem(f"refused: it is {what}the artifact of {loaded.agent} on {loaded.model}, not of "
+                                    f"{agent}{' on ' + model if model else ''} at this path (copied or moved?)",
+                                    Location(str(path)), hint=f"delete {path}" + (
+                                        f"; its place would be {home}" if path != home else "")))
+    return loaded
+
+
 def retain(artifact: Path, replacement: str) -> Path | None:
     """Keep ``artifact`` as a version before ``replacement`` (text) overwrites it.
 
@@ -57,10 +92,10 @@ def retain(artifact: Path, replacement: str) -> Path | None:
     serve). The copy keeps the original's bytes and modification time, so a listing dates each
     version by when it was compiled. Call it under the output tree's lock, as the compiler does.
     """
-    from rosetta.fileio import read_regular
+    from rosetta.fileio import NotRegularFile, trusted_path, write_temporary
 
     try:
-        data = read_regular(artifact)
+        data = read_stored(artifact, artifact)
         written = artifact.stat()
     except (OSError, UnicodeDecodeError):  # gone, or a symlink or FIFO: nothing anyone could serve
         return None
@@ -68,31 +103,36 @@ def retain(artifact: Path, replacement: str) -> Path | None:
     if not header.intact or header.content_sha256 == read_header(replacement).content_sha256:
         return None
     target = versions_dir(artifact) / f"{header.content_sha256}.yaml"
-    if target.is_file():
-        return target
-    from rosetta.fileio import write_temporary
-
-    staged = write_temporary(target, data)
     try:
-        os.utime(staged, ns=(written.st_atime_ns, written.st_mtime_ns))
-        os.replace(staged, target)
-    finally:
-        staged.unlink(missing_ok=True)
+        if trusted_path(target, tree_of(artifact)).is_file():
+            return target
+        staged = write_temporary(target, data)
+        try:
+            os.utime(staged, ns=(written.st_atime_ns, written.st_mtime_ns))
+            os.replace(staged, trusted_path(target, tree_of(artifact)))
+        finally:
+            staged.unlink(missing_ok=True)
+    except NotRegularFile as refused:
+        raise ArtifactError(Problem(f"refusing to keep the replaced artifact as a version: {refused}",
+                                    Location(str(target)), hint="replace the symlink with a real folder, or delete it")) from None
     return target
 
 
 def known_ids(artifact: Path) -> dict[str, Path]:
-    """Every version id of ``artifact`` → the file holding it: the current one first, then the kept ones."""
+    """Every version id of ``artifact`` → the file holding it: the current one first, then the kept
+    ones (files named by a full id in a real ``<model>.versions/`` folder; what they hold is
+    checked when one is loaded)."""
+    from rosetta.fileio import trusted_path
+
     found: dict[str, Path] = {}
     try:
-        with artifact.open(encoding="utf-8") as handle:
-            header = read_header(handle.read(400) + "\n")
+        header = read_header(read_stored(artifact, artifact))
         if header.content_sha256:
             found[header.content_sha256] = artifact
     except (OSError, UnicodeDecodeError):
         pass
     try:
-        names = sorted(os.listdir(versions_dir(artifact)))
+        names = sorted(os.listdir(trusted_path(versions_dir(artifact), tree_of(artifact), directory=True)))
     except OSError:
         names = []
     for name in names:
@@ -124,25 +164,28 @@ def resolve_id(artifact: Path, version_id: str, *, where: Location | None = None
 
 def load_version(artifact: Path, version_id: str, *, agent: str, model: str, where: Location | None = None,
                  field_name: str | None = None) -> tuple[Artifact, Path]:
-    """Version ``version_id`` of ``artifact``, verified: sealed, of this agent and model, and the file
-    holding the content its name claims. Raises :class:`RolloutError` saying what is wrong.
+    """Version ``version_id`` of ``artifact``, verified as the artifact file itself is: a plain file
+    reached without a symlink, sealed, of this agent and model, filed under its own id. Raises
+    :class:`RolloutError` saying what is wrong.
 
     The definition may have changed since it was compiled: serving an earlier version is the point
-    of pinning one, so (unlike the current artifact) it is not checked for staleness.
+    of pinning one, so it is not checked for staleness here; the strict runtime and ``rosetta
+    compile --check`` render it again (:func:`rosetta.store.verify.reproduce`), which only a version
+    of the current sources passes.
     """
     full, path = resolve_id(artifact, version_id, where=where, field_name=field_name)
     where = where or Location(str(path))
     try:
-        loaded = parse_artifact(path.read_text(encoding="utf-8"), path=str(path))
+        loaded = placed_artifact(read_stored(path, artifact), path, agent=agent, model=model)
     except (OSError, UnicodeDecodeError) as exc:
         raise RolloutError(Problem(f"version {short_id(full)} is unreadable ({exc})", where, field_name)) from None
     except ArtifactError as error:
         raise RolloutError(Problem(f"version {short_id(full)} cannot be used: {error.problems[0].message}", where,
-                                   field_name, hint=f"its file is {path}")) from None
-    if loaded.content_sha256 != full or loaded.agent != agent or loaded.model != model:
-        raise RolloutError(Problem(f"version {short_id(full)} is not {agent} on {model} (its file {path.name} holds "
-                                   f"{loaded.agent} on {loaded.model}, {short_id(loaded.content_sha256)})", where,
-                                   field_name, hint="remove the stray file from the versions folder"))
+                                   field_name, hint=error.problems[0].hint or f"its file is {path}")) from None
+    if loaded.content_sha256 != full:
+        raise RolloutError(Problem(f"version {short_id(full)} is not in its file (which holds "
+                                   f"{short_id(loaded.content_sha256)})", where, field_name,
+                                   hint=f"remove the stray file {path}"))
     return loaded, path
 
 
@@ -170,11 +213,11 @@ def list_versions(artifact: Path) -> list[Version]:
     versions = []
     for full, path in known_ids(artifact).items():
         try:
-            written = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+            written = datetime.fromtimestamp(path.lstat().st_mtime, UTC)
         except OSError:
             continue
         try:
-            loaded = parse_artifact(path.read_text(encoding="utf-8"), path=str(path))
+            loaded = placed_artifact(read_stored(path, artifact), path, agent=artifact.parent.parent.name)
         except (OSError, UnicodeDecodeError, ArtifactError) as exc:
             problem = exc.problems[0].message if isinstance(exc, ArtifactError) else str(exc)
             versions.append(Version(full, path, path == artifact, written, problem))

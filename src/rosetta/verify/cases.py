@@ -39,7 +39,7 @@ def example_cases(signature: Any, definition_path: Path, *, datasets_dir: Path, 
                   cache_dir: Path | None, limit: int | None) -> tuple[list[Case], str]:
     """The test split of the agent's labeled data, else the definition's own examples; and where
     they came from."""
-    from rosetta.compile.optimize.labeled import load_labeled
+    from rosetta.datasets import load_labeled
 
     location = Path(dataset) if dataset and not dataset.startswith("hub:") else datasets_dir / signature.name
     if dataset and dataset.startswith("hub:") or location.is_dir():

@@ -24,7 +24,6 @@ from typing import Any
 from rosetta.compile.optimize.cache import EvalCache, prompt_key
 from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator, HeldBack, draws_for, interval95
 from rosetta.compile.optimize.label_odds import label_field
-from rosetta.compile.optimize.labeled import LabeledData
 from rosetta.compile.optimize.metrics import Metric
 from rosetta.compile.optimize.race import Plan, Standing, dev_order, leaders, plan, winner
 from rosetta.compile.optimize.space import SPACE_VERSION, build_space, label_function
@@ -45,6 +44,7 @@ from rosetta.compile.optimize.study import (
     wait_for_setup,
     wait_for_study,
 )
+from rosetta.datasets import LabeledData
 from rosetta.errors import Problem, UsageError
 
 IDLE_S = 0.5

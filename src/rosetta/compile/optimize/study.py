@@ -31,10 +31,10 @@ from typing import Any
 
 from rosetta.compile.optimize.cache import Answer, EvalCache
 from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator
-from rosetta.compile.optimize.labeled import LabeledData
 from rosetta.compile.optimize.metrics import Metric
 from rosetta.compile.optimize.proposer import Proposals, propose
 from rosetta.compile.optimize.space import label_function
+from rosetta.datasets import LabeledData
 from rosetta.errors import Problem, UsageError
 from rosetta.parts import Demo
 
