@@ -73,3 +73,36 @@ def test_unknown_environment_variable_is_warned(project, monkeypatch, caplog):
     monkeypatch.setenv("ROSETTA_STRCT", "1")
     load_settings(project)
     assert "did you mean ROSETTA_STRICT" in caplog.text
+
+
+@pytest.mark.parametrize("value, message, line_column", [
+    ("{bad", "$ROSETTA_MODELS is not valid JSON: Expecting property name enclosed in double quotes", (1, 2)),
+    ('{"openai/x": {"api_base": "http://127.0.0.1:1/v1",\n "aliases": [}}', "is not valid JSON", (2, 14)),
+    ("[1, 2]", "$ROSETTA_MODELS", (None, None)),
+    ('"openai/x"', "$ROSETTA_MODELS", (None, None)),
+])
+def test_a_malformed_rosetta_models_names_the_variable_and_what_it_must_hold(project, monkeypatch, value, message,
+                                                                              line_column):
+    """Both readers of the settings (pydantic-settings for the CLI, rosetta.project for the runtime)
+    refuse it the same way: the variable, where in it, a JSON object expected, an example."""
+    from rosetta.project import project_dirs
+
+    monkeypatch.setenv("ROSETTA_MODELS", value)
+    for read in (load_settings, project_dirs):
+        with pytest.raises(ConfigError) as caught:
+            read(project)
+        (problem,) = caught.value.problems
+        assert message in problem.message and problem.field == "models"
+        assert problem.location.file == "$ROSETTA_MODELS"
+        if line_column[0] is not None:
+            assert (problem.location.line, problem.location.column) == line_column
+        assert problem.expected == "a JSON object, merged over [tool.rosetta.models]"
+        assert "export ROSETTA_MODELS='{\"openai/my-model\": {\"api_base\"" in problem.hint
+
+
+def test_a_rosetta_models_entry_that_is_not_a_table_names_it(project, monkeypatch):
+    monkeypatch.setenv("ROSETTA_MODELS", '{"openai/x": 5}')
+    with pytest.raises(ConfigError) as caught:
+        load_settings(project)
+    (problem,) = caught.value.problems
+    assert problem.location.file == "$ROSETTA_MODELS" and "(at openai/x)" in problem.message

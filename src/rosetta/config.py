@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError, field_validator
-from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict, SettingsError
 
 from rosetta.definition.models import RCCFRole
 from rosetta.errors import ConfigError, Location, Problem
+from rosetta.project import JSON_EXAMPLES, env_json_error
 
 log = logging.getLogger(__name__)
 
@@ -205,22 +206,41 @@ def load_settings(project_dir: str | os.PathLike[str] | None = None, **overrides
 
     try:
         loaded = ProjectSettings(**overrides)
+    except SettingsError as exc:  # a table-valued ROSETTA_* variable that is not JSON
+        raise _unparsed(exc) from None
     except ValidationError as exc:
         problems = []
         for error in exc.errors(include_url=False):
             key = str(error["loc"][0]) if error["loc"] else "?"
             source = "argument"
             location = Location()
+            message = error["msg"].removeprefix("Value error, ")
+            if ENV_PREFIX + key.upper() in os.environ and key in JSON_EXAMPLES:  # a table-valued variable
+                inner = ".".join(map(str, error["loc"][1:]))
+                problems += env_json_error(key, f"does not fit: {message}"
+                                           + (f" (at {inner})" if inner else "")).problems
+                continue
             if ENV_PREFIX + key.upper() in os.environ:
                 source = "environment"
                 location = Location(f"${ENV_PREFIX}{key.upper()}")
             elif key in table and pyproject:
                 source = "[tool.rosetta]"
                 location = Location(str(pyproject), _line_of(pyproject.read_text(encoding="utf-8"), key))
-            message = error["msg"].removeprefix("Value error, ")
             problems.append(Problem(f"{message} (from {source})", location, key))
         raise ConfigError(problems) from None
     return Settings.model_validate(loaded.model_dump()).resolved()
+
+
+def _unparsed(exc: SettingsError) -> ConfigError:
+    """The located error for a ``ROSETTA_*`` variable pydantic-settings could not decode as JSON."""
+    import json
+
+    match = re.search(r'field "(\w+)"', str(exc))
+    key = match.group(1) if match else "?"
+    cause = exc.__cause__
+    if isinstance(cause, json.JSONDecodeError):
+        return env_json_error(key, f"is not valid JSON: {cause.msg}", cause.lineno, cause.colno)
+    return env_json_error(key, "cannot be read as JSON")
 
 
 def _warn_unknown_env() -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from rosetta.errors import ConfigError
+from rosetta.errors import ConfigError, Location, Problem
 
 
 @dataclass(frozen=True)
@@ -162,10 +162,32 @@ def _table(table: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     text = os.environ.get("ROSETTA_" + key.upper())
     if text is not None:
         try:
-            merged = _merge(merged, _mapping(json.loads(text), key, "$ROSETTA_" + key.upper()))
+            value = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ConfigError.at(f"invalid JSON: {exc}", file="$ROSETTA_" + key.upper(), field=key) from None
+            raise env_json_error(key, f"is not valid JSON: {exc.msg}", exc.lineno, exc.colno) from None
+        if not isinstance(value, dict):
+            raise env_json_error(key, "is not a JSON object")
+        merged = _merge(merged, value)
     return merged
+
+
+JSON_EXAMPLES = {
+    "models": '{"openai/my-model": {"api_base": "http://127.0.0.1:8000/v1", "api_key_env": "MY_SERVER_KEY"}}',
+    "rate_limits": '{"openai": {"requests_per_minute": 500}}',
+    "health": '{"cooldown_s": 60}',
+    "section_roles": '{"House rules": "constraints"}',
+    "local_models": '{"mine": "models/mine.gguf"}',
+}
+"""What each table-valued ``ROSETTA_<KEY>`` variable looks like, for the errors that refuse one."""
+
+
+def env_json_error(key: str, message: str, line: int | None = None, column: int | None = None) -> ConfigError:
+    """A table-valued ``ROSETTA_<KEY>`` variable that does not parse or is not an object: named, with
+    what it must hold (its value is never quoted)."""
+    variable = "ROSETTA_" + key.upper()
+    return ConfigError(Problem(f"${variable} {message}", Location(f"${variable}", line, column), key,
+                               f"a JSON object, merged over [tool.rosetta.{key}]",
+                               f"fix it or unset it; e.g. export {variable}='{JSON_EXAMPLES.get(key, '{}')}'"))
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from conftest import REPO, make_project
 import rosetta
 from rosetta.config import load_settings
 from rosetta.definition.loader import load_definition
-from rosetta.errors import ConfigError, RenderError, UsageError
+from rosetta.errors import ConfigError, Location, RenderError, UsageError
 from rosetta.project import project_dirs
 from rosetta.providers.adapter import bundled_adapters
 from rosetta.providers.catalog import NO_KEY, catalog_for, load_catalog
@@ -104,6 +104,10 @@ def test_overriding_a_built_in_window_changes_the_render_budget(tmp_path):
     ('structured_output = "json_schemas"', "structured_output", "did you mean 'json_schema'"),
     ('class = "huge"', "class", "is not one of frontier, mid, open"),
     ('api_base = "127.0.0.1:8000"', "api_base", "is not an http(s) URL"),
+    ('api_base = "http://127.0.0.1:8000/v1\\nHost: evil"', "api_base", "whitespace or a control character"),
+    ('api_base = "http://127.0.0.1 :8000/v1"', "api_base", "whitespace or a control character"),
+    ('api_base = "file:///etc/passwd"', "api_base", "does not start with http:// or https://"),
+    ('api_base = "http://me:hunter2@127.0.0.1/v1"', "api_base", "carries credentials"),
     ('api_key_env = "sk-123 abc"', "api_key_env", "is not an environment variable's name"),
     ("context_windw = 4096", "context_windw", "did you mean 'context_window'"),
     ("max_output_tokens = 9000\ncontext_window = 4096", "max_output_tokens", "exceeds the context window"),
@@ -122,10 +126,38 @@ def test_a_malformed_entry_names_the_key_and_its_line(tmp_path, cli, entry, fiel
     problem = caught.value.problems[0]
     assert problem.field == f'tool.rosetta.models."openai/srv".{field}'
     assert (problem.location.file, problem.location.line) == (str(project / "pyproject.toml"), line)
-    assert message in problem.format()
+    assert message in problem.format() and "hunter2" not in problem.format()  # a URL's password is not shown
     # every command says so, without a traceback
     result = cli("--project", project, "models")
     assert result.exit_code != 0 and f"pyproject.toml:{line}" in result.output and "Traceback" not in result.output
+
+
+def test_entries_from_rosetta_models_are_refused_naming_the_variable(tmp_path, monkeypatch):
+    """``$ROSETTA_MODELS`` is merged over the file: a key it sets is located there, the file's own
+    keys still at their lines."""
+    project = _project(tmp_path, SERVER)
+    for value, field in (('{"openai/gemma-270m-server": {"context_windw": 4096}}', "context_windw"),
+                         ('{"openai/other": 5}', None),
+                         ('{"openai/other": {"api_base": "http://127.0.0.1:1/v1\\nX: y"}}', "api_base")):
+        monkeypatch.setenv("ROSETTA_MODELS", value)
+        dirs = project_dirs(project)  # the runtime's reader leaves each entry's shape to the catalog
+        with pytest.raises(ConfigError) as caught:
+            catalog_for(dirs.root, dirs.models)
+        problem = caught.value.problems[0]
+        assert problem.location.file == "$ROSETTA_MODELS" and problem.location.line is None
+        assert problem.field.endswith(f".{field}" if field else '"openai/other"')
+    monkeypatch.setenv("ROSETTA_MODELS", '{"openai/gemma-270m-server": {"aliases": ["sonnet"]}}')
+    settings = load_settings(project)
+    with pytest.raises(ConfigError) as caught:  # the key the variable sets: located in the variable
+        catalog_for(settings.root, settings.models)
+    assert caught.value.problems[0].location.file == "$ROSETTA_MODELS"
+    monkeypatch.setenv("ROSETTA_MODELS", '{"openai/gemma-270m-server": {"family": "gemma"}}')
+    settings = load_settings(project)
+    catalog = catalog_for(settings.root, settings.models)
+    assert catalog.declared_at("openai/gemma-270m-server", "family").file == "$ROSETTA_MODELS"
+    pyproject = project / "pyproject.toml"
+    line = next(n for n, row in enumerate(pyproject.read_text().splitlines(), 1) if row.startswith("api_key_env"))
+    assert catalog.declared_at("openai/gemma-270m-server", "api_key_env") == Location(str(pyproject), line)
 
 
 def test_an_unknown_provider_or_an_id_without_one_is_refused(tmp_path):

@@ -1,10 +1,18 @@
 """``rosetta doctor``: provider credentials (never printed), the endpoints of the project's declared
 models (reachable or not), the local model runtime and weights, the installed litellm release, and
-compiled artifacts for models their vendors retire."""
+compiled artifacts for models their vendors retire.
+
+A declaration comes with the project, and a cloned repository's pyproject.toml may point a model at
+any server: ``doctor`` sends requests only to endpoints on this machine (loopback), and to another
+only when told to with ``--probe MODEL``; a probe carries the key its ``api_key_env`` names, no other.
+"""
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 from rich import box
@@ -12,16 +20,20 @@ from rich.markup import escape
 from rich.table import Table
 
 from rosetta.cli.common import out, project_settings, reports_errors
-from rosetta.errors import RosettaError
+from rosetta.errors import Problem, RosettaError, UsageError
 
 KNOWN_BAD_LITELLM = {"1.82.7", "1.82.8"}
 """litellm releases that were malicious uploads."""
 
 
 @reports_errors
-def doctor(ctx: typer.Context) -> None:
-    """Check the environment: provider credentials (never printed), local model, litellm version,
-    and artifacts compiled for retired or deprecated models."""
+def doctor(ctx: typer.Context, probe: Annotated[list[str] | None, typer.Option(
+        "--probe", metavar="MODEL", help="Also probe this declared model's endpoint when it is not on this machine, "
+                                         "sending it the key its api_key_env names (repeatable). Endpoints on "
+                                         "127.0.0.1, ::1 or localhost are always probed; others are not by "
+                                         "default.")] = None) -> None:
+    """Check the environment: provider credentials (never printed), declared endpoints, local model,
+    litellm version, and artifacts compiled for retired or deprecated models."""
     import importlib.metadata
     import importlib.util
 
@@ -30,6 +42,7 @@ def doctor(ctx: typer.Context) -> None:
 
     settings = project_settings(ctx)
     catalog = catalog_for(settings.root, settings.models)
+    probed = {_declared(catalog, name) for name in probe or ()}
     litellm = import_litellm()
     table = Table(title="providers", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("Provider", "Example model", "Credentials"):
@@ -52,7 +65,7 @@ def doctor(ctx: typer.Context) -> None:
             status = f"[yellow]missing {escape(', '.join(missing))}[/yellow]" if missing else "[dim]none needed[/dim]"
         table.add_row(model.provider, model.id, status)
     out.print(table)
-    _declared_endpoints([model for model in catalog.models if model.endpoint is not None])
+    _declared_endpoints(catalog, probed)
     local = importlib.util.find_spec("llama_cpp") is not None
     out.print("local model runtime (llama-cpp-python): " + ("[green]installed[/green]" if local else
                                                           "[yellow]not installed[/yellow] (local/ models unavailable)"))
@@ -76,38 +89,77 @@ PROBE_TIMEOUT_S = 3.0
 """How long ``doctor`` waits for a declared endpoint to answer."""
 
 
-def _declared_endpoints(models: list) -> None:
+def _declared(catalog: Any, name: str) -> str:
+    """The id of the declared model ``--probe`` names (an id or alias)."""
+    declared = sorted(model.id for model in catalog.models if model.endpoint is not None)
+    model = catalog.names().get(name.strip().lower())
+    if model is None or model.endpoint is None:
+        raise UsageError(Problem(f"--probe {name}: {'no' if model is None else 'not a'} declared model with an "
+                                 "endpoint", field="--probe", expected="a model id or alias declared with api_base or "
+                                 "api_base_env in [tool.rosetta.models]",
+                                 hint="declared endpoints: " + ", ".join(declared) if declared else
+                                 "this project declares no endpoint; doctor probes nothing else"))
+    return model.id
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` names this machine by address (127.0.0.0/8, ::1) or as ``localhost``."""
+    host = urlsplit(url).hostname or ""
+    if host.rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _declared_endpoints(catalog: Any, probed: set[str]) -> None:
     """Whether each declared endpoint answers ``GET <api_base>/models`` (OpenAI-compatible servers
-    list their models there; any HTTP answer shows the server is up), with its key if one is declared."""
+    list their models there; any HTTP answer shows the server is up). Only loopback endpoints and
+    those in ``probed`` are asked, each with its own key if it declares one."""
+    models = [model for model in catalog.models if model.endpoint is not None]
     if not models:
         return
-    import httpx
-
-    table = Table(title="declared endpoints ([tool.rosetta.models])", title_justify="left", box=box.SIMPLE_HEAD,
-                  pad_edge=False)
+    table = Table(title=escape("declared endpoints ([tool.rosetta.models])"), title_justify="left",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("Model", "Endpoint", "Status"):
         table.add_column(column, overflow="fold")
     for model in models:
+        endpoint = model.endpoint
+        shown = f"${endpoint.api_base_env}" if endpoint.api_base_env else ""
         try:
-            params = model.connection()
-        except RosettaError as error:
-            table.add_row(escape(model.id), "", f"[yellow]{escape(error.problems[0].message)}[/yellow]")
-            continue
-        base = params.get("api_base")
-        if base is None:
-            table.add_row(escape(model.id), "[dim]the provider's default[/dim]", "[dim]not probed[/dim]")
-            continue
-        headers = {"Authorization": f"Bearer {params['api_key']}"} if params.get("api_key") else {}
-        try:
-            answer = httpx.get(base.rstrip("/") + "/models", headers=headers, timeout=PROBE_TIMEOUT_S)
-            status = (f"[green]reachable[/green] (HTTP {answer.status_code})" if answer.status_code < 400 else
-                      f"[yellow]answers HTTP {answer.status_code}[/yellow]"
-                      + (" (check the key in $" + model.endpoint.api_key_env + ")"
-                         if answer.status_code in (401, 403) and model.endpoint.api_key_env else ""))
-        except httpx.HTTPError as exc:
-            status = f"[red]unreachable[/red] ({escape(type(exc).__name__)} within {PROBE_TIMEOUT_S:g}s)"
-        table.add_row(escape(model.id), escape(base), status)
+            base = endpoint.url(model.id)
+            shown = " = ".join(part for part in (shown, base and escape(base)) if part)
+            if base is None:
+                status = "[dim]the provider's default; not probed[/dim]"
+            elif not (is_loopback(base) or model.id in probed):
+                status = f"[dim]not probed (pass --probe {escape(model.id)} to probe it)[/dim]"
+            else:
+                status = _probe(base, endpoint.key(model.id), endpoint.api_key_env)
+        except RosettaError as error:  # the problem names variables, never their values
+            problem = error.problems[0]
+            declared = catalog.declared_at(model.id, problem.field.rsplit(".", 1)[-1] if problem.field else None)
+            status = f"[yellow]{escape(problem.message)}[/yellow]" + (
+                f" [dim](declared at {escape(str(declared))})[/dim]" if declared.file else "") + (
+                f"\n[dim]hint: {escape(problem.hint)}[/dim]" if problem.hint else "")
+        table.add_row(escape(model.id), shown, status)
     out.print(table)
+
+
+def _probe(base: str, key: str | None, key_env: str | None) -> str:
+    """The status of one probe: redirects are not followed, so the key goes to ``base``'s server alone."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {key}"} if key is not None else {}
+    try:
+        answer = httpx.get(base.rstrip("/") + "/models", headers=headers, timeout=PROBE_TIMEOUT_S,
+                           follow_redirects=False)
+    except httpx.HTTPError as exc:
+        return f"[red]unreachable[/red] ({escape(type(exc).__name__)} within {PROBE_TIMEOUT_S:g}s)"
+    if answer.status_code < 400:
+        return f"[green]reachable[/green] (HTTP {answer.status_code})"
+    return f"[yellow]answers HTTP {answer.status_code}[/yellow]" + (
+        f" (check the key in ${key_env})" if answer.status_code in (401, 403) and key_env else "")
 
 
 def _retiring_artifacts(compiled_dir: Path) -> None:

@@ -27,12 +27,14 @@ import json
 import logging
 import os
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from rosetta.definition.yaml_source import parse_yaml
 from rosetta.errors import ConfigError, Location, Problem, UsageError
@@ -87,24 +89,74 @@ class Endpoint:
 
     def params(self, model_id: str) -> dict[str, str]:
         """litellm's ``api_base`` and ``api_key`` for one call, read from the environment now."""
-        base = (os.environ.get(self.api_base_env) if self.api_base_env else None) or self.api_base
-        if self.api_base_env and not base:
-            raise UsageError(Problem(f"{model_id}: ${self.api_base_env} is not set", field="api_base_env",
-                                     expected="the endpoint's URL, e.g. http://127.0.0.1:8000/v1",
-                                     hint=f"export {self.api_base_env}=<url>, or give api_base in "
-                                          f'[tool.rosetta.models."{model_id}"]'))
+        base, key = self.url(model_id), self.key(model_id)
         params = {"api_base": base} if base else {}
-        if self.api_key_env:
-            key = os.environ.get(self.api_key_env)
-            if not key:
-                raise UsageError(Problem(f"{model_id}: ${self.api_key_env} is not set", field="api_key_env",
-                                         expected="the endpoint's API key",
-                                         hint=f"export {self.api_key_env}=<key>, or remove api_key_env from "
-                                              f'[tool.rosetta.models."{model_id}"] if the endpoint needs none'))
+        if key is not None:
             params["api_key"] = key
         elif base:
             params["api_key"] = NO_KEY
         return params
+
+    def url(self, model_id: str) -> str | None:
+        """The endpoint's URL now: ``$api_base_env`` when set, else ``api_base`` (None: the provider's
+        default). A variable that does not hold a URL is refused without showing its value: a
+        declaration naming ``OPENAI_API_KEY`` there must not print, log or send the key."""
+        value = os.environ.get(self.api_base_env) if self.api_base_env else None
+        if not value:
+            if self.api_base_env and not self.api_base:
+                raise UsageError(Problem(f"{model_id}: ${self.api_base_env} is not set",
+                                         Location(f"${self.api_base_env}"), _field(model_id, "api_base_env"),
+                                         "the endpoint's URL, e.g. http://127.0.0.1:8000/v1",
+                                         f"export {self.api_base_env}=<url>, or give api_base in "
+                                         f'[tool.rosetta.models."{model_id}"]'))
+            return self.api_base
+        reason = url_problem(value)
+        if reason is not None:
+            raise UsageError(Problem(
+                f"{model_id}: ${self.api_base_env} does not hold the endpoint's URL: {reason} (its value is not "
+                "shown, it may be a secret)", Location(f"${self.api_base_env}"), _field(model_id, "api_base_env"),
+                "an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1",
+                f"api_base_env names the variable holding the server's URL, never its key (api_key_env names "
+                f"that one): export {self.api_base_env}=<url>, or name another variable in "
+                f'[tool.rosetta.models."{model_id}"]'))
+        return value
+
+    def key(self, model_id: str) -> str | None:
+        """The key ``api_key_env`` names, read now (None when the endpoint declares none)."""
+        if not self.api_key_env:
+            return None
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise UsageError(Problem(f"{model_id}: ${self.api_key_env} is not set", Location(f"${self.api_key_env}"),
+                                     _field(model_id, "api_key_env"), "the endpoint's API key",
+                                     f"export {self.api_key_env}=<key>, or remove api_key_env from "
+                                     f'[tool.rosetta.models."{model_id}"] if the endpoint needs none'))
+        return key
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an endpoint's base URL (None when it can). The reason never quotes the
+    text: it may come from a variable that holds a secret."""
+    if any(char.isspace() or unicodedata.category(char).startswith("C") for char in url):
+        return "it contains whitespace or a control character"
+    try:
+        parts = urlsplit(url)
+        host, _ = parts.hostname, parts.port  # .port raises on a malformed port
+    except ValueError:
+        return "its host or port is malformed"
+    if not url.lower().startswith(("http://", "https://")):
+        return "it does not start with http:// or https://"
+    if not host:
+        return "it names no host"
+    if parts.username is not None or parts.password is not None:
+        return "it carries credentials (user:password@); the key goes in the variable api_key_env names"
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        return "it has a query or fragment; a base URL ends with its path, e.g. /v1"
+    return None
+
+
+def _field(model_id: str, key: str | None = None) -> str:
+    return f'tool.rosetta.models."{model_id}"' + (f".{key}" if key else "")
 
 
 @dataclass(frozen=True)
@@ -197,6 +249,7 @@ class Catalog:
     retirements: dict[str, Retirement] = field(default_factory=dict)  # model id → its retirement
     reviewed: dict[str, Any] = field(default_factory=dict)  # when, and against which litellm map
     _names: dict[str, CatalogModel] = field(default_factory=dict, repr=False, compare=False)
+    _declared: dict[str, _Where] = field(default_factory=dict, repr=False, compare=False)  # id → its declaration
 
     def __post_init__(self) -> None:
         for model in self.models:
@@ -236,14 +289,17 @@ class Catalog:
         """Every id and alias (lower-cased) → model."""
         return dict(self._names)
 
-    def declare(self, entries: Mapping[str, Any], file: str | Path | None = None) -> Catalog:
+    def declare(self, entries: Mapping[str, Any], file: str | Path | None = None,
+                environment: Mapping[str, Any] | None = None) -> Catalog:
         """This catalog with a project's ``[tool.rosetta.models]`` entries merged in (see
-        :func:`declared_model`); ``file`` is the pyproject.toml they come from, for error lines."""
+        :func:`declared_model`); ``file`` is the pyproject.toml they come from, for error lines, and
+        ``environment`` the entries ``$ROSETTA_MODELS`` set over it, whose errors name that variable."""
         text = _read(file)
         models = {model.id: model for model in self.models}
         taken = {name: model.id for model in self.models for name in (model.id.lower(), *map(str.lower, model.aliases))}
+        declared = dict(self._declared)
         for key, entry in entries.items():
-            where = _Where(file, text, str(key))
+            where = _Where(file, text, str(key), (environment or {}).get(key))
             base = self._names.get(str(key).strip().lower())
             model = declared_model(str(key).strip(), entry, base, where)
             if base is not None:
@@ -256,8 +312,15 @@ class Catalog:
                                       hint="choose another alias, or declare that model's own entry")
                 taken[name] = model.id
             models[model.id] = model
+            declared[model.id] = where
         return Catalog(models=tuple(models.values()), default_targets=self.default_targets,
-                       retirements=self.retirements, reviewed=self.reviewed)
+                       retirements=self.retirements, reviewed=self.reviewed, _declared=declared)
+
+    def declared_at(self, model_id: str, key: str | None = None) -> Location:
+        """Where ``key`` of a declared model is written (its table without a key), for errors that
+        arise after loading, e.g. a variable its declaration names holding no URL."""
+        where = self._declared.get(model_id)
+        return where.location(key) if where is not None else Location()
 
     def resolve(self, name: str, adapters: dict[str, Any] | None = None, *,
                 unlisted: bool | Iterable[str] = False) -> CatalogModel:
@@ -310,13 +373,25 @@ def load_catalog(declared: Mapping[str, Any] | None = None, file: str | Path | N
 def catalog_for(root: str | Path, declared: Mapping[str, Any]) -> Catalog:
     """The catalog of the project at ``root`` with its ``declared`` models (``Settings.models``,
     ``ProjectDirs.models``), whose errors name lines of the project's pyproject.toml."""
+    if not declared:
+        return _bundled()
     pyproject = Path(root) / "pyproject.toml"
-    return load_catalog(declared, pyproject if declared and pyproject.is_file() else None)
+    return _with_declared(json.dumps(declared, sort_keys=True, default=str), str(pyproject) if pyproject.is_file()
+                          else None, os.environ.get(MODELS_VARIABLE, ""))
+
+
+MODELS_VARIABLE = "ROSETTA_MODELS"
+"""The environment variable whose JSON object is merged over ``[tool.rosetta.models]`` (read by the
+settings loaders, which refuse it when malformed; here only to say which entries came from it)."""
 
 
 @lru_cache(maxsize=16)
-def _with_declared(table: str, file: str | None) -> Catalog:
-    return _bundled().declare(json.loads(table), file)
+def _with_declared(table: str, file: str | None, environment: str = "") -> Catalog:
+    try:
+        overrides = json.loads(environment) if environment.strip() else {}
+    except json.JSONDecodeError:
+        overrides = {}
+    return _bundled().declare(json.loads(table), file, overrides if isinstance(overrides, dict) else {})
 
 
 @cache
@@ -385,11 +460,14 @@ def declared_model(model_id: str, entry: Any, base: CatalogModel | None, where: 
     for key, value in entry.items():
         if key in ("api_base", "adapter", "family"):
             values[key] = where.text(key, value)
-            if key == "api_base" and not re.match(r"https?://", values[key]):
-                raise where.error(key, f"{value!r} is not an http(s) URL", expected="e.g. http://127.0.0.1:8000/v1")
+            reason = url_problem(values[key]) if key == "api_base" else None
+            if reason is not None:  # the value is not quoted: a URL can carry a password
+                raise where.error(key, f"is not an http(s) URL: {reason}",
+                                  expected="an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
         elif key in ("api_base_env", "api_key_env"):
             if not isinstance(value, str) or not _ENV_NAME.fullmatch(value):
-                raise where.error(key, f"{value!r} is not an environment variable's name",
+                raise where.error(key, "is not an environment variable's name (the value is not shown: it may be "
+                                       "a key pasted in its place)",
                                   hint="name the variable, e.g. MY_SERVER_KEY; the key itself never goes in a file")
             values[key] = value
         elif key == "class":
@@ -433,17 +511,24 @@ def declared_model(model_id: str, entry: Any, base: CatalogModel | None, where: 
 
 
 class _Where:
-    """Where a declared model's settings are written, for errors: its table in pyproject.toml."""
+    """Where a declared model's settings are written, for errors: its table in pyproject.toml, or
+    ``$ROSETTA_MODELS`` for the keys (``overrides``: its entry) that variable sets."""
 
-    def __init__(self, file: str | Path | None, text: str, model_id: str) -> None:
-        self.file, self.source, self.model_id = file, text, model_id
+    def __init__(self, file: str | Path | None, text: str, model_id: str, overrides: Any = None) -> None:
+        self.file, self.source, self.model_id, self.overrides = file, text, model_id, overrides
 
     def error(self, key: str | None, message: str, *, expected: str | None = None,
               hint: str | None = None) -> ConfigError:
-        name = f'models."{self.model_id}"' + (f".{key}" if key else "")
         return ConfigError(Problem(f"{message}" if key else f"model {self.model_id!r} {message}",
-                                   Location(None if self.file is None else str(self.file), self.line(key)),
-                                   f"tool.rosetta.{name}", expected, hint))
+                                   self.location(key), _field(self.model_id, key), expected, hint))
+
+    def location(self, key: str | None) -> Location:
+        """``$ROSETTA_MODELS`` where that variable sets ``key`` (or replaces the whole entry), else
+        its line in the file."""
+        if self.overrides is not None and (key is None or not isinstance(self.overrides, Mapping)
+                                           or key.split(".", 1)[0] in self.overrides):
+            return Location(f"${MODELS_VARIABLE}")
+        return Location(None if self.file is None else str(self.file), self.line(key))
 
     def line(self, key: str | None) -> int | None:
         """The line of ``key`` in this model's table (of the table's header without one)."""
