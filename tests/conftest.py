@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +31,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in SLOW_MODULES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def forget_test_project_keys() -> Iterator[None]:
+    """Each throwaway project a search runs in gets a signing key in the user's cache folder (see
+    rosetta.compile.optimize.signing); remove the ones this session made."""
+    from rosetta.compile.optimize.signing import secret_path
+
+    folder = secret_path(REPO).parent
+    before = set(folder.glob("*.key")) if folder.is_dir() else set()
+    yield
+    for made in (set(folder.glob("*.key")) if folder.is_dir() else set()) - before:
+        made.unlink(missing_ok=True)
+
 
 PORTABLE = """\
 ---

@@ -738,3 +738,21 @@ def test_a_dspy_program_round_trips_into_an_artifact_version(toy: Path, cli: obj
     listing = cli("-C", toy, "versions", "toy-sorter", "--model", "scripted/toy", "-f", "json")
     rows = {row["id"]: row for row in json.loads(listing.stdout)["versions"]}
     assert rows[artifact.content_sha256]["optimizer"] == "dspy-import" and not rows[artifact.content_sha256]["active"]
+
+
+def test_a_fifo_or_symlink_at_the_study_journal_is_refused_not_waited_on(toy: Path, tmp_path: Path) -> None:
+    """Issue 52: the default journal under .rosetta/ is a trusted file, read and written only when plain."""
+    from rosetta.compile.optimize.target import default_journal
+    from rosetta.errors import UsageError
+
+    journal = default_journal(toy, "toy-sorter", "scripted/toy")
+    journal.parent.mkdir(parents=True)
+    os.mkfifo(journal)
+    with pytest.raises(UsageError, match="FIFO"):
+        run(toy)
+    journal.unlink()
+    outside = tmp_path / "outside.journal"
+    journal.symlink_to(outside)
+    with pytest.raises(UsageError, match="symlink"):
+        run(toy)
+    assert not outside.exists()

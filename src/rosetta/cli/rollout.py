@@ -219,7 +219,8 @@ def _experiment_report(target: _Target, log: Path | None) -> Any:
     versions = {"control": resolve_id(target.artifact, rollout.active, where=where, field_name="active")[0],
                 "treatment": resolve_id(target.artifact, rollout.experiment.treatment, where=where,
                                         field_name="experiment.treatment")[0]}
-    outcomes, skipped = read_outcomes(log or default_path(target.agent, target.root))
+    outcomes, skipped = read_outcomes(log) if log else read_outcomes(default_path(target.agent, target.root),
+                                                                      root=target.root)
     return build_report(target.agent, target.model, rollout.experiment, versions, outcomes, skipped)
 
 
@@ -304,7 +305,7 @@ def _print_report(target: _Target, report: Any, promoted: str | None) -> None:
     table.add_row("retries/call", _mean(control.retries_mean), _mean(treatment.retries_mean), "", "", "")
     out.print(table)
     if report.skipped_lines:
-        err.print(f"[yellow]warning[/yellow] {report.skipped_lines} unreadable line(s) in the outcome log skipped")
+        err.print(f"[yellow]warning[/yellow] {report.skipped_lines} line(s) in the outcome log skipped (unreadable, or holding impossible values)")
     style = "green" if report.decision.promote else "yellow"
     out.print(f"[{style}]{escape(report.decision.reason)}[/{style}]")
     if promoted:

@@ -10,6 +10,11 @@ Appends are whole lines under concurrency: each is one ``os.write`` on an ``O_AP
 which the kernel does not interleave with other appends for lines up to PIPE_BUF bytes; longer
 lines (or platforms without atomic appends) take a file lock as well. A reader skips a torn last
 line (a writer killed mid-write) and counts it rather than failing.
+
+The log is trusted no further than it is checked: it is read and appended to only as a plain file
+with no symlink on the way from the project root (:mod:`rosetta.fileio`), and a line whose numbers
+are impossible (not finite, negative where they cannot be, or beyond :data:`MAX_VALUE`) is skipped
+and counted like a torn one, so a hand-edited or planted line can neither crash a report nor sway it.
 """
 
 from __future__ import annotations
@@ -18,16 +23,23 @@ import json
 import math
 import os
 import select
-from collections.abc import Iterator
+import stat
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rosetta.errors import Location, Problem, UsageError
+from rosetta.fileio import NotRegularFile, read_regular, read_trusted, trusted_path
 
 ATOMIC_APPEND: int = getattr(select, "PIPE_BUF", 0) if os.name == "posix" else 0
 """Bytes one O_APPEND write is trusted to put down whole (PIPE_BUF); longer lines are locked too."""
+MAX_VALUE = 1e9
+"""No recorded number is larger: not a call's latency in seconds, its cost in USD, its retries, nor a
+caller's score. Past it a value is a planted or corrupted one, and sums of squares of the values
+that pass stay far from overflowing."""
+MAX_LOG = 256 * 1024 * 1024
+"""Bytes of one outcome log that a report reads at most (about a million calls)."""
 
 
 @dataclass(frozen=True)
@@ -64,8 +76,9 @@ def record_outcome(result: Any, *, success: bool | None = None, score: float | N
     if success is not None and not isinstance(success, bool):
         raise UsageError(Problem(f"success must be True, False or None, not {success!r}", field="success"))
     if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
-                              or not math.isfinite(score)):
-        raise UsageError(Problem(f"score must be a finite number or None, not {score!r}", field="score"))
+                              or not math.isfinite(score) or abs(score) > MAX_VALUE):
+        raise UsageError(Problem(f"score must be a finite number or None, not {score!r}", field="score",
+                                 expected=f"a number between -{MAX_VALUE:g} and {MAX_VALUE:g}, or None"))
     agent = getattr(result, "agent", "")
     if not agent:
         raise UsageError(Problem("this result names no agent, so its log is unknown", field="result",
@@ -77,27 +90,54 @@ def record_outcome(result: Any, *, success: bool | None = None, score: float | N
         retries=max(len(result.attempts) - 1, 0), latency_s=round(float(result.latency_s), 6),
         cost_usd=None if cost is None else round(float(cost), 8), success=success,
         score=None if score is None else float(score))
-    target = Path(path) if path is not None else default_path(agent)
-    append_line(target, json.dumps(asdict(outcome), ensure_ascii=False, separators=(",", ":")))
+    if path is not None:
+        target, root = Path(path), None
+    else:
+        from rosetta.project import project_dirs
+
+        root = project_dirs().root
+        target = default_path(agent, root)
+    append_line(target, json.dumps(asdict(outcome), ensure_ascii=False, separators=(",", ":")), root=root)
     return target
 
 
-def append_line(path: Path, line: str) -> None:
-    """Append ``line`` and a newline to ``path`` so that concurrent appenders never interleave."""
+def append_line(path: Path, line: str, *, root: str | os.PathLike[str] | None = None) -> None:
+    """Append ``line`` and a newline to ``path`` so that concurrent appenders never interleave;
+    under ``root`` (the project, for the default log) no symlink may lead to the log or its lock."""
     data = (line.rstrip("\n") + "\n").encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if len(data) <= ATOMIC_APPEND:
-        _append(path, data)
-        return
-    from filelock import FileLock
+    lock = Path(str(path) + ".lock")
+    try:
+        if root is not None:
+            trusted_path(path, root)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            trusted_path(path, root)
+            trusted_path(lock, root)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        if len(data) <= ATOMIC_APPEND:
+            _append(path, data)
+            return
+        from filelock import FileLock
 
-    with FileLock(str(path) + ".lock"):
-        _append(path, data)
+        with FileLock(str(lock)):
+            _append(path, data)
+    except NotRegularFile as exc:
+        raise UsageError(Problem(f"cannot append to the outcome log: {exc}", Location(str(path)),
+                                 hint="the log must be a plain file reached without symlinks; remove the link "
+                                      "(rosetta creates the log again)")) from None
 
 
 def _append(path: Path, data: bytes) -> None:
-    handle = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
+        handle = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
+            raise NotRegularFile(f"{path} is not a plain file") from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):  # a FIFO or device: never write a log line into one
+            raise NotRegularFile(f"{path} is not a plain file")
         written = os.write(handle, data)
         while written < len(data):  # only after a signal or a full disk; the rest still goes at the end
             written += os.write(handle, data[written:])
@@ -105,39 +145,61 @@ def _append(path: Path, data: bytes) -> None:
         os.close(handle)
 
 
-def read_outcomes(path: Path) -> tuple[list[Outcome], int]:
-    """Every whole outcome in the log, in order, and how many lines could not be read."""
+def read_outcomes(path: Path, *, root: str | os.PathLike[str] | None = None) -> tuple[list[Outcome], int]:
+    """Every whole, plausible outcome in the log, in order, and how many lines were skipped (torn,
+    unreadable, or holding impossible values). With ``root`` (the project, for the default log) no
+    symlink may lead to the log; without it the file named must itself be a plain file."""
     outcomes, skipped = [], 0
-    for line in _lines(path):
+    for line in _text(Path(path), root).split("\n"):  # not splitlines(): U+2028 may sit inside a JSON string
+        if not line.strip():
+            continue
         try:
             outcomes.append(_outcome(json.loads(line)))
-        except (ValueError, TypeError, KeyError):
+        except (ValueError, TypeError, KeyError, RecursionError):
             skipped += 1
     return outcomes, skipped
 
 
-def _lines(path: Path) -> Iterator[str]:
+def _text(path: Path, root: str | os.PathLike[str] | None) -> str:
     try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if line.strip():
-                    yield line
+        return read_trusted(path, root, limit=MAX_LOG) if root is not None else read_regular(path, limit=MAX_LOG)
     except FileNotFoundError:
-        return
+        return ""
+    except UnicodeDecodeError as exc:  # a line torn inside a character: that line is skipped, not the log
+        return bytes(exc.object).decode("utf-8", errors="replace")
+    except NotRegularFile as exc:
+        raise UsageError(Problem(f"cannot read the outcome log: {exc}", Location(str(path)),
+                                 hint=f"the log must be a plain file of at most {MAX_LOG >> 20} MiB reached without "
+                                      "symlinks: put the file itself in place of a link, or move a log that grew "
+                                      "past that aside (rosetta starts a new one)")) from None
     except OSError as exc:
-        raise UsageError(Problem(f"cannot read the outcome log: {exc.strerror}", Location(str(path)))) from None
+        raise UsageError(Problem(f"cannot read the outcome log: {exc.strerror or exc}", Location(str(path)))) from None
 
 
 def _outcome(data: Any) -> Outcome:
+    """One line's outcome; ValueError or TypeError for a line no recorder could have written."""
     if not isinstance(data, dict):
         raise TypeError("not an object")
-    number = (int, float)
-    if not isinstance(data["valid"], bool) or not isinstance(data["retries"], int) \
-            or not isinstance(data["latency_s"], number):
-        raise TypeError("bad field")
-    for key, kinds in (("cost_usd", number), ("score", number), ("success", bool)):
-        if data.get(key) is not None and not isinstance(data[key], kinds):
+    for key in ("experiment", "arm", "version"):
+        if not isinstance(data.get(key), (str, type(None))):
             raise TypeError(f"bad {key}")
+    if not isinstance(data["valid"], bool) or not isinstance(data.get("success"), (bool, type(None))):
+        raise TypeError("bad flag")
+    retries, latency, cost, score = data["retries"], data["latency_s"], data.get("cost_usd"), data.get("score")
+    if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_VALUE:
+        raise ValueError(f"retries {retries!r}")
+    if not _plausible(latency, 0.0):
+        raise ValueError(f"latency_s {latency!r}")
+    if cost is not None and not _plausible(cost, 0.0):
+        raise ValueError(f"cost_usd {cost!r}")
+    if score is not None and not _plausible(score, -MAX_VALUE):
+        raise ValueError(f"score {score!r}")
     return Outcome(str(data["ts"]), str(data["agent"]), str(data["model"]), data.get("experiment"), data.get("arm"),
-                   data.get("version"), data["valid"], data["retries"], float(data["latency_s"]),
-                   data.get("cost_usd"), data.get("success"), data.get("score"))
+                   data.get("version"), data["valid"], retries, float(latency),
+                   None if cost is None else float(cost), data.get("success"), None if score is None else float(score))
+
+
+def _plausible(value: Any, low: float) -> bool:
+    """A number between ``low`` and :data:`MAX_VALUE`: never NaN or infinite (json reads both), nor
+    an integer too large to be a float."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= MAX_VALUE

@@ -9,7 +9,7 @@ from typing import Any
 
 from rosetta.rollout.outcomes import Outcome
 from rosetta.rollout.promotion import Decision, decide
-from rosetta.rollout.stats import TestResult, two_proportion_z, welch_t
+from rosetta.rollout.stats import TestResult, mean, two_proportion_z, welch_t
 from rosetta.store.pins import METRICS, Experiment
 from rosetta.store.routing import CONTROL, TREATMENT
 
@@ -92,8 +92,8 @@ def build_report(agent: str, model: str, experiment: Experiment, versions: dict[
         metrics = {}
         for metric in METRICS:
             values = metric_values(rows, metric)
-            metrics[metric] = (len(values), math.fsum(values) / len(values) if values else math.nan)
-        retries = math.fsum(r.retries for r in rows) / len(rows) if rows else math.nan
+            metrics[metric] = (len(values), mean(values))
+        retries = mean([float(r.retries) for r in rows])
         arms[arm] = ArmSummary(arm, versions[arm], len(rows), retries, metrics)
     tests: dict[str, TestResult] = {}
     for metric in (experiment.metric, *(m for m in METRICS if m != experiment.metric)):

@@ -6,8 +6,10 @@
 - Means (score, latency, cost): Welch's t-test (``scipy.stats.ttest_ind(equal_var=False)``), which
   does not assume the arms have equal variances.
 
-A test that is undefined on the data (an empty arm, no variance at all) reports ``p_value=None``
-rather than a number that would look like evidence.
+A test that is undefined on the data (an empty arm, no variance at all, a value that is not
+finite) reports ``p_value=None`` rather than a number that would look like evidence. Means and
+tests never overflow: Welch's t is the same for the values divided by any positive number, so
+huge samples are scaled down before they are squared.
 """
 
 from __future__ import annotations
@@ -57,15 +59,34 @@ def two_proportion_z(successes_control: int, n_control: int, successes_treatment
     return TestResult("z", rate_c, rate_t, n_control, n_treatment, z, float(2 * norm.sf(abs(z))))
 
 
+def mean(values: Sequence[float]) -> float:
+    """The mean of ``values``: nan for none, or for infinities of both signs; never an OverflowError."""
+    if not values:
+        return math.nan
+    try:
+        return math.fsum(values) / len(values)
+    except OverflowError:  # finite values whose sum is not: add them as fractions of the largest
+        largest = max(abs(value) for value in values)
+        return largest * (math.fsum(value / largest for value in values) / len(values))
+    except ValueError:  # inf and -inf
+        return math.nan
+
+
+_SCALE_ABOVE = 1e100
+"""Samples with a value beyond this are divided by their largest magnitude before Welch's t."""
+
+
 def welch_t(control: Sequence[float], treatment: Sequence[float]) -> TestResult:
     """Welch's unequal-variances t-test of the arms' means."""
     from scipy.stats import ttest_ind
 
-    mean_c = math.fsum(control) / len(control) if control else math.nan
-    mean_t = math.fsum(treatment) / len(treatment) if treatment else math.nan
+    mean_c, mean_t = mean(control), mean(treatment)
     sizes = len(control), len(treatment)
-    if min(sizes) < 2:
+    if min(sizes) < 2 or not all(math.isfinite(value) for value in (*control, *treatment)):
         return TestResult("welch", mean_c, mean_t, *sizes, None, None)
+    largest = max(abs(value) for value in (*control, *treatment))
+    if largest > _SCALE_ABOVE:  # t and df do not change; the squares no longer overflow
+        control, treatment = [value / largest for value in control], [value / largest for value in treatment]
     if min(control) == max(control) and min(treatment) == max(treatment):  # no variance: nothing to estimate
         certain = None if control[0] == treatment[0] else 0.0  # two different constants differ for sure
         return TestResult("welch", mean_c, mean_t, *sizes, None, certain)

@@ -209,7 +209,7 @@ class Evaluator:
             return self.metric.score(answer.data, example.output, valid=answer.valid)
         payload = json.dumps([self.metric.describe(), answer.data, example.output], sort_keys=True, default=str)
         key = hashlib.sha256(("judge:" + payload).encode()).hexdigest()
-        cached = self.cache.get(key)
+        cached = self.cache.get(key, score=True)  # a verdict outside [0, 1] is not one the metric gave
         if cached is not None:
             self.budget.charge(cached, paid=False)
             return float(cached.data)

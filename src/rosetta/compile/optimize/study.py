@@ -35,7 +35,7 @@ from rosetta.compile.optimize.metrics import Metric
 from rosetta.compile.optimize.proposer import Proposals, propose
 from rosetta.compile.optimize.space import label_function
 from rosetta.datasets import LabeledData
-from rosetta.errors import Problem, UsageError
+from rosetta.errors import Location, Problem, UsageError
 from rosetta.parts import Demo
 
 log = logging.getLogger("rosetta.optimize")
@@ -167,6 +167,8 @@ def open_storage(url: str | None, default_path: Path) -> tuple[Any, str]:
 
     if url is None or url.startswith("journal:") or url.endswith((".journal", ".log")):
         path = Path(url.removeprefix("journal:")) if url else default_path
+        if url is None:  # the project's own journal, under .rosetta/: a trusted file (a FIFO there would hang optuna)
+            _trusted_journal(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         from optuna.storages.journal import JournalFileBackend
 
@@ -187,6 +189,18 @@ def open_storage(url: str | None, default_path: Path) -> tuple[Any, str]:
                                      hint="e.g. sqlite:///studies.db or postgresql://user:password@host/db "
                                           "(needs rosetta[postgres])")) from None
     raise AssertionError("unreachable")
+
+
+def _trusted_journal(path: Path) -> None:
+    """Refuse a default journal path (``<root>/.rosetta/studies/<agent>/<model>.journal``) that passes
+    through a symlink or holds anything but a plain file, naming it."""
+    from rosetta.fileio import NotRegularFile, trusted_path
+
+    try:
+        trusted_path(path, path.parents[2])
+    except NotRegularFile as refused:
+        raise UsageError(Problem(f"cannot use the study journal: {refused}", Location(str(path)),
+                                 hint="delete it (or the symlink); a search starts a new journal")) from None
 
 
 def _safe_url(url: str) -> str:
