@@ -49,10 +49,13 @@ def test_committed_artifacts_are_up_to_date():
 
     settings = load_settings(REPO)
     options = CompileOptions(out=settings.compiled_dir, root=settings.root, adapters=load_adapters(),
-                             default_models=tuple(settings.default_models), check=True)
+                             default_models=tuple(settings.default_models), check=True,
+                             datasets_dir=settings.datasets_dir, cache_dir=settings.cache_dir)
     report = compile_paths([REPO / "signatures"], options, jobs=1)
-    local = replace(options, models=("local/gemma-3-270m",))  # ./dev main's offline calls use them
-    offline = [REPO / "signatures" / name for name in ("vuln-triage.md", "advisory-extractor.md")]
+    local = replace(options, models=("local/gemma-3-270m",))  # ./dev main's offline calls, and the optimized ones
+    offline = [REPO / "signatures" / f"{agent.name}.md" for agent in sorted((REPO / "compiled").iterdir())
+               if (agent / "local" / "gemma-3-270m.yaml").is_file()]
+    assert len(offline) >= 6
     results = report.results + compile_paths(offline, local, jobs=1).results
     stale = [f"{r.agent} → {r.model}: {r.status.value}" for r in results if r.status is not Status.UP_TO_DATE]
     assert not stale, "run ./dev main and commit compiled/: " + "; ".join(stale)

@@ -7,7 +7,8 @@ Mapping: string/integer/number/boolean/null → str/int/float/bool/None; array �
 object with properties → a nested model named after its property path (``Output_Affected_Item``);
 object without properties → ``dict[str, T]``; ``enum``/``const`` → ``Literal``; type lists,
 ``anyOf``/``oneOf`` → unions; ``allOf`` → one merged schema; local ``$ref`` (recursive too) → the
-referenced type. Bounds, lengths and patterns (Python ``re``) become pydantic constraints. Unsafe
+referenced type. Bounds and lengths become pydantic constraints, patterns a validator that searches
+with a time limit (``rosetta.definition.patterns``: ``re``'s syntax, no unbounded backtracking). Unsafe
 property names get a safe field name plus an alias, so ``model_dump(by_alias=True)`` round-trips.
 
 Keywords that do not shape a Python type are ignored on purpose: ``if``/``then``/``else``, ``not``,
@@ -25,9 +26,11 @@ import re
 from typing import Annotated, Any, Literal, Union
 from urllib.parse import unquote
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 from typing_extensions import TypeAliasType
 
+from rosetta.definition.patterns import PatternError, PatternTimeout, compile_pattern, search, shown
+from rosetta.definition.schema_shape import node_problem
 from rosetta.errors import Problem, RosettaError
 
 __all__ = ["SchemaTypeError", "model_from_schema", "type_from_schema"]
@@ -39,6 +42,11 @@ _LOWER_BOUNDS = {"minimum", "exclusiveMinimum", "minLength", "minItems", "minPro
 _UPPER_BOUNDS = {"maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"}
 _MUST_AGREE = {"pattern", "const", "multipleOf", "anyOf", "oneOf", "$ref"}
 _LITERALS = (str, int, float, bool, type(None))
+MAX_PARTS = 20_000
+"""Subschemas built at most for one type: each $ref builds its target once, but anyOf and allOf
+members merged with their siblings are built apart, so definitions used twice per level double."""
+MAX_DEPTH = 64
+"""Deepest nesting of subschemas followed (the YAML nesting limit); each level is a few Python frames."""
 
 
 class SchemaTypeError(RosettaError):
@@ -91,6 +99,8 @@ class _Builder:
         self.done: dict[str, Any] = {}  # $ref → finished type
         self.building: dict[str, str] = {}  # $ref being built → its reserved name
         self.recursive: set[str] = set()
+        self.steps = 0  # parts built so far, bounded by MAX_PARTS
+        self.depth = 0  # nesting of the part being built, bounded by MAX_DEPTH
 
     def claim(self, base: str) -> str:
         base = name = _ident(base)
@@ -148,12 +158,31 @@ class _Builder:
         raise _error(path, "$ref", "the $ref chain loops without reaching a schema")
 
     def build(self, schema: Any, name: str, path: str, exact: bool = False, force: bool = False) -> Any:
+        self.count(path)
+        self.depth += 1
+        try:
+            return self.build_bounded(schema, name, path, exact, force)
+        finally:
+            self.depth -= 1
+
+    def count(self, path: str) -> None:
+        """One more part built; refuse a schema that expands past the bounds (a "$ref bomb")."""
+        self.steps += 1
+        if self.steps > MAX_PARTS:
+            raise _error(path, None, f"the schema expands to more than {MAX_PARTS:,} parts once its $refs, anyOf "
+                         "and allOf are followed", hint="refer to each definition once per level, not several times")
+        if self.depth >= MAX_DEPTH:
+            raise _error(path, None, f"the schema nests more than {MAX_DEPTH} levels deep (following $refs)",
+                         hint="flatten the schema")
+
+    def build_bounded(self, schema: Any, name: str, path: str, exact: bool, force: bool) -> Any:
         if schema is True:
             return Any
         if schema is False:
             raise _error(path, None, "the schema `false` accepts no value", hint="remove it or give a real schema")
         if not isinstance(schema, dict):
             raise _error(path, None, f"a schema must be an object or a boolean, not {type(schema).__name__}")
+        _check_node(schema, path)
         result = self.shape(schema, name, path, exact, force)
         return _union([result, type(None)]) if schema.get("nullable") is True else result  # OpenAPI 3.0 style
 
@@ -204,13 +233,18 @@ class _Builder:
     def single(self, schema: dict, kind: Any, name: str, path: str, exact: bool, force: bool) -> Any:
         count = lambda key: self.number(schema, key, path)
         if kind == "string":
+            text = _constrain(str, min_length=count("minLength"), max_length=count("maxLength"))
             pattern = schema.get("pattern")
-            if pattern is not None:
-                try:
-                    pattern = re.compile(pattern)
-                except (re.error, TypeError) as exc:
-                    raise _error(path, "pattern", f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
-            return _constrain(str, min_length=count("minLength"), max_length=count("maxLength"), pattern=pattern)
+            if pattern is None:
+                return text
+            if not isinstance(pattern, str):
+                raise _error(path, "pattern", f"pattern must be text, not {type(pattern).__name__}")
+            try:
+                compile_pattern(pattern)
+            except PatternError as exc:
+                raise _error(path, "pattern", f"pattern {shown(pattern)} is not a usable regular expression: "
+                             f"{exc}") from None
+            return Annotated[text, AfterValidator(_matching(pattern))]
         if kind in ("integer", "number"):
             bounds = {"ge": count("minimum"), "le": count("maximum"), "gt": count("exclusiveMinimum"),
                       "lt": count("exclusiveMaximum"), "multiple_of": count("multipleOf")}
@@ -267,22 +301,61 @@ class _Builder:
         return model
 
     def merge_all(self, schema: dict, path: str) -> dict:
+        self.count(path)
+        self.depth += 1
+        try:
+            return self.merge_members(schema, path)
+        finally:
+            self.depth -= 1
+
+    def merge_members(self, schema: dict, path: str) -> dict:
         members = schema["allOf"]
         if not isinstance(members, list) or not members:
             raise _error(path, "allOf", "allOf must be a non-empty list of schemas")
         merged = {k: v for k, v in schema.items() if k != "allOf"}
         for i, member in enumerate(members):
             member = self.deref(member, f"{path}/allOf/{i}")
+            if not isinstance(member, (dict, bool)):
+                raise _error(f"{path}/allOf/{i}", None, f"a schema must be an object or a boolean, not "
+                             f"{type(member).__name__}")
             if isinstance(member, dict) and "allOf" in member:
                 member = self.merge_all(member, f"{path}/allOf/{i}")
             merged = _merge(merged, member, f"{path}/allOf/{i}")
         return merged
 
 
+def _check_node(schema: dict, path: str) -> None:
+    """Refuse a node whose structural keywords have the wrong type (``properties: [a]``) before reading it."""
+    found = node_problem(schema)
+    if found is not None:
+        keyword, expected, value = found
+        raise _error(path, keyword, f"{keyword} must be {expected}, not {value!r:.60}")
+
+
+def _matching(pattern: str) -> Any:
+    """A validator: the text must contain a match of ``pattern``, found within the time limit."""
+
+    def check(value: str) -> str:
+        try:
+            found = search(pattern, value)
+        except PatternTimeout as timeout:
+            raise ValueError(f"could not be checked against the pattern {shown(pattern)} within {timeout.seconds:g} s "
+                             "(the expression backtracks on this text)") from None
+        if not found:
+            raise ValueError(f"should match the pattern {shown(pattern)}")
+        return value
+
+    return check
+
+
 def _merge(a: Any, b: Any, path: str) -> Any:
     """Combine two schemas that must both hold (the typing view of ``allOf``)."""
     if a is True or b is True or a is False or b is False:
         return b if a is True else a if b is True else False
+    for side in (a, b):
+        if not isinstance(side, dict):
+            raise _error(path, None, f"a schema must be an object or a boolean, not {type(side).__name__}")
+        _check_node(side, path)
     out = dict(a)
     for key, value in b.items():
         old = out.get(key)
@@ -306,6 +379,8 @@ def _merge(a: Any, b: Any, path: str) -> Any:
             if not out[key]:
                 raise _error(path, "enum", "allOf members share no enum value")
         elif key in _LOWER_BOUNDS or key in _UPPER_BOUNDS:
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (old, value)):
+                raise _error(path, key, f"{key} must be a number", expected="a number")
             out[key] = (max if key in _LOWER_BOUNDS else min)(old, value)
         elif key in ("items", "additionalProperties"):
             out[key] = _merge(old, value, f"{path}/{key}")

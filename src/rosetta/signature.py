@@ -244,13 +244,19 @@ def load_demos(definition: AgentDefinition, inputs: tuple[InputField, ...]) -> t
     path = Path(where).parent / reference
     names = {field.name for field in inputs}
     demos = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(_read_examples(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
+            too_deep = _deeper_than(row, MAX_EXAMPLE_DEPTH)
         except json.JSONDecodeError as exc:
             raise DefinitionError.at(f"invalid JSON: {exc.msg}", file=path, line=number, column=exc.colno) from None
+        except RecursionError:  # the decoder's own limit, far deeper than ours
+            too_deep = True
+        if too_deep:
+            raise DefinitionError.at(f"the example nests lists and objects more than {MAX_EXAMPLE_DEPTH} levels deep",
+                                     file=path, line=number, hint="flatten the example")
         if not isinstance(row, dict) or not isinstance(row.get("inputs"), dict) or "output" not in row:
             raise DefinitionError.at(
                 "each example must be an object with 'inputs' (an object) and 'output'", file=path, line=number,
@@ -264,3 +270,37 @@ def load_demos(definition: AgentDefinition, inputs: tuple[InputField, ...]) -> t
             )
         demos.append(Demo(id=str(row.get("id", f"{path.stem}-{number}")), inputs=row["inputs"], output=row["output"]))
     return tuple(demos)
+
+
+MAX_EXAMPLES_BYTES = 10_000_000
+"""Largest examples file read: demos are a prompt's worth of text, labeled data lives in datasets/."""
+MAX_EXAMPLE_DEPTH = 64
+"""Deepest nesting of one example (the YAML nesting limit): JSON's encoder and decoder recurse per level."""
+
+
+def _read_examples(path: Path) -> str:
+    """The examples file as text, or a located error saying why it cannot be read."""
+    from rosetta.definition.frontmatter import decode
+
+    try:
+        size = path.stat().st_size
+        if size > MAX_EXAMPLES_BYTES:
+            raise DefinitionError.at(f"examples file is {size:,} bytes; the limit is {MAX_EXAMPLES_BYTES:,}", file=path,
+                                     hint="keep a few demos here; put labeled data under datasets/")
+        return decode(path.read_bytes(), path)
+    except OSError as exc:
+        raise DefinitionError.at(f"cannot read the examples file: {exc.strerror or exc}", file=path) from None
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and dicts more than ``limit`` levels (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if level > limit:
+            return True
+        stack.extend((child, level + 1) for child in children)
+    return False

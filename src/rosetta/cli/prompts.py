@@ -25,7 +25,7 @@ from rosetta.cli.common import (
     relative,
     reports_errors,
 )
-from rosetta.errors import UsageError
+from rosetta.errors import Location, RenderError, UsageError
 
 
 class RenderFormat(StrEnum):
@@ -61,7 +61,10 @@ def render(
     definition = load_definition(path, section_roles=settings.section_roles)
     adapter_set = load_adapters([*settings.adapter_dirs, *(adapters or [])])
     target = catalog_for(settings.root, settings.models).resolve(model, adapter_set, unlisted=settings.unlisted_models)
-    prompt = render_prompt(lower(definition), target, adapters=adapter_set)
+    try:
+        prompt = render_prompt(lower(definition), target, adapters=adapter_set)
+    except RenderError as error:
+        raise _located(error, definition) from None
     for warning in prompt.warnings:
         err.print(f"[yellow]warning[/yellow] {escape(warning)}")
     if manual:
@@ -76,6 +79,20 @@ def render(
         out.print(f"[bold]{escape(prompt.agent)}[/bold] on [bold]{escape(prompt.model)}[/bold] "
                   f"[dim](adapter {prompt.adapter}, {prompt.model_class}; ~{prompt.tokens['total']:,} tokens)[/dim]")
         sys.stdout.write(prompt.request_text(values))
+
+
+def _located(error: RenderError, definition: Any) -> RenderError:
+    """``error`` with each problem that names a definition field placed at that field's file and line."""
+    import dataclasses
+    import re
+
+    problems = []
+    for problem in error.problems:
+        if problem.location.file is None and problem.field:
+            path = [int(part) if part.isdigit() else part for part in re.split(r"\.|\[(\d+)\]", problem.field) if part]
+            problem = dataclasses.replace(problem, location=Location(*definition.locate(*path)))
+        problems.append(problem)
+    return type(error)(problems)
 
 
 @reports_errors

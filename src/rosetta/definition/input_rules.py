@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import model_validator
 
+from rosetta.definition.patterns import PatternError, compile_pattern, shown
 from rosetta.definition.spec_base import SpecSection
 
 _REGEX_SYNTAX = re.compile(r"[\\^$\[\]{}*+?|]")
@@ -26,9 +27,9 @@ class InputRule(SpecSection):
     field: str | None = None
     """Input name the rule applies to; omit for every text input."""
     pattern: str | None = None
-    """The input must match this expression (re.search)."""
+    """The input must match this expression (searched with a time limit: see ``rosetta.definition.patterns``)."""
     reject: str | None = None
-    """The input must not match this expression (re.search)."""
+    """The input must not match this expression (searched the same way)."""
     message: str | None = None
     """What to tell the caller when the rule fails."""
     rule: str | None = None
@@ -51,9 +52,9 @@ class InputRule(SpecSection):
         for expression in (self.pattern, self.reject):
             if expression is not None:
                 try:
-                    re.compile(expression)
-                except re.error as exc:
-                    raise ValueError(f"invalid regular expression {expression!r}: {exc}") from None
+                    compile_pattern(expression)
+                except PatternError as exc:
+                    raise ValueError(f"invalid regular expression {shown(expression)}: {exc}") from None
         return self
 
     def target(self, inputs: tuple[str, ...]) -> str | None:

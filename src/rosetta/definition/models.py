@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import date, time
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -43,6 +44,18 @@ unknown field, so that lint can report them with a line number instead of failin
 
 DEFAULT_INPUT = "request"
 """The single text input of an agent that declares none."""
+
+
+def json_values(value: Any) -> Any:
+    """``value`` with YAML's dates and times as ISO 8601 text (``2024-01-01``): JSON Schemas are
+    JSON, and every provider, hash and validator downstream serialises them as such."""
+    if isinstance(value, dict):
+        return {key: json_values(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [json_values(item) for item in value]
+    if isinstance(value, (date, time)):
+        return value.isoformat()
+    return value
 
 
 class Identity(SpecSection):
@@ -104,6 +117,11 @@ class Tool(SpecSection):
     required: list[str] = []
     """Required argument names, in addition to any `required` inside `parameters`."""
 
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _parameters_as_json(cls, value: Any) -> Any:
+        return json_values(value)
+
 
 class Output(SpecSection):
     """What the agent produces."""
@@ -121,6 +139,11 @@ class Output(SpecSection):
     """Path of an output template file, relative to the definition."""
     levels: list[str] = Field(default=[], json_schema_extra={"examples": [list(OutputLevel)]})
     """Output levels to produce: L0, L1, L2, or levels of your own (rendered as written)."""
+
+    @field_validator("schema_", mode="before")
+    @classmethod
+    def _schema_as_json(cls, value: Any) -> Any:
+        return json_values(value)
 
 
 class CountRange(SpecSection):

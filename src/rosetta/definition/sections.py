@@ -41,6 +41,8 @@ SECTION_ROLES: dict[str, RCCFRole] = {
 _ATX_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
 _XML_OPEN = re.compile(r"<([A-Za-z_][\w.-]*)(?:[ \t][^<>]*)?>[ \t]*")
+_XML_TAG = re.compile(r"<(/)?([A-Za-z_][\w.-]*)(?(1)\s*|(?:[ \t][^<>]*)?)>")
+"""An opening tag (attributes allowed) or a closing one, of any name."""
 _RCCF_LABEL = re.compile(r"^([A-Z][A-Z0-9 _/&-]{1,40}):[ \t]*(.*)$")
 _RCCF_CORE = {"ROLE", "CONTEXT", "CONSTRAINTS", "FORMAT"}
 _WRAPPERS = {"agent", "system", "prompt", "instructions", "system_prompt"}
@@ -150,7 +152,7 @@ def _xml_elements(body: str) -> list[tuple[str, str, int]] | None:
     """Top-level ``<tag>…</tag>`` elements as (tag, inner text, 0-based line), or None when the
     body is anything other than a sequence of elements."""
     elements: list[tuple[str, str, int]] = []
-    position = 0
+    position = line = counted = 0  # `line` is the number of newlines before `counted`
     while True:
         while position < len(body) and body[position] in " \t\n":
             position += 1
@@ -163,19 +165,22 @@ def _xml_elements(body: str) -> list[tuple[str, str, int]] | None:
         close = _find_close(body, tag, match.end())
         if close is None:
             return None
-        elements.append((tag, body[match.end() : close], body.count("\n", 0, match.end())))
+        line += body.count("\n", counted, match.end())  # counted once: linear in the body
+        counted = match.end()
+        elements.append((tag, body[match.end() : close], line))
         position = close + len(f"</{tag}>")
     return elements or None
 
 
 def _find_close(body: str, tag: str, start: int) -> int | None:
-    """Index of the ``</tag>`` matching an open tag that ends at ``start`` (same-name nesting)."""
-    opener = re.compile(rf"<{re.escape(tag)}(?:[ \t][^<>]*)?>|</{re.escape(tag)}\s*>")
+    """Index of the ``</tag>`` matching an open tag that ends at ``start`` (same-name nesting).
+    One expression for every tag name: compiling one per tag costs more than the scan itself."""
     depth = 1
-    for match in opener.finditer(body, start):
-        depth += -1 if match.group(0).startswith("</") else 1
-        if depth == 0:
-            return match.start()
+    for match in _XML_TAG.finditer(body, start):
+        if match.group(2) == tag:
+            depth += -1 if match.group(1) else 1
+            if depth == 0:
+                return match.start()
     return None
 
 
@@ -208,8 +213,6 @@ def _split_rccf(body: str) -> list[tuple[str, str, int, int]]:
 
 def _trim_blank_lines(text: str) -> str:
     lines = text.split("\n")
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    while lines and not lines[-1].strip():
-        lines.pop()
-    return "\n".join(lines)
+    start = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
+    end = next((i for i in range(len(lines), start, -1) if lines[i - 1].strip()), start)
+    return "\n".join(lines[start:end])

@@ -6,6 +6,7 @@ expected, what was found, and a hint (e.g. the field name that was meant)."""
 from __future__ import annotations
 
 import copy
+import functools
 import re
 import types
 import typing
@@ -154,6 +155,12 @@ def known_fields(loc: tuple) -> list[str]:
 def nested_fields(loc: tuple) -> list[tuple[str, ...]]:
     """Paths, relative to ``loc``, of every field reachable from the model there through nested
     sections (not through lists or mappings of models): where a misplaced key may belong."""
+    model = _model_at(loc)
+    return list(_nested_fields_of(model)) if model is not None else []
+
+
+@functools.cache
+def _nested_fields_of(model: type[BaseModel]) -> tuple[tuple[str, ...], ...]:
     found: list[tuple[str, ...]] = []
 
     def walk(model: type[BaseModel], prefix: tuple[str, ...]) -> None:
@@ -164,10 +171,8 @@ def nested_fields(loc: tuple) -> list[tuple[str, ...]]:
             if inner is not None and issubclass(inner, BaseModel):
                 walk(inner, path)
 
-    model = _model_at(loc)
-    if model is not None:
-        walk(model, ())
-    return found
+    walk(model, ())
+    return tuple(found)
 
 
 def _model_at(loc: tuple) -> type[BaseModel] | None:

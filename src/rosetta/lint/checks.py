@@ -20,11 +20,14 @@ from rosetta.definition.models import (
     ReasoningStrategy,
 )
 from rosetta.definition.paths import find_project_root
+from rosetta.definition.patterns import PatternError, shown
+from rosetta.definition.schema_shape import subschemas
 from rosetta.definition.sections import lines_outside_fences
 from rosetta.definition.spec_errors import known_fields, nested_fields
 from rosetta.definition.yaml_source import format_path
 from rosetta.lint.metaschema import metaschema_errors
 from rosetta.lint.reasoning import reasoning_instructions
+from rosetta.lint.redos import TooComplex, find_hazard
 from rosetta.lint.registry import Hit, Severity, rule
 
 CHAT_TEMPLATE_TOKENS = (
@@ -85,7 +88,7 @@ def check_tool_schemas(definition: AgentDefinition) -> Iterator[Hit]:
         if isinstance(properties, dict):
             inner = tool.parameters.get("required")
             for name in [*tool.required, *(inner if isinstance(inner, list) else [])]:
-                if name not in properties:
+                if isinstance(name, str) and name not in properties:  # other names: the metaschema said
                     yield Hit(f"tool {tool.name!r}: required parameter {name!r} is not in properties",
                               field=("tools", index, "required") if name in tool.required else (*base, "required"))
 
@@ -111,10 +114,15 @@ def check_output_schema(definition: AgentDefinition) -> Iterator[Hit]:
     remediation="Remove the token; the runtime applies each model's chat template itself.",
 )
 def check_template_tokens(definition: AgentDefinition) -> Iterator[Hit]:
-    for index, line in enumerate(definition.body.split("\n")):
-        for token in CHAT_TEMPLATE_TOKENS:
-            if token in line:
-                yield Hit(f"chat template token {token!r} in the body", body_line=index)
+    body, found = definition.body, set()
+    for order, token in enumerate(CHAT_TEMPLATE_TOKENS):  # searched in the whole body: no loop per line
+        position = line = counted = 0
+        while (position := body.find(token, position)) != -1:
+            line += body.count("\n", counted, position)
+            counted, position = position, position + 1
+            found.add((line, order))
+    for line, order in sorted(found):  # once per line and token, in line order
+        yield Hit(f"chat template token {CHAT_TEMPLATE_TOKENS[order]!r} in the body", body_line=line)
 
 
 @rule(
@@ -129,6 +137,8 @@ def check_cot_phrases(definition: AgentDefinition) -> Iterator[Hit]:
     if definition.spec.portability.reasoning_strategy is ReasoningStrategy.EXPLICIT_COT:
         return
     for index, line in enumerate(lines_outside_fences(definition.body)):
+        if line.isspace() or not line:
+            continue
         for phrase in reasoning_instructions(line):
             yield Hit(f"hard-coded reasoning instruction {phrase!r} in the body", body_line=index)
 
@@ -248,6 +258,9 @@ def check_enabled(definition: AgentDefinition) -> Iterator[Hit]:
 
 
 EXAMPLES_REF = ("portability", "few_shot", "examples_ref")
+NEAR_MISS_CHECKS = 1_000
+"""Unknown fields compared with the known ones, per definition; beyond that many a definition is
+data, not a typo, and comparing each would cost seconds."""
 CUSTOM_SECTIONS = frozenset({"validation", "constitution", "metadata", "changelog"})
 """Extension sections seen in real agent files: kept as written, never taken for misspellings."""
 
@@ -276,11 +289,11 @@ def _belongs_at(path: tuple) -> str | None:
 )
 def check_unknown_fields(definition: AgentDefinition) -> Iterator[Hit]:
     claude_code = definition.source.format is AgentFormat.CLAUDE_CODE
-    for path in definition.spec.unknown_fields():
+    for count, path in enumerate(definition.spec.unknown_fields()):
         name = path[-1]
         if name in PROVIDER_API_PARAMS or (claude_code and len(path) == 1 and name in CLAUDE_CODE_FIELDS):
             continue  # PV-001 reports the first; Claude Code reads the second
-        meant = _belongs_at(path)
+        meant = _belongs_at(path) if count < NEAR_MISS_CHECKS else None
         if meant is None:
             yield Hit(f"unknown field {name!r} is kept as an extension", field=path, severity=Severity.INFO,
                       remediation="Nothing to do if it is deliberate: rosetta keeps it and does not use it.")
@@ -378,3 +391,57 @@ def check_model_lifecycle(definition: AgentDefinition) -> Iterator[Hit]:
         yield Hit(status.describe(model.id) + ("" if name == model.id else f" ({name!r})"), field=path,
                   severity=Severity.WARNING if status.state == "deprecated" else None,
                   remediation=f"Write {status.replacement} instead of {name!r}, then run `rosetta compile`.")
+
+
+@rule(
+    "RS-006", "Regular expressions cannot backtrack catastrophically",
+    criterion="Every regular expression of the definition (guardrails.input_validation pattern and reject; pattern "
+    "and patternProperties in output.schema and tools[].parameters) compiles, nests groups at most 64 deep, and "
+    "cannot match one piece of text in two ways inside a repeat, as (a+)+, (a|a)*, (.*a)* and (\\w+\\s?)+$ do: "
+    "a failing search of those takes time exponential in the input's length.",
+    remediation="Rewrite the expression so each character can be matched one way only: drop the inner repeat "
+    "((a+)+ → a+), make alternatives and neighbouring repeats read different characters ((.*,)* → ([^,]*,)*), or "
+    "use an atomic group (?>…) or a possessive repeat (a++). Input rules are searched for at most 0.25 s, and an "
+    "input that takes longer is refused.",
+    portability=False,
+)
+def check_expressions(definition: AgentDefinition) -> Iterator[Hit]:
+    for field, pattern, is_input_rule in _expressions(definition):
+        try:
+            hazard = find_hazard(pattern)
+        except PatternError as error:
+            if is_input_rule:  # it compiled for the `regex` package that enforces it; `re` cannot read it
+                yield Hit(f"expression {shown(pattern)} was not checked for catastrophic backtracking: {error}",
+                          field=field, severity=Severity.INFO, remediation="Nothing to do if it is deliberate.")
+            else:
+                yield Hit(f"expression {shown(pattern)} cannot be used: {error}", field=field,
+                          remediation="Fix the expression: JSON Schema patterns are Python regular expressions.")
+        except TooComplex as error:
+            yield Hit(f"expression {shown(pattern)} is too large to check for catastrophic backtracking ({error})",
+                      field=field, severity=Severity.INFO, remediation="Nothing to do if it is deliberate.")
+        else:
+            if hazard is not None:
+                yield Hit(f"expression {shown(pattern)} backtracks catastrophically: {hazard.describe()}", field=field)
+
+
+def _expressions(definition: AgentDefinition) -> Iterator[tuple[tuple, str, bool]]:
+    """(field path, expression, whether it is an input rule) for every regular expression written."""
+    located = definition.source.locations
+    for index, input_rule in enumerate(definition.spec.guardrails.input_validation):
+        base = ("guardrails", "input_validation", index)
+        for key in ("pattern", "reject"):
+            expression = getattr(input_rule, key)
+            if expression is not None:
+                short = key == "pattern" and (*base, key) not in located and input_rule.rule is not None
+                yield ((*base, input_rule.rule) if short else (*base, key)), expression, True
+    schemas = [(("output", "schema"), definition.spec.output.schema_)]
+    schemas += [(("tools", i, "parameters"), tool.parameters) for i, tool in enumerate(definition.spec.tools)]
+    for base, schema in schemas:
+        if not isinstance(schema, dict):
+            continue
+        for path, node in subschemas(schema):
+            if isinstance(node.get("pattern"), str):
+                yield (*base, *path, "pattern"), node["pattern"], False
+            if isinstance(node.get("patternProperties"), dict):
+                for name in node["patternProperties"]:
+                    yield (*base, *path, "patternProperties", name), str(name), False

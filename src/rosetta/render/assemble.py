@@ -63,14 +63,16 @@ def group_sections(sections: Iterable[Section]) -> dict[str, list[Section]]:
 
 def block_content(block: str, sections: list[Section], extra: list[str], delimiter: Delimiter) -> str:
     """A block's body: its sections (sub-titled when they have their own name) then generated text."""
-    parts = []
-    for section in sections:
-        if section.title and _tag(section.title) not in (block, _tag(BLOCK_TITLES[block])) and section.key != "preamble":
-            parts.append(delimit(section.title, section.content, delimiter, level=3))
-        else:
-            parts.append(section.content)
+    parts = [section_text(block, section, delimiter) for section in sections]
     parts += [text for text in extra if text]
     return "\n\n".join(p for p in parts if p.strip())
+
+
+def section_text(block: str, section: Section, delimiter: Delimiter) -> str:
+    """One section as its block shows it: sub-titled when it has a name of its own."""
+    if section.title and _tag(section.title) not in (block, _tag(BLOCK_TITLES[block])) and section.key != "preamble":
+        return delimit(section.title, section.content, delimiter, level=3)
+    return section.content
 
 
 def assemble_system(blocks: dict[str, str], order: list[str], delimiter: Delimiter) -> str:

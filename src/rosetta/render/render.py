@@ -28,10 +28,11 @@ from rosetta.render.assemble import (
     group_sections,
     identity_text,
     input_block,
+    section_text,
 )
 from rosetta.render.mechanisms import MECHANISMS, Request
 from rosetta.render.prompt import DemoPool, Knobs, Message, RenderedPrompt, demo_turns, tool_envelope
-from rosetta.render.schemas import gemini_subset, inline_refs, sanitize
+from rosetta.render.schemas import check_shape, gemini_subset, inline_refs, sanitize
 from rosetta.signature import Demo, Signature, ToolSpec
 
 
@@ -76,7 +77,8 @@ def render(
     reasoning = _reasoning(signature, adapter, model, knobs)
     mechanism = _mechanism(signature, adapter, model, knobs, warnings)
     provider_schema, request_params = _structured_output(signature, adapter, model, mechanism, warnings)
-    tool_specs = [_tool_for(spec, adapter, model, warnings) for spec in signature.tools]
+    tool_specs = [_tool_for(spec, f"tools[{i}].parameters", adapter, model, warnings)
+                  for i, spec in enumerate(signature.tools)]
 
     generation = _generation(signature, model, knobs, warnings)
     budget = prompt_budget(signature, adapter, model, generation, knobs.phase)
@@ -102,7 +104,7 @@ def render(
         return system, demo_messages, {**tokens, "total": sum(tokens.values())}
 
     system, demo_messages, tokens, demos, dropped = _fit_budget(
-        compose, _instructions(signature, knobs), demos, budget, signature, model, generation)
+        compose, _instructions(signature, knobs), demos, budget, signature, model, generation, delimiter)
     if dropped:
         warnings.append(f"over the {budget:,}-token prompt budget of {model.id}: dropped " + ", ".join(dropped))
     pool = DemoPool(len(demos), tuple(chosen)) if per_request and demos else None
@@ -146,27 +148,69 @@ def render(
 
 
 def _fit_budget(compose: Any, sections: tuple[Section, ...], demos: list[Demo], budget: int,
-                signature: Signature, model: CatalogModel, generation: dict[str, Any]) -> tuple:
-    """Drop demos (last first), then context sections (last first) until the prompt fits."""
-    dropped: list[str] = []
-    while True:
-        system, demo_messages, tokens = compose(sections, demos)
-        if tokens["total"] <= budget:
-            return system, demo_messages, tokens, demos, dropped
-        if demos:
-            dropped.append(f"demo {demos[-1].id}")
-            demos = demos[:-1]
-            continue
-        optional = [s for s in sections if s.role.value in ("other", "context")]
-        if not optional:
+                signature: Signature, model: CatalogModel, generation: dict[str, Any], delimiter: Delimiter) -> tuple:
+    """Drop demos (last first), then context sections (last first), as few as make the prompt fit.
+
+    The prompt is composed a few times, not once per part dropped (32,000 sections would take
+    hours): the number of drops is worked out from each part's length, then checked by composing;
+    should the check fail, every drop shortens the prompt, so bisection finds the fewest."""
+    system, demo_messages, tokens = compose(sections, demos)
+    if tokens["total"] <= budget:
+        return system, demo_messages, tokens, demos, []
+    optional = [s for s in sections if s.role.value in ("other", "context")]
+    most = len(demos) + len(optional)
+
+    def without(count: int) -> tuple[Section, ...]:
+        """``sections`` less the last ``count`` optional ones."""
+        gone = {id(s) for s in optional[len(optional) - count:]} if count else set()
+        return tuple(s for s in sections if id(s) not in gone)
+
+    def fits(drops: int) -> tuple | None:
+        """The prompt with the last ``drops`` demos (then optional sections) dropped, if it fits."""
+        composed = compose(without(max(0, drops - len(demos))), demos[:max(0, len(demos) - drops)])
+        return composed if composed[2]["total"] <= budget else None
+
+    def guess() -> int:
+        """The drops that fit if each part's share of the prompt is its own length (true until a
+        block empties): demos by their turns' tokens, sections by their text and separator."""
+        over = tokens["total"] - budget
+        pairs = [demo_messages[i:i + 2] for i in range(0, len(demo_messages), 2)]
+        for count, pair in enumerate(reversed(pairs), start=1):
+            over -= sum(estimate_tokens(m.content) for m in pair)
+            if over <= 0:
+                return count
+        room = 4 * (budget - (tokens["total"] - tokens["demos"] - tokens["system"]))  # characters left for system
+        length = len(system)
+        for count, section in enumerate(reversed(optional), start=len(demos) + 1):
+            text = section_text("context", section, delimiter)
+            length -= len(text) + 2 if text.strip() else 0
+            if length <= room:
+                return count
+        return most
+
+    drops = guess()
+    found = fits(drops)
+    if found is None or (drops > 1 and fits(drops - 1) is not None):
+        found = fits(most)
+        if found is None:
+            tokens = compose(without(len(optional)), [])[2]
             raise RenderError(Problem(
                 f"{signature.name} needs about {tokens['total']:,} prompt tokens but {model.id} leaves {budget:,} "
                 f"(context window {model.context_window:,}, {generation.get('max_tokens', 0):,} reserved for output)",
                 field="portability.minimum_context_window",
                 hint="shorten the definition, lower max_output_tokens, or choose a model with a larger window",
             ))
-        dropped.append(f"section {optional[-1].title or optional[-1].key!r}")
-        sections = tuple(s for s in sections if s is not optional[-1])
+        low, high = 1, most  # fits(high) holds, fits(low - 1) does not
+        while low < high:
+            middle = (low + high) // 2
+            if fits(middle) is not None:
+                high = middle
+            else:
+                low = middle + 1
+        drops, found = low, fits(low)
+    system, demo_messages, tokens = found
+    names = [f"demo {d.id}" for d in reversed(demos)] + [f"section {s.title or s.key!r}" for s in reversed(optional)]
+    return system, demo_messages, tokens, demos[:max(0, len(demos) - drops)], names[:drops]
 
 
 # -- decisions -------------------------------------------------------------------------------
@@ -241,15 +285,16 @@ def _structured_output(signature: Signature, adapter: Adapter, model: CatalogMod
                                          model.capabilities.constrained_decoding))
 
 
-def _tool_for(spec: ToolSpec, adapter: Adapter, model: CatalogModel, warnings: list[str]) -> ToolSpec:
+def _tool_for(spec: ToolSpec, field: str, adapter: Adapter, model: CatalogModel, warnings: list[str]) -> ToolSpec:
     """Tool parameters in the subset the provider understands (same rules as output schemas)."""
     names = {t.value for t in adapter.schema_transforms}
     parameters = spec.parameters
+    check_shape(parameters, field)
     if "gemini_subset" in names:
-        parameters, notes = gemini_subset(parameters, model.id)
+        parameters, notes = gemini_subset(parameters, model.id, field)
         warnings += [f"tool {spec.name}: {note}" for note in notes]
     elif "inline_refs" in names:
-        parameters, _ = inline_refs(parameters, model.id)
+        parameters, _ = inline_refs(parameters, model.id, field)
     return replace(spec, parameters=parameters)
 
 

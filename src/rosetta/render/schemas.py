@@ -10,19 +10,17 @@ with a warning.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
+from rosetta.definition.schema_shape import children, shape_problem
 from rosetta.errors import Problem, RenderError
 from rosetta.providers.adapter import SchemaTransform
 
 Schema = dict[str, Any]
 Warnings = list[str]
 
-_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
-_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SUBSCHEMA_SINGLE = ("items", "additionalProperties", "not", "if", "then", "else", "contains",
-                     "propertyNames", "unevaluatedProperties", "unevaluatedItems")
 _CONSTRAINTS = {
     "minimum": "minimum {}", "maximum": "maximum {}", "exclusiveMinimum": "greater than {}",
     "exclusiveMaximum": "less than {}", "multipleOf": "a multiple of {}", "minLength": "at least {} characters",
@@ -37,28 +35,15 @@ def pointer(path: tuple) -> str:
     return "#" + "".join(f"/{part}" for part in path) if path else "#"
 
 
-def _fail(provider: str, keyword: str, path: tuple, why: str) -> RenderError:
-    return RenderError(Problem(
-        f"output schema keyword {keyword!r} at {pointer(path)} cannot be expressed for {provider}: {why}",
-        field=f"output.schema{pointer(path)[1:].replace('/', '.')}" if path else "output.schema",
-        hint="simplify the schema, or drop this model from the agent's model_preferences",
-    ))
+def _fail(provider: str, keyword: str, path: tuple, why: str, field: str = "output.schema") -> RenderError:
+    return _refuse(f"keyword {keyword!r} at {pointer(path)} cannot be expressed for {provider}: {why}", path, field,
+                   "simplify the schema, or drop this model from the agent's model_preferences")
 
 
-_MAPS, _LISTS, _SINGLES = frozenset(_SUBSCHEMA_MAPS), frozenset(_SUBSCHEMA_LISTS), frozenset(_SUBSCHEMA_SINGLE)
-
-
-def _children(node: Schema) -> list[tuple[tuple, Schema]]:
-    """(relative path, subschema) for every direct subschema of ``node``."""
-    found: list[tuple[tuple, Schema]] = []
-    for key, value in node.items():
-        if key in _MAPS and isinstance(value, dict):
-            found += [((key, name), sub) for name, sub in value.items() if isinstance(sub, dict)]
-        elif key in _LISTS and isinstance(value, list):
-            found += [((key, i), sub) for i, sub in enumerate(value) if isinstance(sub, dict)]
-        elif key in _SINGLES and isinstance(value, dict):
-            found.append(((key,), value))
-    return found
+def _refuse(message: str, path: tuple, field: str, hint: str) -> RenderError:
+    """A problem with the schema at ``field`` (``output.schema``, ``tools[0].parameters``), at ``path`` in it."""
+    what = "output schema" if field == "output.schema" else f"{field} schema"
+    return RenderError(Problem(f"{what} {message}", field=field + pointer(path)[1:].replace("/", "."), hint=hint))
 
 
 def copy_json(value: Any) -> Any:
@@ -73,8 +58,26 @@ def copy_json(value: Any) -> Any:
 def _walk(node: Schema, visit: Callable[[Schema, tuple], None], path: tuple = ()) -> None:
     """Call ``visit`` on every (sub)schema, parents before children; ``visit`` may edit in place."""
     visit(node, path)
-    for relative, child in _children(node):
+    for relative, child in children(node):
         _walk(child, visit, path + relative)
+
+
+def check_shape(schema: Any, field: str = "output.schema") -> None:
+    """Refuse a schema the transforms cannot read: not JSON data, or a keyword of the wrong shape
+    (``properties`` as a list, ``required`` naming non-strings, ...). The loader keeps such schemas
+    so that ``rosetta validate`` can report them (PV-002, PV-003); rendering stops here, located."""
+    hint = "fix the schema; `rosetta validate` lists every problem it has (PV-002, PV-003)"
+    if not isinstance(schema, dict):
+        raise _refuse(f"is {type(schema).__name__} value, not a mapping", (), field, hint)
+    try:
+        json.dumps(schema)
+    except (TypeError, ValueError) as exc:
+        raise _refuse(f"holds a value that is not JSON ({exc})", (), field, hint) from None
+    found = shape_problem(schema)
+    if found is not None:
+        path, keyword, expected, value = found
+        raise _refuse(f"keyword {keyword!r} at {pointer(path)} must be {expected}, not {value!r:.60}",
+                      (*path, keyword), field, hint)
 
 
 # -- transforms ------------------------------------------------------------------------------
@@ -88,32 +91,81 @@ def _has_refs(node: Any) -> bool:
     return False
 
 
-def inline_refs(schema: Schema, provider: str) -> tuple[Schema, Warnings]:
+MAX_INLINED_VALUES = 20_000
+"""Values a schema may grow to when its ``$ref``s are inlined. Each reference is a copy, so
+definitions that refer to each other twice per level double with every level (a "$ref bomb":
+thirty levels make a billion values); real schemas stay in the hundreds."""
+MAX_INLINED_DEPTH = 64
+"""Nesting an inlined schema may reach, and references it may follow in a row (the YAML nesting limit)."""
+
+
+def inline_refs(schema: Schema, provider: str, field: str = "output.schema") -> tuple[Schema, Warnings]:
     """Replace local ``$ref``s with the definitions they point to; drop ``$defs``.
 
-    A schema without references is returned as is (callers that edit must copy)."""
+    A schema without references is returned as is (callers that edit must copy). The size the
+    result would have is measured first, each definition once, so a schema whose references
+    multiply is refused in time linear in its text, never expanded."""
     if not _has_refs(schema):
         return schema, []
-    definitions = {**schema.get("definitions", {}), **schema.get("$defs", {})}
+    definitions = {name: value for key in ("definitions", "$defs") if isinstance(schema.get(key), dict)
+                   for name, value in schema[key].items()}
+    measured: dict[str, tuple[int, int, int]] = {}
 
-    def resolve(node: Any, path: tuple, stack: tuple[str, ...]) -> Any:
+    def target(node: dict, path: tuple, stack: tuple[str, ...]) -> str:
+        """The definition name a ``$ref`` node points to, checked to be inlinable from here."""
+        ref = node["$ref"]
+        name = ref.rsplit("/", 1)[-1]
+        if not ref.startswith(("#/$defs/", "#/definitions/")) or name not in definitions:
+            raise _fail(provider, "$ref", path, f"only local #/$defs references can be inlined, got {ref!r}", field)
+        if name in stack:
+            raise _fail(provider, "$ref", path, f"{ref!r} is recursive and cannot be inlined", field)
+        if len(stack) >= MAX_INLINED_DEPTH:
+            raise _fail(provider, "$ref", path, f"references chain more than {MAX_INLINED_DEPTH} deep", field)
+        if not isinstance(definitions[name], dict):
+            raise _fail(provider, "$ref", path, f"{ref!r} points to a {type(definitions[name]).__name__} value, "
+                        "not a schema object", field)
+        return name
+
+    def measure(node: Any, path: tuple, stack: tuple[str, ...]) -> tuple[int, int, int]:
+        """(values, depth, references followed in a row) of ``node`` once inlined: each definition is
+        measured once, so this is linear in the schema's text however large the result would be."""
         if isinstance(node, list):
-            return [resolve(item, path + (i,), stack) for i, item in enumerate(node)]
+            sizes = [measure(item, path + (i,), stack) for i, item in enumerate(node)]
+            return (1 + sum(s[0] for s in sizes), 1 + max((s[1] for s in sizes), default=0),
+                    max((s[2] for s in sizes), default=0))
+        if not isinstance(node, dict):
+            return 1, 0, 0
+        values, depth, hops = 1, 1, 0
+        if isinstance(node.get("$ref"), str):
+            name = target(node, path, stack)
+            if name not in measured:
+                measured[name] = measure(definitions[name], path, stack + (name,))
+            values, depth, hops = measured[name]
+            hops += 1
+        for key, value in node.items():
+            if key not in ("$ref", "$defs", "definitions"):
+                inner = measure(value, path + (key,), stack)
+                values, depth, hops = values + inner[0], max(depth, 1 + inner[1]), max(hops, inner[2])
+        return values, depth, hops
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, list):
+            return [resolve(item) for item in node]
         if not isinstance(node, dict):
             return node
         if isinstance(node.get("$ref"), str):
-            ref = node["$ref"]
-            name = ref.rsplit("/", 1)[-1]
-            if not ref.startswith(("#/$defs/", "#/definitions/")) or name not in definitions:
-                raise _fail(provider, "$ref", path, f"only local #/$defs references can be inlined, got {ref!r}")
-            if name in stack:
-                raise _fail(provider, "$ref", path, f"{ref!r} is recursive and cannot be inlined")
-            target = resolve(definitions[name], path, stack + (name,))
-            extra = {k: v for k, v in node.items() if k != "$ref"}
-            return {**target, **resolve(extra, path, stack)}
-        return {k: resolve(v, path + (k,), stack) for k, v in node.items() if k not in ("$defs", "definitions")}
+            inlined = resolve(definitions[node["$ref"].rsplit("/", 1)[-1]])
+            return {**inlined, **resolve({k: v for k, v in node.items() if k != "$ref"})}
+        return {k: resolve(v) for k, v in node.items() if k not in ("$defs", "definitions")}
 
-    return resolve(schema, (), ()), []
+    values, depth, hops = measure(schema, (), ())
+    if values > MAX_INLINED_VALUES or max(depth, hops) > MAX_INLINED_DEPTH:
+        largest = max(measured, key=lambda name: measured[name][0])
+        raise _fail(provider, "$ref", (), f"inlining its references would make {values:,} values nested {depth} deep "
+                    f"through chains of {hops} references (the limits are {MAX_INLINED_VALUES:,} values and "
+                    f"{MAX_INLINED_DEPTH} levels; {largest!r} alone makes {measured[largest][0]:,}): definitions that "
+                    "refer to others more than once multiply with every level", field)
+    return resolve(schema), []
 
 
 def constraints_to_descriptions(schema: Schema, provider: str) -> tuple[Schema, Warnings]:
@@ -206,24 +258,24 @@ _GEMINI_KEEP = {"type", "format", "description", "nullable", "enum", "properties
 _GEMINI_FAIL = ("allOf", "not", "if", "then", "else", "oneOf")
 
 
-def gemini_subset(schema: Schema, provider: str) -> tuple[Schema, Warnings]:
+def gemini_subset(schema: Schema, provider: str, field: str = "output.schema") -> tuple[Schema, Warnings]:
     """Gemini's response schema (an OpenAPI 3.0 subset): rewrite what has an equivalent, drop the rest
     with a warning (the API would ignore it silently)."""
-    inlined, _ = inline_refs(schema, provider)
+    inlined, _ = inline_refs(schema, provider, field)
     schema = copy_json(inlined) if inlined is schema else inlined
     warnings: Warnings = []
 
     def visit(node: Schema, path: tuple) -> None:
         for keyword in _GEMINI_FAIL:
             if keyword in node:
-                raise _fail(provider, keyword, path, "Gemini's response schema has no equivalent")
+                raise _fail(provider, keyword, path, "Gemini's response schema has no equivalent", field)
         if "const" in node:
             node["enum"] = [node.pop("const")]
         kind = node.get("type")
         if isinstance(kind, list):
             others = [k for k in kind if k != "null"]
             if len(others) != 1:
-                raise _fail(provider, "type", path, f"a union of types {kind} has no equivalent")
+                raise _fail(provider, "type", path, f"a union of types {kind} has no equivalent", field)
             node["type"] = others[0]
             if "null" in kind:
                 node["nullable"] = True
@@ -252,6 +304,7 @@ TRANSFORMS: dict[SchemaTransform, Callable[[Schema, str], tuple[Schema, Warnings
 def sanitize(schema: Schema, transforms: list[SchemaTransform], provider: str) -> tuple[Schema, Warnings]:
     """Apply the adapter's transforms in order; return the provider schema and the warnings."""
     warnings: Warnings = []
+    check_shape(schema)
     for name in transforms:
         schema, more = TRANSFORMS[name](schema, provider)
         warnings += more

@@ -83,7 +83,7 @@ class Conversation:
             from rosetta.runtime.guardrails import check_message
 
             if spec is not None:
-                check_message(spec.guardrails.input_validation, message, agent.name)
+                check_message(spec.guardrails.input_validation, message, agent.name, source=agent.definition_path)
             text = message
         else:
             agent.runner.check_inputs(message)  # the input rules, before any token is spent

@@ -1,7 +1,10 @@
 """Guardrails around a call: input rules before any token is spent, output rules after.
 
 Input rules are the definition's ``guardrails.input_validation`` regular expressions (the ones
-rosetta can enforce: see ``InputRule.unenforced``). Output rule
+rosetta can enforce: see ``InputRule.unenforced``), each search bounded by
+:data:`~rosetta.definition.patterns.SEARCH_TIMEOUT_S`. A search that runs out of time refuses the
+input, naming the rule's file, line and expression: the rule could not be shown to hold, and a
+guardrail that waves unchecked text through to the model is none (it fails closed). Output rule
 ``no_secrets_in_output`` is enforced (credentials are redacted from the answer, or the call fails
 with ``on_secret="fail"``); the other named rules are recorded on the Result as post-checks for the
 caller or a reviewer to act on.
@@ -9,15 +12,19 @@ caller or a reviewer to act on.
 
 from __future__ import annotations
 
-import re
+import os
 from collections.abc import Mapping
 from typing import Any
 
-from rosetta.errors import Problem, UsageError
+from rosetta.definition.patterns import SEARCH_TIMEOUT_S, PatternTimeout, search, shown
+from rosetta.definition.yaml_source import format_path
+from rosetta.errors import Location, Problem, UsageError
 from rosetta.runtime.secrets import find_secrets, redact, redact_problems
 
 NO_SECRETS = "no_secrets_in_output"
 """The output rule rosetta enforces on every answer, streamed text included."""
+
+Source = str | os.PathLike[str] | None
 
 
 class GuardrailError(UsageError):
@@ -27,13 +34,15 @@ class GuardrailError(UsageError):
         super().__init__(redact_problems(problems))
 
 
-def check_inputs(rules: Any, declared: tuple[str, ...], inputs: Mapping[str, Any], agent: str) -> None:
+def check_inputs(rules: Any, declared: tuple[str, ...], inputs: Mapping[str, Any], agent: str, *,
+                 source: Source = None) -> None:
     """Raise :class:`GuardrailError` listing every input rule that fails (no model is called).
 
     ``declared`` are the agent's input names; rules rosetta cannot enforce (preconditions, rules
-    naming no declared input) are skipped here and reported by ``rosetta validate`` (RS-002)."""
+    naming no declared input) are skipped here and reported by ``rosetta validate`` (RS-002).
+    ``source`` is the definition file, named with its line when a rule's search times out."""
     problems = []
-    for rule in rules:
+    for index, rule in enumerate(rules):
         if rule.unenforced(declared):
             continue
         target = rule.target(declared)
@@ -42,23 +51,62 @@ def check_inputs(rules: Any, declared: tuple[str, ...], inputs: Mapping[str, Any
             value = inputs.get(name)
             if not isinstance(value, str):
                 continue
-            if rule.pattern is not None and not re.search(rule.pattern, value):
+            subject = f"input {name!r}"
+            if rule.pattern is not None and _found(rule, index, "pattern", value, subject, source, problems) is False:
                 problems.append(Problem(rule.message or f"input {name!r} does not match {rule.pattern!r}",
                                         field=f"inputs.{name}", hint=f"{agent} requires {rule.pattern!r}"))
-            if rule.reject is not None and re.search(rule.reject, value):
+            if rule.reject is not None and _found(rule, index, "reject", value, subject, source, problems):
                 problems.append(Problem(rule.message or f"input {name!r} matches the forbidden {rule.reject!r}",
                                         field=f"inputs.{name}"))
     if problems:
         raise GuardrailError(problems)
 
 
-def check_message(rules: Any, text: str, agent: str) -> None:
+def check_message(rules: Any, text: str, agent: str, *, source: Source = None) -> None:
     """A free-text conversation turn: every rule's forbidden pattern applies (field formats do not)."""
-    problems = [Problem(rule.message or f"the message matches the forbidden {rule.reject!r}", field="message",
-                        hint=f"{agent} refuses such messages")
-                for rule in rules if rule.reject is not None and re.search(rule.reject, text)]
+    problems: list[Problem] = []
+    for index, rule in enumerate(rules):
+        if rule.reject is not None and _found(rule, index, "reject", text, "the message", source, problems):
+            problems.append(Problem(rule.message or f"the message matches the forbidden {rule.reject!r}",
+                                    field="message", hint=f"{agent} refuses such messages"))
     if problems:
         raise GuardrailError(problems)
+
+
+def _found(rule: Any, index: int, key: str, text: str, subject: str, source: Source,
+           problems: list[Problem]) -> bool | None:
+    """Whether the rule's ``key`` expression occurs in ``text``; None, with a problem added, when the
+    search ran out of time (the input is then refused whichever way the rule points)."""
+    expression = getattr(rule, key)
+    try:
+        return search(expression, text, timeout=SEARCH_TIMEOUT_S)
+    except PatternTimeout as timeout:
+        path = ("guardrails", "input_validation", index)
+        problems.append(Problem(
+            f"{subject} was refused: checking it against {shown(expression)} took longer than "
+            f"{timeout.seconds:g} s (the expression backtracks catastrophically on this text), so the rule could "
+            "not be shown to hold",
+            _rule_location(source, path), format_path(path),
+            hint="rewrite the expression so that each character can be matched one way only, e.g. (a+)+ as a+; "
+                 "`rosetta validate` reports such expressions as RS-006"))
+        return None
+
+
+def _rule_location(source: Source, path: tuple) -> Location:
+    """Where the rule is written: the definition's file and, when it still reads, the rule's line."""
+    if source is None:
+        return Location()
+    from pathlib import Path
+
+    from rosetta.definition.formats import read_definition
+    from rosetta.errors import RosettaError
+
+    try:
+        located = read_definition(Path(source)).locations
+    except (RosettaError, OSError):
+        return Location(str(source))
+    file, line, column = located.get(path) or located.get(path[:2]) or (str(source), None, None)
+    return Location(file, line, column)
 
 
 def apply_output_rules(rules: tuple[str, ...] | list[str], raw: str, *, on_secret: str = "redact") -> tuple[str, list[str]]:

@@ -183,7 +183,8 @@ class Runner:
         if spec is not None:
             from rosetta.runtime.guardrails import check_inputs
 
-            check_inputs(spec.guardrails.input_validation, spec.input_names, inputs, self.agent.name)
+            check_inputs(spec.guardrails.input_validation, spec.input_names, inputs, self.agent.name,
+                         source=self.agent.definition_path)
         return spec
 
     def steps(self, inputs: Mapping[str, Any], chain: list[str], options: Mapping[str, Any],
