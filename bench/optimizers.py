@@ -94,7 +94,7 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
     from rosetta.compile.optimize.study import SearchSettings
     from rosetta.config import load_settings
     from rosetta.render.prompt import Knobs
-    from rosetta.render.render import render
+    from rosetta.render.renderer import render
 
     settings = load_settings(ROOT)
     context = load_context(ROOT / "signatures" / f"{args.agent}.md", MODEL, settings=settings)

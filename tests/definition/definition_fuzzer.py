@@ -569,7 +569,7 @@ def run_case(case: Case) -> list[tuple[str, float]]:
     from rosetta.definition.loader import load_definition
     from rosetta.errors import RosettaError
     from rosetta.lint.engine import lint_definition
-    from rosetta.render.render import render
+    from rosetta.render.renderer import render
     from rosetta.signature import lower
 
     timings: list[tuple[str, float]] = []

@@ -19,7 +19,7 @@ from rosetta.project import project_dirs
 from rosetta.providers.adapter import bundled_adapters
 from rosetta.providers.catalog import NO_KEY, catalog_for, load_catalog
 from rosetta.providers.kinds import StructuredOutput
-from rosetta.render.render import prompt_budget, render
+from rosetta.render.renderer import prompt_budget, render
 from rosetta.signature import lower
 
 SERVER = """

@@ -172,7 +172,7 @@ def _one_at_a_time(compose, sections, demos, budget, signature, model, generatio
 def test_trimming_in_one_pass_drops_exactly_what_one_at_a_time_did(monkeypatch):
     import importlib
 
-    module = importlib.import_module("rosetta.render.render")
+    module = importlib.import_module("rosetta.render.renderer")
     rng = random.Random(52)
     roles = ["role", "context", "constraints", "format", "other"]
     cases = []

@@ -77,7 +77,7 @@ def variant(tree: Path, **knobs: object) -> str:
     from rosetta.definition.loader import load_definition
     from rosetta.providers.catalog import catalog_for
     from rosetta.render.prompt import Knobs
-    from rosetta.render.render import render
+    from rosetta.render.renderer import render
     from rosetta.signature import lower
     from rosetta.store import verify
     from rosetta.store.artifact import dump_artifact

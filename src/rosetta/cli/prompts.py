@@ -53,7 +53,7 @@ def render(
     from rosetta.definition.loader import load_definition
     from rosetta.providers.adapter import load_adapters
     from rosetta.providers.catalog import catalog_for
-    from rosetta.render.render import render as render_prompt  # not the package: its `render` may be the module
+    from rosetta.render.renderer import render as render_prompt  # not the package: its `render` may be the module
     from rosetta.signature import lower
 
     settings = project_settings(ctx)
@@ -195,8 +195,8 @@ def _check_model(ctx: typer.Context, settings: Any, catalog: Any, name: str, age
     from rosetta.definition.loader import load_definition
     from rosetta.providers.adapter import load_adapters
     from rosetta.render.mechanisms import MECHANISMS
-    from rosetta.render.render import prompt_budget
-    from rosetta.render.render import render as render_prompt
+    from rosetta.render.renderer import prompt_budget
+    from rosetta.render.renderer import render as render_prompt
     from rosetta.signature import lower
 
     adapters = load_adapters(settings.adapter_dirs)

@@ -336,7 +336,7 @@ def _build(file: Path, provenance: Provenance, signature: Any, model: Any, adapt
            options: CompileOptions, outcome: FileOutcome) -> TargetResult:
     """Render the target and stage its artifact (published by :func:`compile_paths`)."""
     from rosetta.errors import RenderError
-    from rosetta.render.render import render
+    from rosetta.render.renderer import render
     from rosetta.store.publish import stage
     from rosetta.store.verify import artifact_of
 

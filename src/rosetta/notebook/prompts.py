@@ -72,7 +72,7 @@ def render(agent: Any, model: str, knobs: Any = None, *, project: Any = None, **
     """The prompt ``model`` gets for one variant (``render(signature, model, knobs)``): pass a
     :class:`~rosetta.render.Knobs` or its fields as keywords (``delimiter="xml"``, ``reasoning=True``)."""
     from rosetta.providers.adapter import load_adapters
-    from rosetta.render.render import render as render_prompt
+    from rosetta.render.renderer import render as render_prompt
 
     if knobs is not None and knob_values:
         raise UsageError(Problem("give knobs or keyword knob values, not both", field="knobs"))
@@ -116,7 +116,7 @@ def _renders(agent: Any, models: Iterable[str] | str, variants: Mapping[str, Any
              project: Any) -> list[tuple[str, str, Any]]:
     """(model, variant, prompt or the RosettaError that says why the agent cannot run there)."""
     from rosetta.providers.adapter import load_adapters
-    from rosetta.render.render import render as render_prompt
+    from rosetta.render.renderer import render as render_prompt
 
     _, signature, settings = _definition(agent, project)
     adapters = load_adapters(settings.adapter_dirs)

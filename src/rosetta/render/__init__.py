@@ -14,14 +14,14 @@ _LAZY = {
     "Knobs": "rosetta.render.prompt",
     "Message": "rosetta.render.prompt",
     "RenderedPrompt": "rosetta.render.prompt",
-    "estimate_tokens": "rosetta.render.render",
-    "render": "rosetta.render.render",
+    "estimate_tokens": "rosetta.render.renderer",
+    "render": "rosetta.render.renderer",
 }
 __all__ = list(_LAZY)
 
 if TYPE_CHECKING:
     from rosetta.render.prompt import Knobs, Message, RenderedPrompt
-    from rosetta.render.render import estimate_tokens, render
+    from rosetta.render.renderer import estimate_tokens, render
 
 
 __getattr__ = lazy_exports(__name__, _LAZY)

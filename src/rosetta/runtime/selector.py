@@ -124,7 +124,7 @@ class Selector:
                                      Location(str(self.dirs.signatures_dir)),
                                      hint="load the agent by path, or compile it for this model"))
         from rosetta.definition.loader import load_definition
-        from rosetta.render.render import render
+        from rosetta.render.renderer import render
         from rosetta.signature import lower
 
         return render(lower(load_definition(self.definition_path, root=self.dirs.root)), target)

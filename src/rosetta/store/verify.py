@@ -53,7 +53,7 @@ def render_again(artifact: Artifact, expected: Provenance, signature: Any, model
     """The artifact text a compile would write now, with the search's records (knobs, scores,
     budget) taken from the artifact: they describe a search, which is not repeated. ``demos`` are
     those the render may choose from (an optimized artifact's come from its labeled data)."""
-    from rosetta.render.render import render
+    from rosetta.render.renderer import render
 
     recorded = artifact.provenance
     knobs = artifact.prompt.knobs if recorded.optimizer or recorded.knobs else None

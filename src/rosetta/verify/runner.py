@@ -348,7 +348,7 @@ class _AgentContext:
     def _render(self, model: str, signature: Any, knobs: Any = None) -> Any:
         from rosetta.providers.adapter import load_adapters
         from rosetta.providers.catalog import catalog_for
-        from rosetta.render.render import render
+        from rosetta.render.renderer import render
 
         adapters = load_adapters(self.settings.adapter_dirs)
         target = catalog_for(self.settings.root, self.settings.models).resolve(

@@ -135,7 +135,7 @@ def program_prompt(signature: Any, program: Any, model: Any, adapter: Any) -> tu
     """What a DSPy program chose — its first predictor's instructions (when not the ones ``to_dspy``
     gave it) and demos (up to the definition's count) — rendered by rosetta for ``model``: the
     prompt, the demos and the instructions."""
-    from rosetta.render.render import render
+    from rosetta.render.renderer import render
 
     predictor = program.predictors()[0]
     high = signature.demo_range[1]

@@ -104,7 +104,7 @@ class _Search:
             self.on_status(self.status)
 
     def render(self, signature: Any, knobs: Any = None) -> Any:
-        from rosetta.render.render import render
+        from rosetta.render.renderer import render
 
         return render(signature, self.model, knobs, adapters={self.adapter.name: self.adapter})
 

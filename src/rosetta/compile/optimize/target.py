@@ -308,7 +308,7 @@ def _race_terms(context: Context, search: SearchSettings) -> dict[str, Any]:
     are scored by the correct label's probability (as the search's evaluator decides)."""
     from rosetta.compile.optimize.evaluation import Evaluator
     from rosetta.compile.optimize.label_odds import label_field
-    from rosetta.render.render import render
+    from rosetta.render.renderer import render
     from rosetta.runtime.runner import default_validation_retries
 
     prompt = render(context.signature, context.model, adapters={context.adapter.name: context.adapter})
@@ -320,7 +320,7 @@ def _race_terms(context: Context, search: SearchSettings) -> dict[str, Any]:
 def _cost_estimate(context: Context, search: SearchSettings) -> float:
     """USD for the upper-bound number of calls, from litellm's prices (0 when unknown or local)."""
     from rosetta.compile.optimize.study import estimate as calls_estimate
-    from rosetta.render.render import render
+    from rosetta.render.renderer import render
 
     calls = calls_estimate(context.data, search, context.signature, context.metric,
                            **_race_terms(context, search))["total"]
