@@ -4,7 +4,8 @@ Each POST to /v1/chat/completions takes the next step of the script (the last st
 ("ok", content) · ("tool", name, arguments) · ("status", code, {headers}) ·
 ("stall", seconds[, content]) answers late (with content, else "{}") ·
 ("drop",) closes the connection without answering · ("reset",) resets it (TCP RST) without
-answering · ("garbage",) sends malformed JSON · ("context",) is OpenAI's context-length-exceeded 400 ·
+answering · ("garbage",) sends malformed JSON · ("empty",) is a well-formed completion with no choices ·
+("context",) is OpenAI's context-length-exceeded 400 ·
 ("flaky", p) answers 503 with probability p (seeded), else a valid triage answer that echoes the
 request's `[call N]` marker, so a test can tell every answer belongs to its own call;
 ("flaky", p, [fault, ...]) plays one of those faults (picked at random, seeded) instead of the 503.
@@ -12,7 +13,9 @@ Requests are recorded (path, body, arrival time and Authorization header) so tes
 ``peak`` is the most requests the server was working on at once, ``faults`` how many faults the
 flaky steps played.
 A POST to a path ending in /messages is answered in Anthropic's Messages format (an "ok" step for
-a request that forces a tool becomes that tool's input), so fallbacks can cross providers.
+a request that forces a tool becomes that tool's input), so fallbacks can cross providers. An "ok"
+step asked to stream is sent as server-sent events in the format of the path (OpenAI's chunks, or
+Anthropic's events), a small delta per event.
 """
 
 from __future__ import annotations
@@ -123,8 +126,22 @@ class FaultServer:
         if kind == "garbage":
             self._send(handler, 200, '{"id": "x", "choices": [', {})
             return
+        if kind == "empty":
+            empty = {"id": "chatcmpl-empty", "object": "chat.completion", "created": 0,
+                     "model": body.get("model", "scripted"), "choices": [],
+                     "usage": {"prompt_tokens": 12, "completion_tokens": 0, "total_tokens": 12}}
+            if body.get("stream"):  # chunks without choices, as a filtering proxy's first chunk is
+                chunk = {**empty, "object": "chat.completion.chunk"}
+                self._send(handler, 200, f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n",
+                           {"Content-Type": "text/event-stream"})
+            else:
+                self._send(handler, 200, json.dumps(empty), {})
+            return
         if handler.path.rstrip("/").endswith("/messages") and kind == "ok":
-            self._anthropic(handler, step[1], body)
+            if body.get("stream"):
+                self._anthropic_stream(handler, step[1], body)
+            else:
+                self._anthropic(handler, step[1], body)
             return
         message: dict[str, Any] = {"role": "assistant", "content": None}
         finish = "stop"
@@ -156,6 +173,33 @@ class FaultServer:
         self._send(handler, 200, payload, {})
 
     @staticmethod
+    def _anthropic_stream(handler: BaseHTTPRequestHandler, content: str, body: dict[str, Any]) -> None:
+        """Anthropic's streamed Messages events, one small text (or tool input) delta per event."""
+        forced = (body.get("tool_choice") or {}).get("name")
+        start = ({"type": "tool_use", "id": "toolu_1", "name": forced, "input": {}} if forced
+                 else {"type": "text", "text": ""})
+        kind, field = ("input_json_delta", "partial_json") if forced else ("text_delta", "text")
+        pieces = [content[i:i + 8] for i in range(0, len(content), 8)] or [""]
+        message = {"id": "msg_s", "type": "message", "role": "assistant", "model": body.get("model", "scripted"),
+                   "content": [], "stop_reason": None, "stop_sequence": None,
+                   "usage": {"input_tokens": 12, "output_tokens": 1}}
+        events = [("message_start", {"type": "message_start", "message": message}),
+                  ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": start}),
+                  *(("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                             "delta": {"type": kind, field: piece}}) for piece in pieces),
+                  ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                  ("message_delta", {"type": "message_delta", "delta": {
+                      "stop_reason": "tool_use" if forced else "end_turn", "stop_sequence": None},
+                      "usage": {"output_tokens": 8}}),
+                  ("message_stop", {"type": "message_stop"})]
+        data = "".join(f"event: {name}\ndata: {json.dumps(event)}\n\n" for name, event in events).encode()
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    @staticmethod
     def _stream(handler: BaseHTTPRequestHandler, content: str, body: dict[str, Any]) -> None:
         """Server-sent events, one small delta per chunk, as the OpenAI API streams."""
         pieces = [content[i:i + 8] for i in range(0, len(content), 8)] or [""]
@@ -180,9 +224,10 @@ class FaultServer:
     def _send(handler: BaseHTTPRequestHandler, status: int, payload: str, headers: dict[str, str]) -> None:
         data = payload.encode()
         handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Type", headers.get("Content-Type", "application/json"))
         handler.send_header("Content-Length", str(len(data)))
         for name, value in headers.items():
-            handler.send_header(name, value)
+            if name != "Content-Type":
+                handler.send_header(name, value)
         handler.end_headers()
         handler.wfile.write(data)

@@ -119,3 +119,18 @@ def test_a_deep_answer_from_the_wire_is_an_invalid_result(tree):
                                                        api_base=server.url, api_key="sk-test-not-a-real-key")
     assert not result.valid and [a.outcome for a in result.attempts] == ["invalid", "invalid"]
     assert "more than 64 levels deep" in result.attempts[0].error
+
+
+def test_an_answer_is_checked_against_schema_patterns_within_a_time_limit():
+    """Issue 52: the pattern is the definition's, the text the model's; a backtracking pattern on a
+    hostile answer is an invalid answer within the time limit, not a hung process."""
+    import time
+
+    schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": "^(a|aa)+$"},
+                                               "code": {"type": "string", "pattern": "^[A-Z]{3}$"}}}
+    started = time.monotonic()
+    issues = validate({"id": "a" * 64 + "!", "code": "ABC"}, schema)
+    assert time.monotonic() - started < 5
+    assert [i.path for i in issues] == ["$.id"] and "ran out of time" in issues[0].message
+    assert validate({"id": "aaaa", "code": "ABC"}, schema) == []
+    assert "does not match" in validate({"id": "aa", "code": "abc"}, schema)[0].message

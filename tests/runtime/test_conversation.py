@@ -161,7 +161,8 @@ def test_recorded_turns_are_redacted_but_the_history_is_kept_exact(agent, tree):
         chat = agent.chat("openai/gpt-4o", record_dir=tree / "rec")
         chat.send(REPORT, **connection(server))
         chat.send(f"The attacker also used the key {key}. Re-assess.", **connection(server))
-        assert key in chat.to_json() and key in server.requests[1]["body"]["messages"][-1]["content"]
+        assert key in chat.messages[-2]["content"] and key in server.requests[1]["body"]["messages"][-1]["content"]
+        assert key not in chat.to_json()  # an export, redacted as the record_dir files are
         assert not any(key in f.read_text() for f in (tree / "rec").iterdir())
         assert "[redacted aws access key]" in (tree / "rec" / "turn-002-prompt.md").read_text()
         resumed = agent.chat(resume=chat.to_dict(), record_dir=tree / "raw", raw_transcripts=True)

@@ -1,4 +1,4 @@
-"""No credential leaves the runtime: every kind of SECRET_PATTERNS, planted in inputs, answers,
+"""No credential leaves the runtime: every kind of the secret rules, planted in inputs, answers,
 provider errors and streamed text, is found in no output, no log record rosetta emits (at DEBUG)
 and no file the runtime writes, unless the caller asks for raw transcripts."""
 
@@ -14,10 +14,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fault_server import FaultServer
+from secret_samples import EXAMPLES
 from rosetta.runtime.agent import load
 from rosetta.runtime.guardrails import GuardrailError
 from rosetta.runtime.invoke import ModelCallError, RetryPolicy
-from rosetta.runtime.secrets import SECRET_PATTERNS, SecretStream, find_secrets, redact
+from rosetta.runtime.secrets import SecretStream, find_secrets, redact, rules
 
 SAMPLES = {
     "private key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n"
@@ -63,18 +64,20 @@ def logged(caplog) -> str:
 
 
 def test_every_kind_of_secret_has_a_sample():
-    assert set(SAMPLES) == set(SECRET_PATTERNS)
+    assert set(SAMPLES) <= {rule.kind for rule in rules()}
     for kind, secret in SAMPLES.items():
         assert redact(secret) == f"[redacted {kind}]" and kind in find_secrets(secret)
 
 
 # -- streamed redaction ----------------------------------------------------------------------------
 
+_PLANTED = [*SAMPLES.values(), *(text for pair in EXAMPLES.values() for text in pair)]
 _PIECES = st.one_of(
-    st.sampled_from(list(SAMPLES.values())),
-    st.sampled_from(list(SAMPLES.values())).flatmap(lambda s: st.integers(0, len(s)).map(lambda n: s[:n])),
+    st.sampled_from(_PLANTED),
+    st.sampled_from(_PLANTED).flatmap(lambda s: st.integers(0, len(s)).map(lambda n: s[:n])),
     st.sampled_from(["-----BEGIN ", "PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "Bearer ", "bearer\t",
-                     "sk-", "AKIA", "ghp_", "xoxb-", "eyJ", "AIza", "\n", " ", "-", ".", '"', "=", "Q"]),
+                     "sk-", "AKIA", "ghp_", "xoxb-", "eyJ", "AIza", "\n", " ", "-", ".", '"', "=", "Q", "_", "://",
+                     "u:p@", "@", ":", "\\", "private_key_id\": \"", "AccountKey=", "hooks.slack.com/services/"]),
     st.text(alphabet="aAbBsSk-_.xeyJ09 \n/+=~", max_size=10),
 )
 
@@ -100,9 +103,9 @@ def test_stream_holds_back_only_what_could_become_a_secret():
     assert stream.feed('{"rationale": "key ') == '{"rationale": "key '
     assert stream.feed("AKIAIOSFOD") == ""  # could still be an AWS key
     sent = stream.feed('NN7EXAMPLE", "x": "-----BEGIN RSA PRIVATE KEY-----\\nabc')
-    assert sent == '[redacted aws access key]", "x": "'
-    assert stream.feed("\\ndef") == ""  # a private key is held until its END line
-    assert stream.feed('\\n-----END RSA PRIVATE KEY-----"}') == '[redacted private key]"}'
+    assert sent == '[redacted aws access key]", "x": "[redacted private key]'  # its start is certain
+    assert stream.feed("\\ndef") == ""  # what follows is dropped until its END line
+    assert stream.feed('\\n-----END RSA PRIVATE KEY-----"}') == '"}'
     assert stream.flush() == ""
 
 

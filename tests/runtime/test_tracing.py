@@ -26,9 +26,11 @@ def exporter():
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     memory = InMemorySpanExporter()
-    provider = TracerProvider()
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):  # once per process (another module may have set it)
+        provider = TracerProvider()
+        trace.set_tracer_provider(provider)  # rosetta's tracer is a proxy to it
     provider.add_span_processor(SimpleSpanProcessor(memory))
-    trace.set_tracer_provider(provider)  # once per process; rosetta's tracer is a proxy to it
     return memory
 
 

@@ -4,6 +4,8 @@ runtime does around a call, as opposed to the adapters' rules for what the promp
 from __future__ import annotations
 
 import functools
+import re
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -21,3 +23,29 @@ def validation_retries(model_class: str) -> int:
     """Corrections after an answer that does not validate, when the caller sets none."""
     table = _policy()["validation_retries"]
     return int(table.get(model_class, table["mid"]))
+
+
+@dataclass(frozen=True)
+class ErrorKinds:
+    """The ``errors`` table: which failures are transient, denied, hard, context or busy."""
+
+    statuses: tuple[tuple[re.Pattern[str], str], ...]  # "5xx" matches 500-599
+    classes: dict[str, str]  # exception class name → kind
+    before_status: frozenset[str]  # class names that decide even when the error carries a status
+
+    def by_status(self, status: int) -> str | None:
+        """The kind of an HTTP status: a listed one, else ``hard`` for any other 4xx."""
+        for pattern, kind in self.statuses:
+            if pattern.fullmatch(str(status)):
+                return kind
+        return "hard" if 400 <= status < 500 else None
+
+
+@functools.cache
+def error_kinds() -> ErrorKinds:
+    """The ``errors`` table of ``runtime_policy.yaml``, ready to look up."""
+    table = _policy()["errors"]
+    statuses = tuple((re.compile(str(code).replace("x", "[0-9]")), kind)
+                     for kind, codes in table["status"].items() for code in codes)
+    classes = {name: kind for kind, names in table["classes"].items() for name in names}
+    return ErrorKinds(statuses, classes, frozenset(table["classes"].get("context", ())))

@@ -8,7 +8,9 @@ constraints included) with jsonschema, whatever the provider was sent.
 
 An answer is data from outside: its size and nesting are bounded, and one over a bound is an
 answer issue like any other (the model is asked again), never an error of the caller's. Issue
-messages quote the answer, so credentials are redacted from them.
+messages quote the answer, so credentials are redacted from them, and they are cut to a bounded
+excerpt, as is the bad answer a correction quotes back: a 5 MB answer costs one 5 MB response,
+not a 5 MB request on every re-ask.
 """
 
 from __future__ import annotations
@@ -28,6 +30,12 @@ MAX_ANSWER_CHARS = 1_000_000
 MAX_DEPTH = 64
 """Deeper JSON is not validated: Python's decoder and jsonschema recurse once per level (or more)."""
 _TOO_DEEP = f"the answer nests JSON more than {MAX_DEPTH} levels deep"
+QUOTE_CHARS = 4_000
+"""The most of a bad answer a correction quotes back to the model (its head and tail)."""
+ISSUE_CHARS = 500
+"""The most of one issue's path or message kept (validation messages quote the offending value)."""
+MAX_ISSUES = 20
+"""Issues a correction lists; the rest are counted."""
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.DOTALL)
 
@@ -127,11 +135,32 @@ def _first_json(text: str, stripped: str) -> tuple[Any, str | None]:
 
 @lru_cache(maxsize=256)
 def _validator(schema_text: str) -> Any:
+    """The schema's jsonschema validator, with ``pattern`` searched under a time limit: the pattern
+    comes from a definition, the text from a model, and ``re`` backtracks without limit."""
     from jsonschema import Draft202012Validator
-    from jsonschema.validators import validator_for
+    from jsonschema.validators import extend, validator_for
 
     schema = json.loads(schema_text)
-    return validator_for(schema, default=Draft202012Validator)(schema)
+    return extend(validator_for(schema, default=Draft202012Validator), {"pattern": _bounded_pattern})(schema)
+
+
+def _bounded_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+    from jsonschema.exceptions import ValidationError
+
+    from rosetta.definition.patterns import PatternError, PatternTimeout, search, shown
+
+    if not validator.is_type(instance, "string"):
+        return
+    try:
+        matched = search(pattern, instance)
+    except PatternTimeout:
+        yield ValidationError(f"checking the answer against {shown(pattern)} ran out of time; give a shorter, "
+                              "plainer value")
+    except PatternError as error:
+        yield ValidationError(f"the schema's pattern {shown(pattern)} cannot be used: {error}")
+    else:
+        if not matched:
+            yield ValidationError(f"{excerpt(instance, 200)!r} does not match {shown(pattern)}")
 
 
 def validate(data: Any, schema: dict[str, Any]) -> list[Issue]:
@@ -140,8 +169,8 @@ def validate(data: Any, schema: dict[str, Any]) -> list[Issue]:
     if _deeper_than(data, MAX_DEPTH):
         return [Issue("$", _TOO_DEEP)]
     validator = _validator(json.dumps(schema, sort_keys=True))
-    issues = [Issue(redact(_json_path(error.absolute_path)), redact(error.message))
-              for error in validator.iter_errors(data)]
+    issues = [Issue(excerpt(redact(_json_path(error.absolute_path)), ISSUE_CHARS),
+                    excerpt(redact(error.message), ISSUE_CHARS)) for error in validator.iter_errors(data)]
     return sorted(issues, key=lambda issue: (issue.path, issue.message))
 
 
@@ -159,10 +188,31 @@ def _deeper_than(data: Any, limit: int) -> bool:
     return False
 
 
+def excerpt(text: str, limit: int = QUOTE_CHARS) -> str:
+    """``text`` when it fits in ``limit`` characters, else its head and tail around a marker that
+    says how much was left out (about ``limit`` characters in all)."""
+    if len(text) <= limit:
+        return text
+    head = limit * 3 // 4
+    tail = limit - head
+    return f"{text[:head]}\n[... {len(text) - head - tail:,} characters left out ...]\n{text[-tail:]}"
+
+
+def quoted_answer(answer: Answer) -> str:
+    """The bad answer as a correction quotes it back (the assistant turn): a bounded excerpt."""
+    return excerpt(answer.raw or "")
+
+
 def correction_message(answer: Answer) -> str:
-    """The user turn that asks for a corrected answer, naming each problem by field path."""
-    lines = [f"- {issue.path}: {issue.message}" for issue in answer.issues]
-    return ("Your previous answer is not valid against the required JSON Schema:\n" + "\n".join(lines)
+    """The user turn that asks for a corrected answer, naming each problem by field path (at most
+    :data:`MAX_ISSUES`, each bounded); says so when the answer quoted before it was shortened."""
+    lines = [f"- {excerpt(issue.path, ISSUE_CHARS)}: {excerpt(issue.message, ISSUE_CHARS)}"
+             for issue in answer.issues[:MAX_ISSUES]]
+    if len(answer.issues) > MAX_ISSUES:
+        lines.append(f"- and {len(answer.issues) - MAX_ISSUES} more")
+    shortened = (f"(Your previous answer was {len(answer.raw):,} characters long; only its start and end are "
+                 "quoted above.)\n" if len(answer.raw or "") > QUOTE_CHARS else "")
+    return (shortened + "Your previous answer is not valid against the required JSON Schema:\n" + "\n".join(lines)
             + "\nReply again with the corrected JSON value only.")
 
 

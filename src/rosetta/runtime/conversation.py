@@ -8,16 +8,23 @@ carry everything needed to continue in another process.
 
 With ``record_dir`` every turn leaves three readable files there, as the engine of ADR-0009 did:
 ``turn-NNN-prompt.md`` (written before the call), ``turn-NNN-response.md`` (the raw answer) and
-``turn-NNN-conversation.json`` (the state after the turn; ``conversation.json`` is the latest).
-Credentials are redacted from those files, inputs included, unless the conversation was started with
-``raw_transcripts=True``; :meth:`Conversation.to_json` and :meth:`Conversation.save` keep the exact
-history a later turn needs.
+``turn-NNN-conversation.json`` (:meth:`Conversation.to_json` after the turn; ``conversation.json``
+is the latest). Every export, those files and :meth:`~Conversation.to_json` /
+:meth:`~Conversation.save` alike, has its credentials redacted, inputs included, unless the
+conversation was started with ``raw_transcripts=True`` (a conversation resumed from a redacted save
+goes on with the redacted history; in this process the next turn still sends the exact one).
+
+Whatever text a model returns is recorded. UTF-8 cannot encode a lone surrogate (a model may send
+``"\\ud800"``), so one is written as its JSON escape ``\\ud800``: in the JSON files that is JSON's
+own escape, read back to the same string by any JSON reader; in the ``.md`` files it is the same six
+characters, and the turn's JSON file holds the exact text.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -133,7 +140,12 @@ class Conversation:
                 "messages": self.messages, "state": self.state, "turns": self.turns}
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n"
+        """:meth:`to_dict` as JSON, credentials redacted string by string (unless the conversation
+        keeps ``raw_transcripts``), and every character UTF-8 can write (see :func:`encodable`)."""
+        data = json.loads(json.dumps(self.to_dict(), default=str))  # JSON types only, as a reader gets them
+        if not self.raw_transcripts:
+            data = redact_data(data)
+        return encodable(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write :meth:`to_json` atomically; returns the path."""
@@ -175,7 +187,7 @@ class Conversation:
 
         prompt = self.agent.prompt_for(model, user_id=self.user_id)
         text = prompt.render_for_display(inputs) if messages is None else _readable(messages, prompt)
-        write_atomic(self._record_path("prompt.md"), text if self.raw_transcripts else redact(text))
+        write_atomic(self._record_path("prompt.md"), encodable(text if self.raw_transcripts else redact(text)))
 
     def _record_answer(self, result: Any) -> None:
         if self.record_dir is None:
@@ -184,10 +196,9 @@ class Conversation:
 
         number = len(self.turns)
         raw = result.raw if self.raw_transcripts else redact(result.raw)
-        write_atomic(self._record_path("response.md", number), raw if raw.endswith("\n") else raw + "\n")
+        write_atomic(self._record_path("response.md", number),
+                     encodable(raw if raw.endswith("\n") else raw + "\n"))
         text = self.to_json()
-        if not self.raw_transcripts:  # string by string: redacting the JSON text could cut across its strings
-            text = json.dumps(redact_data(json.loads(text)), indent=2, ensure_ascii=False) + "\n"
         write_atomic(self._record_path("conversation.json", number), text)
         write_atomic(self.record_dir / "conversation.json", text)
 
@@ -195,6 +206,15 @@ class Conversation:
         assert self.record_dir is not None
         self.record_dir.mkdir(parents=True, exist_ok=True)
         return self.record_dir / f"turn-{(number or len(self.turns) + 1):03d}-{kind}"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encodable(text: str) -> str:
+    """``text`` with each lone surrogate (the only characters UTF-8 cannot write) replaced by its
+    ``\\uXXXX`` escape: exact JSON for a JSON text, which reads back to the same string."""
+    return _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def _readable(messages: list[dict[str, Any]], prompt: Any) -> str:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Generator
-from contextlib import nullcontext
 from typing import Any
 
 from rosetta.runtime.invoke import Call, Wait, classify, response_cost
+from rosetta.runtime.limits import GateTimeout
 from rosetta.runtime.tracing import annotate, span, usage_attributes
 
 log = logging.getLogger("rosetta.runtime")
@@ -27,10 +27,14 @@ def drive(steps: Steps, *, complete: Callable[..., Any], sleep: Callable[[float]
             next(silent)  # yields no text when nothing streams
     except StopIteration as done:
         return done.value
+    finally:
+        silent.close()  # interrupted (Ctrl-C): end the plan here, not when the collector finds it
 
 
 async def adrive(steps: Steps, *, acomplete: Callable[..., Any]) -> Any:
-    """:func:`drive` for asyncio."""
+    """:func:`drive` for asyncio. A cancelled run closes its plan at once, in its own task, so the
+    run's span ends (and its context is detached) where it began, not in whatever context the
+    garbage collector later runs in."""
     import asyncio
 
     reply: Any = None
@@ -41,22 +45,36 @@ async def adrive(steps: Steps, *, acomplete: Callable[..., Any]) -> Any:
                 await asyncio.sleep(step.seconds)
                 reply = None
                 continue
-            async with step.gate or nullcontext():  # queueing for a slot costs none of the call's timeout
+            try:  # queueing for a slot costs none of the call's timeout
+                if step.gate is not None:
+                    await step.gate.acquire_async(step.queue_timeout)
+            except GateTimeout as error:  # nothing was sent: the plan decides what comes next
+                reply = error
+                continue
+            try:
                 with span("rosetta.llm_call", **_call_attributes(step)) as current:
                     try:
                         reply = await acomplete(**step.kwargs)
                     except Exception as error:  # litellm raises many classes; classify() sorts them
                         reply = error
                     _annotate_call(current, reply)
+            finally:
+                if step.gate is not None:
+                    step.gate.release()
     except StopIteration as done:
         return done.value
+    finally:
+        steps.close()  # a no-op once the plan returned or raised
 
 
 def drive_streaming(steps: Steps, *, complete: Callable[..., Any], sleep: Callable[[float], None] = time.sleep,
                     stream: bool = True) -> Generator[str, None, Any]:
     """:func:`drive`, streaming the first call: yields its text as it arrives (the same request a
     plain run sends, plus ``stream``), then sends the assembled response back into the plan like
-    any other; later calls (retries, corrections, fallbacks) are plain. Returns the plan's value."""
+    any other; later calls (retries, corrections, fallbacks) are plain. Returns the plan's value.
+
+    A reader that stops early closes this generator (``break`` drops it; ``close()`` says so
+    explicitly): the stream's response is closed then and there, its slot freed and the plan ended."""
     reply: Any = None
     pending = stream  # the first call is still to stream
     try:
@@ -66,16 +84,28 @@ def drive_streaming(steps: Steps, *, complete: Callable[..., Any], sleep: Callab
                 sleep(step.seconds)
                 reply = None
                 continue
-            marks = {"rosetta.stream": pending} if stream else {}
-            with step.gate or nullcontext(), span("rosetta.llm_call", **_call_attributes(step), **marks) as current:
-                if pending:  # the slot stays held until the stream ends
-                    pending = False
-                    reply = yield from _streamed_reply(complete, step)
-                else:
-                    reply = _reply(complete, step)
-                _annotate_call(current, reply)
+            try:
+                if step.gate is not None:
+                    step.gate.acquire(step.queue_timeout)
+            except GateTimeout as error:  # nothing was sent: the plan decides what comes next
+                reply = error
+                continue
+            try:
+                marks = {"rosetta.stream": pending} if stream else {}
+                with span("rosetta.llm_call", **_call_attributes(step), **marks) as current:
+                    if pending:  # the slot stays held until the stream ends
+                        pending = False
+                        reply = yield from _streamed_reply(complete, step)
+                    else:
+                        reply = _reply(complete, step)
+                    _annotate_call(current, reply)
+            finally:
+                if step.gate is not None:
+                    step.gate.release()
     except StopIteration as done:
         return done.value
+    finally:
+        steps.close()  # a no-op once the plan returned or raised
 
 
 def _reply(complete: Callable[..., Any], step: Call) -> Any:
@@ -86,10 +116,11 @@ def _reply(complete: Callable[..., Any], step: Call) -> Any:
 
 
 def _streamed_reply(complete: Callable[..., Any], step: Call) -> Generator[str, None, Any]:
-    """The streamed call's text deltas, then litellm's response assembled from its chunks."""
+    """The streamed call's text deltas, then litellm's response assembled from its chunks (None
+    when there were none: the plan takes that as an empty response)."""
     from rosetta.providers.litellm_offline import import_litellm
 
-    chunks, stream, ended = [], None, False
+    chunks, stream, finished = [], None, False
     try:
         stream = complete(**{**step.kwargs, "stream": True})
         for chunk in stream:
@@ -97,35 +128,38 @@ def _streamed_reply(complete: Callable[..., Any], step: Call) -> Generator[str, 
             text = getattr(chunk.choices[0].delta, "content", None) if chunk.choices else None
             if text:
                 yield text
-        ended = True
+        finished = True
         return import_litellm().stream_chunk_builder(chunks, messages=step.kwargs.get("messages"))
     except Exception as error:  # classified like any call; the plan retries
-        ended = True
         return error
-    finally:  # also when the caller stops reading early (GeneratorExit): then the rest is not read
-        _release_stream(stream, read_rest=ended)
+    finally:  # also when the reader stops early (GeneratorExit): then the rest is not read
+        _close_stream(stream, finished=finished)
 
 
-def _release_stream(stream: Any, *, read_rest: bool) -> None:
-    """Release a stream's HTTP response. litellm's Anthropic reader stops at the stop reason and
-    leaves the last lines of the body unread, so the response stays open until the garbage
-    collector finds it, and a collection that runs while this thread holds the connection pool's
-    lock (during the next request) deadlocks. Reading the rest of the lines (the closing event,
-    then the end of the body) lets httpx close the response as it does for any body read whole;
-    a stream its reader abandoned is closed unread instead (httpcore drops the connection)."""
-    lines = getattr(getattr(stream, "completion_stream", None), "streaming_response", None)
-    if lines is None or not hasattr(lines, "__next__"):
-        return
+def _close_stream(stream: Any, *, finished: bool) -> None:
+    """Close a stream's HTTP response (or the embedded model's generation) now, whichever way the
+    stream ended: finished, failed, or abandoned by its reader.
+
+    Left open, a response keeps its socket and pooled connection until the garbage collector finds
+    it, and a collection that runs while this thread holds the connection pool's lock (inside the
+    next request) deadlocks on that lock. litellm wraps each provider's stream differently: OpenAI's
+    ``openai.Stream`` (``close()`` closes its response), the Anthropic reader's line iterator over
+    the response (closing it closes the body), the embedded model's generator (closing it stops the
+    generation). A finished Anthropic stream has its last lines read first (its reader stops at the
+    stop reason), so httpx ends the body normally and the connection is kept for the next call; an
+    unfinished one is closed unread, and httpcore drops its connection."""
+    inner = getattr(stream, "completion_stream", None)
+    lines = getattr(inner, "streaming_response", None)
     try:
-        if read_rest:
+        if finished and hasattr(lines, "__next__"):
             for _ in lines:
                 pass
-        else:
-            lines.close()
+        for part in (lines, inner):
+            close = getattr(part, "close", None)
+            if callable(close):
+                close()
     except Exception as error:  # noqa: BLE001 (best effort: the answer, or the error, is already in hand)
-        log.debug("releasing a stream failed: %s", error)
-
-
+        log.debug("closing a stream failed: %s", error)
 
 
 def _call_attributes(step: Call) -> dict[str, Any]:

@@ -7,11 +7,12 @@ down for ``cooldown_s``: runs skip its models and go down the fallback chain at 
 spending retries. After the cool-down it starts afresh.
 
 Only the provider's failures count (``classify`` says ``transient``): a 429 or 5xx, a read timeout
-once the request was sent, a connection refused, dropped or reset. Hard errors (bad request,
-authentication) say nothing about its health, and neither do this process's own limits: a call that
-found no free connection, or opened none within its connect timeout (``local``), never reached the
-provider, and under a spike thousands of those would cool down a healthy endpoint. Shared by every
-thread and task of the process.
+once the request was sent, a connection refused, dropped or reset, a 200 with no answer. Hard and
+denied errors (a bad request; a key or model the endpoint refuses: 401, 403, 404) say nothing about
+its health, and neither do this process's own limits: a call that found no free connection, or
+opened none within its connect timeout (``local``), or no in-flight slot in time (``busy``), never
+reached the provider, and under a spike thousands of those would cool down a healthy endpoint.
+Shared by every thread and task of the process.
 """
 
 from __future__ import annotations

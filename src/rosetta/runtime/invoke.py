@@ -3,24 +3,32 @@ validation with one corrective retry (more for open models), and a :class:`Resul
 every attempt.
 
 The retry policy is ours, not litellm's: ``num_retries`` would retry 400s and 401s with no wait,
-and the OpenAI SDK's own retries would stack on top, so both are switched off per call.
+and the OpenAI SDK's own retries would stack on top, so both are switched off per call. What a
+failure means (retried, moved past, or the end of the run) is data: the ``errors`` table of
+``providers/runtime_policy.yaml``, read by :func:`classify`.
 """
 
 from __future__ import annotations
 
+import email.utils
 import errno
 import logging
+import math
 import time
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import timezone
 from typing import Any
 
 from rosetta.errors import Problem, RosettaError
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime.answers import (
+    MAX_ISSUES,
     Answer,
+    Issue,
     answer_text,
     correction_message,
+    quoted_answer,
     read_answer,
     tool_calls,
 )
@@ -30,11 +38,6 @@ from rosetta.runtime.secrets import redact, redact_problems
 
 log = logging.getLogger("rosetta.runtime")
 
-TRANSIENT = ("RateLimitError", "ServiceUnavailableError", "InternalServerError", "APIConnectionError", "Timeout",
-             "APIError", "BadGatewayError")
-"""litellm exception classes worth retrying (checked by name along the class hierarchy)."""
-CONTEXT = ("ContextWindowExceededError",)
-"""The prompt does not fit: a later model with a larger window may still answer."""
 LOCAL = ("PoolTimeout", "ConnectTimeout", "ConnectionTimeoutError")
 """Errors that never reached the provider: no pooled connection, or none opened, within the client's
 own timeout. litellm raises them as ``Timeout``, like a provider's read timeout; only the cause chain
@@ -44,13 +47,20 @@ LOCAL_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.EADDRNOTAVAIL, errno
 """OS errors in the cause chain that are this machine out of file descriptors, ports or buffers."""
 
 
+class EmptyResponse(Exception):
+    """A provider's success status without a usable answer (no choices, or a choice with no
+    message). The provider failed to answer, as with a 5xx: transient, so the call is retried,
+    counted against the endpoint's health, and the chain moves on once the retries are spent."""
+
+
 class ModelCallError(RosettaError):
     """A model could not produce a valid answer; ``attempts`` says what happened each time."""
 
     def __init__(self, problems: Any, attempts: list[Attempt] | None = None, kind: str = "hard") -> None:
         super().__init__(redact_problems(problems))  # they quote provider errors and answers
         self.attempts = list(attempts or [])
-        self.kind = kind  # "hard" | "transient" | "local" | "context" | "unavailable" | "invalid" | "exhausted"
+        self.kind = kind  # "hard" | "denied" | "transient" | "local" | "context" | "busy" | "unavailable" |
+        # "invalid" | "exhausted"
 
     def __reduce__(self) -> tuple:
         return (self.__class__, (self.problems, self.attempts, self.kind))
@@ -58,13 +68,19 @@ class ModelCallError(RosettaError):
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Exponential backoff for transient errors; ``Retry-After`` wins when the server sends one."""
+    """Exponential backoff for transient errors; ``Retry-After`` wins when the server sends one,
+    up to ``cap`` (a longer one is cut to ``cap``, and the log and the attempt's error say so)."""
 
     attempts: int = 4  # calls per model for transient errors, the first included
     base: float = 0.5  # seconds before the first retry
     multiplier: float = 2.0
     cap: float = 20.0  # longest single wait
     timeout: float = 60.0  # per call
+    queue_timeout: float = 300.0
+    """Longest wait for one of the endpoint's in-flight slots (``rate_limits.<provider>.max_in_flight``)
+    before the model is given up (kind ``busy``: the next model is tried). Not part of ``timeout``:
+    a spike queues here; a slot that stays taken this long is held by calls that hang, or by
+    streams neither read to the end nor closed."""
 
     def delay(self, retry: int, retry_after: float | None) -> float:
         """Seconds to wait before retry number ``retry`` (1-based)."""
@@ -78,7 +94,7 @@ class Attempt:
     """One call: which model, how it ended, and how long it took."""
 
     model: str
-    outcome: str  # "ok" | "invalid" | "transient" | "local" | "hard" | "context" | "unavailable"
+    outcome: str  # "ok" | "invalid" | "transient" | "local" | "hard" | "denied" | "context" | "busy" | "unavailable"
     error: str | None
     latency_s: float
     waited_s: float = 0.0
@@ -117,23 +133,39 @@ class Result:
 
 
 def classify(error: BaseException) -> str:
-    """``transient``, ``local``, ``context`` or ``hard`` for an exception raised by a completion call.
+    """``transient``, ``local``, ``denied``, ``hard``, ``context`` or ``busy`` for an exception a
+    completion call raised (or a driver sent back), as the ``errors`` table of
+    ``providers/runtime_policy.yaml`` says: by HTTP status where the error has one, else by class.
 
     ``transient`` is the provider failing (429, 5xx, a read timeout or a dropped connection once the
-    request was sent): retried, and counted by the health breaker. ``local`` is this process out of
-    connections (see :data:`LOCAL`): retried after a backoff, never held against the endpoint.
+    request was sent, a 200 with no answer): retried, and counted by the health breaker. ``local``
+    is this process out of connections (see :data:`LOCAL`): retried after a backoff, never held
+    against the endpoint. ``denied`` (401, 402, 403, 404) belongs to one endpoint's key or model:
+    not retried, but the next model is tried; ``hard`` (any other 4xx) ends the run.
     """
+    from rosetta.providers.policy import error_kinds
+
     if _is_local(error):
         return "local"
-    names = {cls.__name__ for cls in type(error).__mro__}
-    if names & set(CONTEXT):
-        return "context"
-    if names & {"AuthenticationError", "BadRequestError", "ContentPolicyViolationError", "NotFoundError",
-                "PermissionDeniedError", "UnprocessableEntityError"}:
-        return "hard"
-    if names & set(TRANSIENT) or isinstance(error, (TimeoutError, ConnectionError)):
-        return "transient"
-    return "hard"
+    kinds = error_kinds()
+    names = [cls.__name__ for cls in type(error).__mro__]  # most specific first
+    status = _status(error)
+    if status is not None and kinds.before_status.isdisjoint(names):
+        kind = kinds.by_status(status)
+        if kind is not None:
+            return kind
+    kind = next((kinds.classes[name] for name in names if name in kinds.classes), None)
+    if kind is not None:
+        return kind
+    return "transient" if isinstance(error, (TimeoutError, ConnectionError)) else "hard"
+
+
+def _status(error: BaseException) -> int | None:
+    """The HTTP status the provider answered with, when the error carries one."""
+    status = getattr(error, "status_code", None)
+    if status is None:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+    return status if isinstance(status, int) and not isinstance(status, bool) else None
 
 
 def _is_local(error: BaseException) -> bool:
@@ -151,15 +183,25 @@ def _is_local(error: BaseException) -> bool:
     return False
 
 
-def retry_after(error: BaseException) -> float | None:
-    """The server's ``Retry-After`` in seconds, when it sent one."""
+def retry_after(error: BaseException, now: float | None = None) -> float | None:
+    """The server's ``Retry-After`` in seconds (a number of seconds, or an HTTP date, then counted
+    from ``now``, a Unix time), when it sent one that reads as either."""
     headers = getattr(error, "litellm_response_headers", None) or getattr(
         getattr(error, "response", None), "headers", None) or {}
     value = headers.get("retry-after") if hasattr(headers, "get") else None
-    try:
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
+    if not isinstance(value, str | int | float):
         return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:  # "-0000": UTC, the only zone HTTP dates use
+            when = when.replace(tzinfo=timezone.utc)
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    return max(seconds, 0.0) if math.isfinite(seconds) else None
 
 
 @dataclass(frozen=True)
@@ -170,6 +212,7 @@ class Call:
     attempt: int = 1
     artifact: str = ""
     gate: Gate | None = None  # the endpoint's in-flight bound: the driver holds a slot while the request is out
+    queue_timeout: float | None = None  # longest wait for that slot; then the driver sends back GateTimeout
 
 
 @dataclass(frozen=True)
@@ -231,10 +274,14 @@ def plan(
                 yield Wait(reservation.wait)
             began = time.monotonic()
             outcome = yield Call(dict(kwargs), len(attempts) + 1, artifact,
-                                 limiter.gate(kwargs) if limiter is not None else None)
+                                 limiter.gate(kwargs) if limiter is not None else None, policy.queue_timeout)
+            outcome = _unusable(outcome) or outcome
             if isinstance(outcome, BaseException):
                 kind = classify(outcome)
                 message = _safe_message(outcome)
+                asked = retry_after(outcome) if kind == "transient" else None
+                if asked is not None and asked > policy.cap:  # said, not cut short silently
+                    message += f" (the server asked to wait {asked:.0f}s; RetryPolicy.cap allows {policy.cap:g}s)"
                 attempts.append(Attempt(prompt.model, kind, message, time.monotonic() - began, waited))
                 if limiter is not None:
                     limiter.settle(reservation, 0 if kind != "transient" else None)
@@ -243,8 +290,9 @@ def plan(
                 if kind not in ("transient", "local") or number == policy.attempts:
                     raise ModelCallError(Problem(f"{prompt.model}: {message}", field="model",
                                                  hint=_HINTS.get(kind)), attempts, kind)
-                waited = policy.delay(number, retry_after(outcome))
-                log.info("%s: %s; retrying in %.2fs", prompt.model, message, waited)
+                waited = policy.delay(number, asked)
+                (log.warning if asked is not None and asked > waited else log.info)(
+                    "%s: %s; retrying in %.2fs", prompt.model, message, waited)
                 yield Wait(waited)
                 continue
             attempts.append(Attempt(prompt.model, "ok", None, time.monotonic() - began, waited))
@@ -260,21 +308,40 @@ def plan(
         answer = read_answer(answer_text(reply, prompt), prompt)
         if answer.valid:
             break
-        issues = redact("; ".join(f"{i.path}: {i.message}" for i in answer.issues))
+        issues = redact("; ".join(f"{i.path}: {i.message}" for i in answer.issues[:MAX_ISSUES])
+                        + (f"; and {len(answer.issues) - MAX_ISSUES} more" if len(answer.issues) > MAX_ISSUES else ""))
         attempts[-1] = Attempt(prompt.model, "invalid", issues, attempts[-1].latency_s, attempts[-1].waited_s)
         if correction < validation_retries:
-            kwargs["messages"] = [*kwargs["messages"], {"role": "assistant", "content": answer.raw or ""},
+            kwargs["messages"] = [*kwargs["messages"], {"role": "assistant", "content": quoted_answer(answer)},
                                   {"role": "user", "content": correction_message(answer)}]
             if prompt.sampling_params:  # a model that rejects temperature gets the correction alone
                 kwargs["temperature"] = min(kwargs.get("temperature", retry_temperature), retry_temperature)
     assert answer is not None
-    output = answer.data
-    if answer.valid and output_model is not None and answer.data is not None:
-        output = output_model.model_validate(answer.data)
+    output, answer = typed(output_model, answer)
+    if not answer.valid and attempts[-1].outcome == "ok":  # the typed model refused what the schema took
+        attempts[-1] = replace(attempts[-1], outcome="invalid", error=answer.issues[0].message)
     return Result(output=output, raw=answer.raw, data=answer.data, model=prompt.model, artifact=artifact,
                   attempts=attempts, usage=usage, cost=cost, latency_s=time.monotonic() - started,
                   issues=answer.issues, state=provider_state(outcome), tool_calls=called,
                   logprobs=_logprobs(outcome) if kwargs.get("logprobs") else None)
+
+
+def typed(output_model: type | None, answer: Answer) -> tuple[Any, Answer]:
+    """The output of a valid ``answer``, typed by ``output_model``, and the answer; an issue per
+    field the typed model refuses though the schema took it (a lone surrogate such as ``"\\ud800"``
+    in a string: pydantic takes only text UTF-8 can write), so the answer comes back untyped and
+    invalid instead of lost to a traceback."""
+    if not answer.valid or output_model is None or answer.data is None:
+        return answer.data, answer
+    from pydantic import ValidationError
+
+    try:
+        return output_model.model_validate(answer.data), answer
+    except ValidationError as error:
+        issues = tuple(Issue(redact("$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
+                                                  for part in found["loc"])), redact(found["msg"]))
+                       for found in error.errors(include_input=False))
+        return answer.data, replace(answer, issues=issues)
 
 
 def _logprobs(response: Any) -> list[dict[str, Any]] | None:
@@ -285,9 +352,27 @@ def _logprobs(response: Any) -> list[dict[str, Any]] | None:
     return [entry if isinstance(entry, dict) else entry.model_dump() for entry in content]
 
 
+def _unusable(response: Any) -> EmptyResponse | None:
+    """An :class:`EmptyResponse` for a response with no first choice holding a message."""
+    if isinstance(response, BaseException):
+        return None
+    choices = getattr(response, "choices", None)
+    if not choices:
+        return EmptyResponse("the provider answered with no choices (an empty or malformed response)")
+    if getattr(choices[0], "message", None) is None:
+        return EmptyResponse("the provider's first choice holds no message (a malformed response)")
+    return None
+
+
 _HINTS = {
-    "hard": "not retried: fix the request or credentials (authentication, bad request, content policy)",
+    "hard": "not retried, and no other model is tried: fix the request (bad request, content policy)",
+    "denied": "not retried: this endpoint refused the key, or does not serve the model (401, 402, 403, 404); "
+              "the next model of the chain, if any, was tried; check this provider's API key, its "
+              "permissions and the model id",
     "transient": "the provider kept failing; the next model in the fallback chain is tried",
+    "busy": "every in-flight slot of this endpoint stayed taken (rate_limits.<provider>.max_in_flight): calls "
+            "that hang, or streams neither read to the end nor closed, hold them; close streams you stop "
+            "reading (stream.close()), or raise max_in_flight or RetryPolicy.queue_timeout",
     "local": "no connection could be opened in time (this machine's pool or sockets ran out); lower "
              "rate_limits.<provider>.max_in_flight, or raise the timeout",
     "context": "the prompt does not fit this model's context window",

@@ -10,6 +10,9 @@ estimate plus ``max_tokens`` (what providers count) and are settled with the rea
 A :class:`Gate` per endpoint bounds the calls in flight (``Limit.max_in_flight``): a spike of
 calls waits its turn here rather than in the HTTP client's pool, whose wait counts against
 each call's connect timeout (500 calls at once over one pool time out before most are sent).
+The wait has its own bound (``RetryPolicy.queue_timeout``): slots held by calls that hang, or by
+streams their reader kept without reading or closing, fail the wait with :class:`GateTimeout`
+instead of blocking it forever.
 
 litellm's Router also has rpm/tpm, but as routing filters between deployments of one Router
 instance: with a single deployment it fails the call instead of pacing it, and it is not shared
@@ -133,6 +136,14 @@ class RateLimiter:
                 bucket.give_back(reservation.tokens - used_tokens, self.clock())
 
 
+class GateTimeout(TimeoutError):
+    """No in-flight slot came free within the wait's bound; nothing was sent."""
+
+    def __init__(self, limit: int, seconds: float) -> None:
+        super().__init__(f"all {limit} in-flight slots of this endpoint stayed taken for {seconds:g}s; "
+                         "nothing was sent")
+
+
 class _Waiter:
     """One caller in line for a slot: how to wake it, and whether the slot is already its own."""
 
@@ -164,8 +175,9 @@ class Gate:
         """Callers in line for a slot."""
         return len(self._line)
 
-    def acquire(self) -> None:
-        """Take a slot, blocking the thread until one is free."""
+    def acquire(self, timeout: float | None = None) -> None:
+        """Take a slot, blocking the thread until one is free; :class:`GateTimeout` after
+        ``timeout`` seconds (``None``: no bound)."""
         with self._lock:
             if self.held < self.limit and not self._line:
                 self.held += 1
@@ -174,13 +186,16 @@ class Gate:
             waiter = _Waiter(event.set)
             self._line.append(waiter)
         try:
-            event.wait()
+            freed = event.wait(timeout)
         except BaseException:  # interrupted (Ctrl-C): leave the line, or pass on the slot just handed over
             self._abandon(waiter)
             raise
+        if not freed and self._leave(waiter):  # else a slot came just in time: it is ours
+            raise GateTimeout(self.limit, timeout or 0.0)
 
-    async def acquire_async(self) -> None:
-        """Take a slot, suspending the task (not its loop) until one is free."""
+    async def acquire_async(self, timeout: float | None = None) -> None:
+        """Take a slot, suspending the task (not its loop) until one is free; :class:`GateTimeout`
+        after ``timeout`` seconds (``None``: no bound)."""
         import asyncio  # only async callers pay for it
 
         loop = asyncio.get_running_loop()
@@ -192,7 +207,10 @@ class Gate:
             waiter = _Waiter(lambda: loop.call_soon_threadsafe(_resolve, future))
             self._line.append(waiter)
         try:
-            await future
+            await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            if self._leave(waiter):  # else a slot came just in time: it is ours
+                raise GateTimeout(self.limit, timeout or 0.0) from None
         except BaseException:  # cancelled: leave the line, or pass on the slot just handed over
             self._abandon(waiter)
             raise
@@ -210,13 +228,19 @@ class Gate:
                 return
             self.held -= 1
 
-    def _abandon(self, waiter: _Waiter) -> None:
+    def _leave(self, waiter: _Waiter) -> bool:
+        """Leave the line, unless a slot was handed over meanwhile; whether it left."""
         with self._lock:
-            if not waiter.granted:
-                if waiter in self._line:
-                    self._line.remove(waiter)
-                return
-        self.release()
+            if waiter.granted:
+                return False
+            if waiter in self._line:
+                self._line.remove(waiter)
+            return True
+
+    def _abandon(self, waiter: _Waiter) -> None:
+        """Leave the line, passing on a slot handed over meanwhile."""
+        if not self._leave(waiter):
+            self.release()
 
     def __enter__(self) -> Gate:
         self.acquire()

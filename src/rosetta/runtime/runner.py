@@ -148,18 +148,17 @@ class Runner:
 
         from rosetta.fileio import write_atomic
         from rosetta.runtime.answers import read_answer
-        from rosetta.runtime.invoke import Attempt, Result
+        from rosetta.runtime.conversation import encodable
+        from rosetta.runtime.invoke import Attempt, Result, typed
 
         spec = self.agent.spec  # the input rules ran when the chain was made
         selection = self.agent.selector.select(chain[0], None, user_id)
         prompt_file = Path(prompt_file or f"{self.agent.name}-prompt.md")
-        write_atomic(prompt_file, selection.prompt.render_for_display(inputs))
+        write_atomic(prompt_file, encodable(selection.prompt.render_for_display(inputs)))
         log.info("%s: manual mode, prompt written to %s", self.agent.name, prompt_file)
         if answer is None:
             answer = Path(answer_file).read_text(encoding="utf-8") if answer_file else sys.stdin.read()
-        parsed = read_answer(answer, selection.prompt)
-        output_model = self.output_model(selection)
-        output = output_model.model_validate(parsed.data) if output_model and parsed.valid else parsed.data
+        output, parsed = typed(self.output_model(selection), read_answer(answer, selection.prompt))
         result = Result(output=output, raw=answer, data=parsed.data, model="manual", artifact=selection.artifact_id,
                         attempts=[Attempt("manual", "ok" if parsed.valid else "invalid", None, 0.0)],
                         issues=parsed.issues)
@@ -192,10 +191,12 @@ class Runner:
         """The whole run as plan steps: each model of ``chain`` in turn, on its own selected prompt,
         until one answers; returns the finished Result or raises ModelCallError."""
         from rosetta.runtime.invoke import ModelCallError, plan
+        from rosetta.runtime.secrets import redacting_logs
         from rosetta.runtime.tracing import span
 
         spec, state = self.agent.spec, _ChainState(self.model)
-        with span("rosetta.run", **{"rosetta.agent": self.agent.name, "gen_ai.request.model": chain[0]}) as current:
+        with span("rosetta.run", **{"rosetta.agent": self.agent.name, "gen_ai.request.model": chain[0]}) as current, \
+                redacting_logs():  # litellm's, openai's and httpx's DEBUG records quote inputs and answers
             for name in chain:
                 selection = self.agent.selector.select(name, None, user_id)
                 if state.too_small(selection):
@@ -228,22 +229,24 @@ class Runner:
 
     def finish(self, result: Any, selection: Selection, spec: Any, attempts: list, options: Mapping[str, Any]) -> Any:
         """The Result as the caller gets it: earlier attempts first, who answered, output rules
-        applied (credentials redacted), and the agent's fallback_behavior for invalid answers."""
+        applied (credentials redacted from every field the model wrote, not only ``raw``), and the
+        agent's fallback_behavior for invalid answers."""
         from rosetta.runtime.answers import read_answer
-        from rosetta.runtime.guardrails import apply_output_rules
+        from rosetta.runtime.guardrails import NO_SECRETS, apply_output_rules
+        from rosetta.runtime.invoke import typed
 
         result.attempts = attempts + result.attempts
         result.agent, result.version = self.agent.name, selection.version
         result.arm, result.experiment = selection.arm, selection.experiment
         rules = tuple(spec.guardrails.output_filtering) if spec is not None else ()
-        raw, result.post_checks = apply_output_rules(rules, result.raw, on_secret=options.get("on_secret", "redact"))
+        on_secret = options.get("on_secret", "redact")
+        raw, result.post_checks = apply_output_rules(rules, result.raw, on_secret=on_secret)
+        if NO_SECRETS in rules:
+            raw = _redact_beyond_raw(result, raw, on_secret, selection.prompt)
         if raw != result.raw:
-            redacted = read_answer(raw, selection.prompt)
-            output_model = self.output_model(selection)
-            result.raw, result.data, result.output = raw, redacted.data, redacted.data
+            result.output, redacted = typed(self.output_model(selection), read_answer(raw, selection.prompt))
+            result.raw, result.data, result.issues = raw, redacted.data, redacted.issues
             result.logprobs = None  # its tokens spell what was redacted
-            if output_model is not None and redacted.valid:
-                result.output = output_model.model_validate(redacted.data)
         if not result.valid:
             self._on_invalid(result, spec)
         return result
@@ -291,6 +294,32 @@ class Runner:
         result.escalated = behaviour == "escalate_to_user"
         log.warning("%s on %s: returning an answer that does not validate (%s)", self.agent.name, result.model,
                     issues, extra={"rosetta_event": INVALID_ANSWER})
+
+
+def _redact_beyond_raw(result: Any, raw: str, on_secret: str, prompt: RenderedPrompt) -> str:
+    """Under ``no_secrets_in_output``, the rest of what the model wrote: its tool calls, the
+    provider state (reasoning text, thinking blocks) and the decoded answer, where a JSON escape
+    (``AKIA\\u0049...``) can hide a key from ``raw``. Redacts them, or raises GuardrailError with
+    ``on_secret="fail"``; returns the answer text to keep (re-encoded from the redacted data when
+    only the decoded data showed a key)."""
+    import json
+
+    from rosetta.runtime.answers import read_answer
+    from rosetta.runtime.guardrails import GuardrailError
+    from rosetta.runtime.secrets import find_secrets_in, redact_data
+
+    kinds = find_secrets_in([result.data, result.tool_calls, result.state])
+    if not kinds:
+        return raw
+    if on_secret == "fail":
+        raise GuardrailError(Problem(f"the answer contains credentials ({', '.join(kinds)})",
+                                     field="guardrails.output_filtering",
+                                     hint="the answer was discarded; nothing was returned"))
+    result.tool_calls, result.state = redact_data(result.tool_calls), redact_data(result.state)
+    result.logprobs = None
+    if isinstance(result.data, str) or not find_secrets_in(read_answer(raw, prompt).data):
+        return raw  # the data is the text, or what `raw` decodes to now that its keys are redacted
+    return json.dumps(redact_data(result.data), ensure_ascii=False)
 
 
 def _redacted(text: Generator[str, None, Any]) -> Generator[str, None, Any]:

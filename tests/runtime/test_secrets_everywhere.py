@@ -1,0 +1,168 @@
+"""Every credential rule, planted in the inputs, the answer, the agent's tool-call arguments and the
+model's reasoning text, served by a real HTTP server on 127.0.0.1: none comes out of the Result,
+the conversation's exports (``to_json``, ``save``, ``record_dir``) or any log record at DEBUG,
+litellm's, openai's and httpx's included; ``on_secret="fail"`` fires on each of those fields. And
+(issue 53, item 3) an answer holding a lone surrogate is returned and recorded, not lost."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from fault_server import FaultServer
+from secret_samples import EXAMPLES, secret_part
+
+from rosetta.runtime.agent import load
+from rosetta.runtime.guardrails import GuardrailError
+from rosetta.runtime.invoke import RetryPolicy
+
+EVERY = " and ".join(planted for planted, _ in EXAMPLES.values())
+ADVISORY = {"advisory": f"CVE-2024-12345: the vendor's CI printed {EVERY} into public build logs."}
+FAST = RetryPolicy(attempts=1, timeout=5.0)
+CALL_LOGGERS = ("rosetta", "LiteLLM", "openai", "httpx", "httpcore")
+
+
+class MessageServer(FaultServer):
+    """The test server, plus a ("message", {...}) step: the assistant message exactly as given,
+    tool calls and reasoning text included."""
+
+    def play(self, handler, step, body):
+        if step[0] != "message":
+            return super().play(handler, step, body)
+        payload = json.dumps({
+            "id": "chatcmpl-m", "object": "chat.completion", "created": 0, "model": body.get("model", "scripted"),
+            "choices": [{"index": 0, "message": {"role": "assistant", **step[1]}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 8, "total_tokens": 20}})
+        self._send(handler, 200, payload, {})
+
+
+def leaks(text: str) -> list[str]:
+    return [rule for rule, (planted, _) in EXAMPLES.items() if secret_part(rule, planted) in text]
+
+
+def message(content: str = '{"advisory_id": "CVE-2024-12345", "title": "Leaked build logs"}', *,
+            reasoning: str = "The advisory is short.", arguments: object = None) -> tuple:
+    calls = [{"id": "call_1", "type": "function",
+              "function": {"name": "lookup_advisory", "arguments": json.dumps(arguments or {"id": "CVE-2024-12345"})}}]
+    return ("message", {"content": content, "reasoning_content": reasoning, "tool_calls": calls})
+
+
+@pytest.fixture
+def extractor(tree):
+    return load("advisory-extractor", project=tree)
+
+
+@pytest.fixture
+def debug_logs(caplog):
+    for name in CALL_LOGGERS:
+        caplog.set_level(logging.DEBUG, logger=name)
+    caplog.set_level(logging.DEBUG)
+    return caplog
+
+
+def test_no_planted_credential_leaves_any_field_export_or_log(extractor, tree, debug_logs):
+    answer = json.dumps({"advisory_id": "CVE-2024-12345", "title": f"Leaked {EVERY}"})
+    with MessageServer([message(answer, reasoning=f"The logs show {EVERY}.", arguments={"query": EVERY})]) as server:
+        chat = extractor.chat("openai/gpt-4o", record_dir=tree / "rec")
+        result = chat.send(ADVISORY, policy=FAST, validation_retries=0, api_base=server.url,
+                           api_key="sk-test-not-a-real-key")
+        saved = chat.save(tree / "saved.json")
+    sent = json.dumps(server.requests[0]["body"])
+    assert set(leaks(sent)) == set(EXAMPLES)  # the model itself was sent every credential
+    assert result.tool_calls and "reasoning_content" in result.state  # the fields under test came back
+    fields = {"raw": result.raw, "data": json.dumps(result.data), "output": str(result.output),
+              "tool_calls": json.dumps(result.tool_calls), "state": json.dumps(result.state),
+              "issues": str(result.issues), "attempts": str(result.attempts), "to_json": chat.to_json(),
+              "save": saved.read_text(encoding="utf-8")}
+    fields |= {file.name: file.read_text(encoding="utf-8") for file in (tree / "rec").iterdir()}
+    for name, text in fields.items():
+        assert not leaks(text), (name, leaks(text))
+    assert result.raw.count("[redacted") >= len({rule.split("-")[0] for rule in EXAMPLES}) // 2
+    assert "[redacted" in fields["tool_calls"] and "[redacted" in fields["state"]
+    logged = {record.name.split(".")[0] for record in debug_logs.records}
+    assert {"LiteLLM", "openai", "httpcore", "rosetta"} <= logged  # the libraries did log, at DEBUG
+    for record in debug_logs.records:
+        assert not leaks(record.getMessage() + (record.exc_text or "")), (record.name, record.getMessage()[:200])
+
+
+def test_the_call_libraries_are_redacted_only_while_a_call_runs(extractor, debug_logs):
+    key = EXAMPLES["gcp-client-email"][0]  # litellm masks some keys itself (AKIA..., sk-...), not this one
+    names = ("LiteLLM", "openai._base_client", "httpcore.http11", "httpx")
+
+    def log_each() -> list[str]:
+        for name in names:
+            logging.getLogger(name).debug("key %s", key)
+        return [record.getMessage() for record in debug_logs.records[-len(names):]]
+
+    from rosetta.runtime.secrets import redacting_logs
+
+    with redacting_logs():
+        assert log_each() == ["key [redacted gcp service account]"] * len(names)
+    with MessageServer([message()]) as server:
+        extractor.run(ADVISORY, "openai/gpt-4o", policy=FAST, api_base=server.url, api_key="sk-test-not-a-real-key")
+    assert log_each() == [f"key {key}"] * len(names)  # outside calls, other libraries' logs are theirs
+
+
+@pytest.mark.parametrize("where", ["tool call", "reasoning", "escaped in the answer"])
+def test_on_secret_fail_covers_every_field(extractor, where, debug_logs):
+    key = EXAMPLES["github-token"][0]
+    escaped = key[:4] + "\\u00" + format(ord(key[4]), "02x") + key[5:]  # a JSON escape splits the key in `raw`
+    step = {"tool call": message(arguments={"query": key}), "reasoning": message(reasoning=f"I saw {key}."),
+            "escaped in the answer": message(json.dumps({"advisory_id": "CVE-2024-12345", "title": "x"})
+                                             .replace('"x"', f'"{escaped}"'))}[where]
+    with MessageServer([step]) as server:
+        with pytest.raises(GuardrailError, match="github token") as caught:
+            extractor.run(ADVISORY, "openai/gpt-4o", policy=FAST, on_secret="fail", api_base=server.url,
+                          api_key="sk-test-not-a-real-key")
+        assert not leaks(str(caught.value))
+        redacted = extractor.run(ADVISORY, "openai/gpt-4o", policy=FAST, api_base=server.url,
+                                 api_key="sk-test-not-a-real-key")
+    for text in (redacted.raw, json.dumps(redacted.data), json.dumps(redacted.tool_calls), json.dumps(redacted.state)):
+        assert not leaks(text)
+    assert "[redacted github token]" in json.dumps([redacted.data, redacted.tool_calls, redacted.state])
+    assert not any(leaks(record.getMessage()) for record in debug_logs.records)
+
+
+# -- issue 53, item 3: an answer UTF-8 cannot encode is still returned and recorded ---------------
+
+VALID = ('{"advisory_id": "CVE-2024-12345", "title": "TITLE", "affected": [{"package": "demo", "ecosystem": "pypi", '
+         '"vulnerable_range": "< 1.2.0", "fixed_version": "1.2.0"}]}')
+
+
+@pytest.mark.parametrize("answer", [
+    VALID.replace("TITLE", "\\ud800 broken"),  # a JSON escape in the answer text
+    VALID.replace("TITLE", "\ud800 broken"),  # the character itself, sent escaped on the wire
+], ids=["escaped", "raw"])
+def test_an_answer_with_a_lone_surrogate_is_returned_and_recorded_exactly(extractor, tree, answer):
+    with FaultServer([("ok", answer)]) as server:
+        chat = extractor.chat("openai/gpt-4o", record_dir=tree / "rec")
+        result = chat.send(ADVISORY, policy=FAST, api_base=server.url, api_key="sk-test-not-a-real-key")
+        saved = chat.save(tree / "saved.json")
+    # the schema takes it, the typed output (pydantic) cannot hold it: the answer comes back untyped,
+    # with an issue naming the field
+    assert [(issue.path, "unicode" in issue.message) for issue in result.issues] == [("$.title", True)]
+    assert [attempt.outcome for attempt in result.attempts] == ["invalid"]
+    assert result.data["title"] == "\ud800 broken" and result.output == result.data and result.raw == answer
+    recorded = json.loads((tree / "rec" / "turn-001-conversation.json").read_text(encoding="utf-8"))
+    assert recorded["turns"][0]["data"]["title"] == "\ud800 broken" and recorded["turns"][0]["raw"] == answer
+    assert json.loads((tree / "rec" / "conversation.json").read_text(encoding="utf-8")) == recorded
+    assert "\\ud800 broken" in (tree / "rec" / "turn-001-response.md").read_text(encoding="utf-8")
+    resumed = extractor.chat(resume=saved)
+    assert resumed.messages[-1]["content"] == answer and resumed.turns[0]["data"]["title"] == "\ud800 broken"
+
+
+def test_a_redacting_filter_on_a_handler_covers_any_logger_at_any_time():
+    from rosetta.runtime.secrets import RedactingFilter
+
+    written: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: written.append(handler.format(record))
+    handler.addFilter(RedactingFilter())
+    log = logging.getLogger("myapp.sub")
+    log.addHandler(handler)
+    try:
+        log.warning("calling with %s", EXAMPLES["sendgrid-api-token"][0])
+    finally:
+        log.removeHandler(handler)
+    assert written == ["calling with [redacted sendgrid key]"]
