@@ -1,5 +1,5 @@
 """Small value types shared by the signature (what an agent asks) and the rendered prompt (what a
-model receives).
+model receives), and the one bound both sides put on plain JSON values (:func:`deeper_than`).
 
 They are plain frozen dataclasses, not pydantic models, so that the runtime can load a compiled
 prompt without importing pydantic (~170 ms); everything that comes from users is validated by
@@ -38,3 +38,19 @@ class Demo:
     id: str
     inputs: dict[str, Any]
     output: Any
+
+
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and dicts more than ``limit`` levels, walked without recursion:
+    Python's JSON decoder, jsonschema and pydantic recurse once per level (or more), so examples and
+    answers nested deeper are refused before any of them sees the value."""
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if level > limit:
+            return True
+        stack.extend((child, level + 1) for child in children)
+    return False

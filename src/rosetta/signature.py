@@ -27,7 +27,7 @@ from rosetta.definition.models import (
 )
 from rosetta.definition.yaml_source import format_path
 from rosetta.errors import DefinitionError
-from rosetta.parts import Demo, InputField, ToolSpec
+from rosetta.parts import Demo, InputField, ToolSpec, deeper_than
 
 _JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict, "array": list}
 
@@ -229,9 +229,11 @@ def _with_required(tool: Any) -> dict[str, Any]:
 
 def source_digest(definition: AgentDefinition) -> str:
     """sha256 over every file the definition was merged from (names excluded: moves don't matter)."""
+    from rosetta.fileio import read_source_bytes
+
     digest = hashlib.sha256()
     for file in definition.source.files:
-        digest.update(Path(file).read_bytes())
+        digest.update(read_source_bytes(file))
         digest.update(b"\0")
     return digest.hexdigest()
 
@@ -249,7 +251,7 @@ def load_demos(definition: AgentDefinition, inputs: tuple[InputField, ...]) -> t
             continue
         try:
             row = json.loads(line)
-            too_deep = _deeper_than(row, MAX_EXAMPLE_DEPTH)
+            too_deep = deeper_than(row, MAX_EXAMPLE_DEPTH)
         except json.JSONDecodeError as exc:
             raise DefinitionError.at(f"invalid JSON: {exc.msg}", file=path, line=number, column=exc.colno) from None
         except RecursionError:  # the decoder's own limit, far deeper than ours
@@ -281,26 +283,13 @@ MAX_EXAMPLE_DEPTH = 64
 def _read_examples(path: Path) -> str:
     """The examples file as text, or a located error saying why it cannot be read."""
     from rosetta.definition.frontmatter import decode
+    from rosetta.fileio import read_source_bytes
 
     try:
         size = path.stat().st_size
         if size > MAX_EXAMPLES_BYTES:
             raise DefinitionError.at(f"examples file is {size:,} bytes; the limit is {MAX_EXAMPLES_BYTES:,}", file=path,
                                      hint="keep a few demos here; put labeled data under datasets/")
-        return decode(path.read_bytes(), path)
+        return decode(read_source_bytes(path, limit=MAX_EXAMPLES_BYTES), path)  # a FIFO is refused, not waited on
     except OSError as exc:
         raise DefinitionError.at(f"cannot read the examples file: {exc.strerror or exc}", file=path) from None
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests lists and dicts more than ``limit`` levels (walked without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        if level > limit:
-            return True
-        stack.extend((child, level + 1) for child in children)
-    return False

@@ -159,3 +159,27 @@ def test_large_bodies_split_in_linear_time(write, body):
     definition = load_definition(path)
     assert time.perf_counter() - start < 8.0  # ~1 s on two idle cores
     assert definition.sections[-1].content.endswith(("text 31999", "Text."))
+
+
+def test_a_fifo_among_the_definitions_or_as_their_examples_is_refused_not_waited_on(tmp_path):
+    """Issue 52: sources are the user's files, symlinks followed, but a FIFO is never opened to wait."""
+    import os
+    import signal
+
+    fifo = tmp_path / "agent.md"
+    os.mkfifo(fifo)
+    previous = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("blocked on a FIFO")))
+    signal.alarm(10)
+    try:
+        with pytest.raises(DefinitionError, match="FIFO"):
+            load_definition(fifo)
+        examples = tmp_path / "x.examples.jsonl"
+        os.mkfifo(examples)
+        (tmp_path / "x.md").write_text(
+            "---\nname: x\nportability:\n  few_shot:\n    enabled: true\n    examples_ref: x.examples.jsonl\n---\n"
+            "## Role\nYou sort.\n", encoding="utf-8")
+        with pytest.raises(DefinitionError, match="x.examples.jsonl"):  # not a file: refused at once
+            lower(load_definition(tmp_path / "x.md"))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

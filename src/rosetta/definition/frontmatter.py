@@ -26,6 +26,8 @@ class SplitDocument:
 
 def read_text(path: Path) -> str:
     """Read a text file as UTF-8 (BOM and UTF-16 with BOM accepted) with ``\\n`` line endings."""
+    from rosetta.fileio import read_source_bytes
+
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
@@ -33,7 +35,7 @@ def read_text(path: Path) -> str:
                 f"file is {size:,} bytes; the limit for a definition is {MAX_FILE_BYTES:,}",
                 file=path, hint="split it, or move large data into referenced files",
             )
-        data = path.read_bytes()
+        data = read_source_bytes(path, limit=MAX_FILE_BYTES)  # a FIFO or device is refused, never waited on
     except FileNotFoundError:
         raise DefinitionError.at("file not found", file=path, hint="check the path") from None
     except IsADirectoryError:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from rosetta.parts import deeper_than
 from rosetta.render.mechanisms import MECHANISMS, RESPOND_TOOL
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime.secrets import redact
@@ -166,26 +167,12 @@ def _bounded_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -
 def validate(data: Any, schema: dict[str, Any]) -> list[Issue]:
     """Every schema violation of ``data``, by path (sorted, so messages are stable), credentials
     redacted; data nested deeper than :data:`MAX_DEPTH` is one issue, not validated."""
-    if _deeper_than(data, MAX_DEPTH):
+    if deeper_than(data, MAX_DEPTH):
         return [Issue("$", _TOO_DEEP)]
     validator = _validator(json.dumps(schema, sort_keys=True))
     issues = [Issue(excerpt(redact(_json_path(error.absolute_path)), ISSUE_CHARS),
                     excerpt(redact(error.message), ISSUE_CHARS)) for error in validator.iter_errors(data)]
     return sorted(issues, key=lambda issue: (issue.path, issue.message))
-
-
-def _deeper_than(data: Any, limit: int) -> bool:
-    """Whether ``data`` nests lists and objects more than ``limit`` levels (walked without recursion)."""
-    stack = [(data, 1)]
-    while stack:
-        value, level = stack.pop()
-        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
-        if children is None:
-            continue
-        if level > limit:
-            return True
-        stack.extend((child, level + 1) for child in children)
-    return False
 
 
 def excerpt(text: str, limit: int = QUOTE_CHARS) -> str:
