@@ -143,7 +143,7 @@ def judge_answer(messages: list[dict[str, Any]], unsure: bool = False) -> str:
     failed = [v["id"] for v in verdicts if v["verdict"] == "fail"]
     overall = "fail" if failed else "pass" if all(v["verdict"] == "pass" for v in verdicts) else "indeterminate"
     return json.dumps({"verdict": overall, "criteria": verdicts,
-                       "issues": [f"{c} does not hold" for c in failed],
+                       "issues": [f"{c} does not hold: {dict(criteria)[c]}" for c in failed],
                        "suggested_fixes": ["use the label the rubric asks for"] if failed else []})
 
 

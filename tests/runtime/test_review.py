@@ -81,7 +81,7 @@ def test_without_retry_once_a_failed_review_is_only_reported(toy) -> None:
     result = toy.run({"text": "a note about apples"}, model="scripted/toy", review="The label is gamma",
                      review_model="scripted/judge")
     assert result.review.verdict == "fail" and not result.retried and result.data == {"label": "alpha"}
-    assert result.review.issues == ["C1 does not hold"]
+    assert result.review.issues == ["C1 does not hold: The label is gamma"]
 
 
 def test_a_judge_that_never_answers_validly_decides_nothing(toy) -> None:
@@ -93,3 +93,14 @@ def test_a_judge_that_never_answers_validly_decides_nothing(toy) -> None:
 def test_retry_once_needs_a_rubric(toy) -> None:
     with pytest.raises(UsageError, match="retry_once needs a rubric"):
         toy.run({"text": "a note about apples"}, model="scripted/toy", retry_once=True)
+
+
+def test_a_review_never_carries_a_credential_the_judge_quoted(toy) -> None:
+    """Issue 53: every field of a Result is screened, the review included (the judge quotes criteria)."""
+    key = "AKIA" + "IOSFODNN7" + "EXAMPLE"
+    result = toy.run({"text": "a note about apples"}, model="scripted/toy", review=[f"Never print {key}"],
+                     review_model="scripted/judge")
+    assert result.review.verdict == "fail" and result.review.issues
+    said = result.review.to_dict()  # what the judge wrote (the criteria's text is the caller's own rubric)
+    assert key not in repr([said["issues"], said["suggested_fixes"], [c["reasoning"] for c in said["criteria"]]])
+    assert "does not hold" in result.review.issues[0] and "[redacted" in result.review.issues[0]

@@ -237,7 +237,10 @@ class Reviewer:
         calls = sum(1 for a in attempts if a.outcome in ("ok", "invalid"))
         with self._lock:
             self.calls += calls
-        return read_review(data if valid else None, rubric, valid=valid, model=model, calls=calls)
+        from rosetta.runtime.secrets import redact_data
+
+        # a review is for people and never needs a credential, whatever the judge quoted from the task
+        return read_review(redact_data(data) if valid else None, rubric, valid=valid, model=model, calls=calls)
 
 
 def review_and_retry(agent: Any, result: Any, inputs: Mapping[str, Any], rubric: Any, *, reviewer: Reviewer,
