@@ -75,7 +75,8 @@ def _beside(path: Path, expected: Provenance, signature: Any, model: Any, adapte
 
     problems: list[str] = []
     versions: dict[str, tuple[str, str]] = {}  # id → (status, why) of each kept version
-    for version_id, file in known_ids(path).items():
+    ids = known_ids(path)
+    for version_id, file in ids.items():
         if file == path:
             continue
         try:
@@ -102,11 +103,11 @@ def _beside(path: Path, expected: Provenance, signature: Any, model: Any, adapte
         return [*problems, f"{rollout_path(path)}: {error.problems[0].message}; fix or delete it"]
     if rollout is None:
         return problems
-    current = next((i for i, f in known_ids(path).items() if f == path), None)
+    current = next((i for i, f in ids.items() if f == path), None)
     pinned = [("active", rollout.active)] + ([("experiment.treatment", rollout.experiment.treatment)]
                                              if rollout.experiment else [])
     for field, prefix in pinned:
-        match = [i for i in known_ids(path) if i.startswith(prefix)]
+        match = [i for i in ids if i.startswith(prefix)]
         if len(match) != 1:
             problems.append(f"{rollout_path(path).name} `{field}` pins {prefix}, which is not one retained version")
         elif match[0] != current and versions.get(match[0], (INVALID, ""))[0] != UP_TO_DATE:
