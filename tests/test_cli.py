@@ -191,7 +191,7 @@ def test_compile_check_show_and_diff(cli, tree, monkeypatch):
     assert "6 up to date" in again.stdout
     assert cli("compile", "--check", "-m", "sonnet", "-m", "openai/gpt-4o").exit_code == 0
     shown = cli("show", "vuln-triage", "--model", "opus")
-    assert shown.exit_code == 0 and "family" in shown.stdout and "claude-sonnet-5-5" in shown.stdout
+    assert shown.exit_code == 0 and "uncompiled" in shown.stdout and "claude-sonnet-5-5.yaml for" in shown.stdout
     diff = cli("diff", "vuln-triage", "-m", "sonnet", "-m", "openai/gpt-4o")
     assert diff.exit_code == 0 and "-<role>" in diff.stdout and "+## Role" in diff.stdout
     assert cli("diff", "vuln-triage", "-m", "sonnet").exit_code == 2
@@ -199,16 +199,22 @@ def test_compile_check_show_and_diff(cli, tree, monkeypatch):
     assert failing.exit_code == 1 and "context window" in failing.stdout
 
 
-def test_models_outside_the_catalog_need_to_be_accepted(cli, tree, monkeypatch):
+def test_models_outside_the_catalog_are_accepted_unless_the_project_gates_them(cli, tree, monkeypatch):
+    """Issue 54: any id litellm routes compiles, renders and is checked; ``unlisted_models`` is the
+    strict gate, refused the same way on every command that takes a model."""
     monkeypatch.chdir(tree)
-    typo = cli("compile", "signatures/vuln-triage.md", "-m", "openai/gpt-4oo")
-    assert typo.exit_code == 1 and "unknown model 'openai/gpt-4oo'" in typo.stdout and "openai/gpt-4o" in typo.stdout
-    accepted = cli("compile", "signatures/vuln-triage.md", "-m", "deepseek/deepseek-chat", "--unlisted")
-    assert accepted.exit_code == 0 and (tree / "compiled/vuln-triage/deepseek/deepseek-chat.yaml").is_file()
-    with (tree / "pyproject.toml").open("a") as config:
-        config.write("unlisted_models = ['deepseek/*']\n")
+    assert cli("compile", "signatures/vuln-triage.md", "-m", "deepseek/deepseek-chat").exit_code == 0
+    assert (tree / "compiled/vuln-triage/deepseek/deepseek-chat.yaml").is_file()
     assert cli("compile", "--check", "signatures/vuln-triage.md", "-m", "deepseek/deepseek-chat").exit_code == 0
-    assert cli("render", "signatures/vuln-triage.md", "-m", "deepseek/deepseek-chat").exit_code == 0
+    rendered = cli("render", "signatures/vuln-triage.md", "-m", "deepseek/deepseek-chat")
+    assert rendered.exit_code == 0 and "from its compiled artifact" in rendered.stdout
+    with (tree / "pyproject.toml").open("a") as config:
+        config.write("unlisted_models = ['azure/*']\n")
+    for command in (("compile", "signatures/vuln-triage.md"), ("render", "signatures/vuln-triage.md"),
+                    ("show", "vuln-triage"), ("run", "vuln-triage", "-i", "report=" + "SQL injection in the login form. " * 3)):
+        refused = cli(*command, "-m", "deepseek/deepseek-chat")
+        assert refused.exit_code in (1, 2) and "only the ids unlisted_models names" in refused.output, command
+    assert cli("render", "signatures/vuln-triage.md", "-m", "azure/gpt-4o").exit_code == 0
 
 
 def test_run_answers_through_a_real_server(cli, tree, monkeypatch):

@@ -72,9 +72,10 @@ class Settings(BaseSettings):
     """Compile targets for agents without portability.model_preferences (empty: the catalog's)."""
     adapter_dirs: Annotated[list[Path], NoDecode] = []
     """Extra directories of provider adapter YAML files that add to or override the bundled ones."""
-    unlisted_models: Annotated[list[str], NoDecode] = []
-    """Model ids outside the catalog you accept, as patterns (e.g. "openai/gpt-5.5", "ollama_chat/*");
-    any other unknown id is an error, so that a typo never runs with guessed capabilities."""
+    unlisted_models: Annotated[list[str], NoDecode] = ["*"]
+    """Model ids outside the catalog the project accepts, as patterns: by default every id litellm
+    routes ("*"); a team that wants the strict gate lists the ones it accepts (e.g. ["azure/*",
+    "ollama_chat/*"]) or none ([]), and any other id is then an error naming the nearest catalog names."""
     strict: bool = False
     """Runtime strictness: raise instead of falling back to the uncompiled render."""
     section_roles: dict[str, RCCFRole] = {}

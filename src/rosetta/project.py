@@ -79,7 +79,7 @@ class ProjectDirs:
     local_models: dict[str, Path] = field(default_factory=dict)  # local/<name> → GGUF file
     adapter_dirs: tuple[Path, ...] = ()  # project adapters beside the bundled ones
     section_roles: dict[str, str] = field(default_factory=dict)  # heading → RCCF role, project-wide
-    unlisted_models: tuple[str, ...] = ()  # patterns of model ids outside the catalog the project accepts
+    unlisted_models: tuple[str, ...] = ("*",)  # ids outside the catalog the project accepts ("*": all)
     local_threads: int | None = None  # CPU threads of the embedded model (None: all)
     models: dict[str, Any] = field(default_factory=dict)  # declared models: id → its [tool.rosetta.models] table
     datasets_dir: Path = Path("datasets")  # labeled examples, datasets/<agent>/ (strict mode checks optimized prompts on them)
@@ -124,7 +124,7 @@ def project_dirs(start: str | os.PathLike[str] | None = None, **overrides: objec
                        rate_limits, _health(_table(table, "health", where), where),
                        directory("cache_dir", str(Path(cache) / "rosetta")), local_models,
                        tuple(_absolute(Path(str(p)).expanduser(), root) for p in _list(overrides, table, "adapter_dirs")),
-                       section_roles, tuple(str(p) for p in _list(overrides, table, "unlisted_models")),
+                       section_roles, tuple(str(p) for p in _list(overrides, table, "unlisted_models", ["*"])),
                        _positive_int(setting("local_threads", ""), "local_threads", where),
                        _table(table, "models", where), directory("datasets_dir", "datasets"))
 
@@ -142,10 +142,11 @@ def _positive_int(text: str, key: str, where: str) -> int | None:
     return value
 
 
-def _list(overrides: Mapping[str, object], table: dict[str, Any], key: str) -> list[Any]:
+def _list(overrides: Mapping[str, object], table: dict[str, Any], key: str,
+          default: list[Any] | None = None) -> list[Any]:
     """A list setting: argument, then ``ROSETTA_<KEY>`` (a JSON list or comma-separated text, as
-    pydantic-settings reads it), then [tool.rosetta]."""
-    value = overrides.get(key) or os.environ.get("ROSETTA_" + key.upper()) or table.get(key, [])
+    pydantic-settings reads it), then [tool.rosetta], then ``default``."""
+    value = overrides.get(key) or os.environ.get("ROSETTA_" + key.upper()) or table.get(key, default or [])
     if isinstance(value, str):
         text = value.strip()
         value = json.loads(text) if text.startswith("[") else [p.strip() for p in text.split(",") if p.strip()]

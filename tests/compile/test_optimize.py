@@ -208,10 +208,17 @@ def test_dry_run_estimates_and_calls_nothing(toy: Path, cli: object) -> None:
     result = cli("-C", toy, "compile", toy / "signatures", "--model", "scripted/toy", "--optimize", "--dry-run",
                  "--trials", "5", "--max-calls", "50", "--proposer", "scripted/proposer")
     assert result.exit_code == 0, result.output
-    assert "at most 47 calls (3 proposals, 0 bootstrap, 28 search, 16 test)" in result.output
+    # the search stays within --max-calls (3 proposals and 28 answers, each up to 3 calls with its retries);
+    # the test pass comes on top: 16 answers, up to 48 calls
+    # litellm's price for the scripted model
+    assert "at most 98 calls, about $0.0226 if all are made; nothing was called" in " ".join(result.output.split())
+    assert "the search: at most 50 calls (--max-calls 50): 3 proposals, 0 bootstrap answers, a race planned at 28 " \
+        "answers" in " ".join(result.output.split())
+    assert "the test pass, outside --max-calls so that the winner's test score covers every row: 16 test answers, " \
+        "at most 48 calls" in " ".join(result.output.split())
     assert "no bootstrapped demos: the answer is only a label" in result.output
-    assert "race: 5 candidates; rows per rung [2, 6, 16], candidates per rung [5, 2, 1]" in result.output
-    assert "about $0.0109; nothing was called" in result.output  # litellm's price for the scripted model
+    assert "race: at most 5 candidates (fitted again when the space holds fewer distinct prompts); rows per rung " \
+        "[2, 6, 16], candidates per rung [5, 2, 1]" in " ".join(result.output.split())
     assert calls_made() == before and not (toy / ARTIFACT).exists()
 
 
@@ -608,17 +615,32 @@ def test_the_rubric_judge_reserves_its_answer_and_its_validation_retries(toy: Pa
 
 
 def test_dry_run_counts_the_baseline_test_pass_and_judge_calls(toy: Path, cli: object) -> None:
+    import shutil
+
+    from conftest import REPO
+
     definition = toy / "signatures/toy-sorter.md"
     definition.write_text(definition.read_text().replace(
         "evaluation:\n  metric: exact\n",
         "evaluation:\n  metric: judge\n  judge: scripted/judge\n  rubric: [The label matches the reference]\n"))
-    result = cli("-C", toy, "compile", toy / "signatures", "--model", "scripted/toy", "--optimize", "--dry-run",
-                 "--trials", "5", "--max-calls", "50", "--proposer", "none", "--baseline")
+    shutil.copy(REPO / "signatures/rubric-reviewer.md", toy / "signatures/rubric-reviewer.md")
+    args = ("-C", toy, "compile", definition, "--model", "scripted/toy", "--optimize", "--dry-run", "--trials", "5",
+            "--proposer", "none", "--baseline")
+    # each answer is planned with its verdict (2 calls): 8 bootstrap answers (16 calls), one answer's worst
+    # case beyond that (2 retries, a verdict's 2) and one pass over 16 dev rows (32 calls) need 52
+    refused = cli(*args, "--max-calls", "51")
+    assert refused.exit_code == 2 and "allow at least 52 calls" in refused.output, refused.output
+    result = cli(*args, "--max-calls", "100")
     assert result.exit_code == 0, result.output
-    # 8 bootstrap + 40 search (5 candidates × 6 rows, 1 × 10 more); test 16 × 2 (--baseline);
-    # one verdict per scored answer: 40 + 32
-    assert "at most 152 calls (0 proposals, 8 bootstrap, 40 search, 32 test, 72 judge)" in result.output
-    assert "candidates per rung [5, 1]" in result.output
+    text = " ".join(result.output.split())
+    # (100 - 16 - 4) // 2 = 40 answers: 5 candidates × 6 rows, 1 × 10 more
+    assert "the search: at most 100 calls (--max-calls 100): 0 proposals, 8 bootstrap answers, a race planned " \
+        "at 40 answers" in text and "candidates per rung [5, 1]" in text
+    # test 16 × 2 (--baseline) and up to 16 dev rows of the unoptimized render, each answer up to 1 + 2 retries
+    # + a verdict of 3 calls: 48 × 6
+    assert "32 test answers and up to 16 dev answers of the unoptimized render, at most 288 calls" in text
+    assert "each answer may take 2 validation retries and a judge's verdict of up to 3 calls" in text
+    assert "at most 388 calls" in text
 
 
 def test_a_search_logged_to_a_file_says_how_it_goes(toy: Path, cli: object) -> None:
@@ -659,12 +681,12 @@ def test_a_dry_run_over_a_tree_skips_agents_without_data_and_lists_them(toy: Pat
 
     shutil.copy(REPO / "signatures" / "vuln-triage.md", toy / "signatures" / "vuln-triage.md")  # no datasets/ folder
     result = cli("--project", toy, "compile", toy / "signatures", "--model", "scripted/toy", "--optimize",
-                 "--dry-run", "--unlisted")
+                 "--dry-run")
     assert result.exit_code == 0, result.output
     assert "dry run toy-sorter → scripted/toy" in result.output
     assert "skipped 1 agent without labeled data" in result.output and "vuln-triage.md" in result.output
     alone = cli("--project", toy, "compile", toy / "signatures" / "vuln-triage.md", "--model", "scripted/toy",
-                "--optimize", "--dry-run", "--unlisted")
+                "--optimize", "--dry-run")
     assert alone.exit_code == 2 and "no dataset folder" in alone.output  # one agent named: its error stands
 
 

@@ -10,6 +10,7 @@ import pytest
 from rosetta.errors import UsageError
 from rosetta.providers.adapter import load_adapters
 from rosetta.providers.catalog import load_catalog, resolve_model
+from rosetta.providers.kinds import StructuredOutput
 
 REQUIRED_ALIASES = {
     "gemini/2.5-pro": "gemini/gemini-2.5-pro",
@@ -60,29 +61,83 @@ def test_unknown_name_lists_the_nearest_known_names():
     assert "sonnet" in caught.value.problems[0].hint
 
 
-def test_model_outside_the_catalog_uses_litellms_map_with_a_warning_once_accepted(caplog):
-    with caplog.at_level(logging.WARNING):
-        model = resolve_model("deepseek/deepseek-chat", unlisted=["deepseek/*"])
-    assert not model.known and model.adapter == "open-source" and model.context_window >= 64000
-    assert "not in rosetta's catalog" in caplog.text
+@pytest.fixture
+def announcements():
+    """Forget which models outside the catalog were announced (once per process)."""
+    from rosetta.providers import catalog
+
+    catalog._announced.clear()
+    yield
+    catalog._announced.clear()
 
 
-def test_a_model_outside_the_catalog_is_an_error_unless_accepted():
-    """Issue 36, case 8: a typo used to run with a warning and lose native structured output."""
-    with pytest.raises(UsageError) as typo:
-        resolve_model("openai/gpt-4oo")
-    assert "unknown model 'openai/gpt-4oo'" in str(typo.value) and "openai/gpt-4o" in typo.value.problems[0].hint
-    assert "unlisted_models" in typo.value.problems[0].hint and "--unlisted" in typo.value.problems[0].hint
-    with pytest.raises(UsageError, match="litellm's model map lists it"):
+def test_a_model_outside_the_catalog_takes_litellms_map_and_is_noted_once(caplog, announcements):
+    with caplog.at_level(logging.INFO, logger="rosetta.providers.catalog"):
+        model = resolve_model("deepseek/deepseek-chat")
         resolve_model("deepseek/deepseek-chat")
-    assert resolve_model("deepseek/deepseek-chat", unlisted=True).id == "deepseek/deepseek-chat"
+    assert not model.known and model.adapter == "open-source" and model.context_window >= 64000
+    assert [r.levelname for r in caplog.records] == ["INFO"] and "litellm's model map" in caplog.text
+
+
+def test_an_id_neither_list_knows_runs_with_one_warning_naming_its_defaults(caplog, announcements):
+    """Issue 54: the catalog refines, it does not gate; a typo still says what it likely meant."""
+    with caplog.at_level(logging.WARNING, logger="rosetta.providers.catalog"):
+        typo = resolve_model("openai/gpt-4oo")
+        resolve_model("openai/gpt-4oo")
+    assert typo.adapter == "openai" and typo.context_window == 8192 and not typo.capabilities.structured_output
+    assert len(caplog.records) == 1
+    assert "8,192-token window" in caplog.text and "did you mean openai/gpt-4o?" in caplog.text
+
+
+def test_the_strict_gate_refuses_ids_its_patterns_do_not_name():
+    with pytest.raises(UsageError) as typo:
+        resolve_model("openai/gpt-4oo", unlisted=[])
+    assert "outside rosetta's catalog" in str(typo.value) and "openai/gpt-4o" in typo.value.problems[0].hint
+    assert "unlisted_models" in typo.value.problems[0].hint
     assert resolve_model("deepseek/deepseek-chat", unlisted=["openai/*", "DeepSeek/*"]).id == "deepseek/deepseek-chat"
     with pytest.raises(UsageError):
         resolve_model("deepseek/deepseek-chat", unlisted=["openai/*"])
+    assert resolve_model("sonnet", unlisted=[]).id == "anthropic/claude-sonnet-5-5"  # the catalog is never gated
+
+
+@pytest.mark.parametrize("name", ["nonesuch/model-x", "sonet", "azure/", "ollama/"])
+def test_a_name_litellm_cannot_route_is_an_error_naming_the_nearest(name):
+    with pytest.raises(UsageError) as unknown:
+        resolve_model(name)
+    assert f"unknown model {name!r}" in str(unknown.value)
+    if name == "sonet":
+        assert "sonnet" in unknown.value.problems[0].hint
+
+
+def test_a_bare_name_litellm_knows_gets_its_provider_prefix():
+    assert resolve_model("gpt-4o-mini-2024-07-18").id == "openai/gpt-4o-mini-2024-07-18"
+
+
+@pytest.mark.parametrize(("model", "adapter", "mechanism"), [
+    ("azure/gpt-4o", "openai", None),  # the adapter's own: response_format json_schema, strict
+    ("azure/my-deployment", "openai", None),  # a deployment name: the host decides
+    ("azure_ai/claude-haiku-4-5", "anthropic", StructuredOutput.FORCED_TOOL),  # the map claims no output_config
+    ("bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0", "anthropic", None),  # output_config → Bedrock outputConfig
+    ("bedrock/us.amazon.nova-pro-v1:0", "open-source", StructuredOutput.RESPONSE_SCHEMA),
+    ("vertex_ai/gemini-2.5-pro", "google", None),
+    ("vertex_ai/claude-sonnet-4-5@20250929", "anthropic", StructuredOutput.FORCED_TOOL),
+    ("openrouter/anthropic/claude-sonnet-4.5", "anthropic", StructuredOutput.RESPONSE_SCHEMA),  # OpenAI-shaped host
+    ("groq/openai/gpt-oss-120b", "open-source", StructuredOutput.RESPONSE_SCHEMA),  # open weights, by name
+    ("mistral/mistral-large-latest", "open-source", StructuredOutput.RESPONSE_SCHEMA),
+])
+def test_a_hosted_model_gets_its_vendors_adapter_and_its_hosts_mechanism(model, adapter, mechanism):
+    resolved = resolve_model(model)
+    assert (resolved.adapter, resolved.structured_output) == (adapter, mechanism)
+
+
+def test_families_of_hosted_models_drop_the_hosts_vendor_prefix():
+    assert resolve_model("bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0").family == "claude"
+    assert resolve_model("together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo").family == "llama"
+    assert resolve_model("vertex_ai/gemini-2.5-pro").family == "gemini"
 
 
 def test_unknown_ollama_model_falls_back_to_the_open_source_adapter():
-    model = resolve_model("ollama/qwen2.5", unlisted=["ollama_chat/*"])
+    model = resolve_model("ollama/qwen2.5", unlisted=["ollama_chat/*"])  # the gate sees the routed id
     assert model.id == "ollama_chat/qwen2.5" and model.adapter == "open-source" and model.model_class == "open"
 
 

@@ -215,15 +215,19 @@ def test_family_fallback_never_crosses_prompt_styles(tmp_path, cli):
                "--model", "local/gemma-3-270m").exit_code == 0
     selection = rosetta.load("vuln-triage", project=project).explain("my-gemma")
     assert selection.kind == "uncompiled" and selection.prompt.system_placement.value == "system_message"
-    assert "gemma-3-270m.yaml for local/gemma-3-270m: skipped, a completion-style prompt" in selection.reason
-    # a chat model of the same family and adapter still stands in
+    assert ("gemma-3-270m.yaml for local/gemma-3-270m: skipped, its system placement is completion"
+            in selection.reason)
+    # issue 54: a declared model's artifact was made for its own endpoint, and never serves another id
     other = _project(tmp_path / "b", SERVER + '\n[tool.rosetta.models."openai/gemma-big"]\nadapter = "open-source"\n'
                                               'family = "gemma"\nstructured_output = "json_object"\n'
                                               'context_window = 32768\nmax_output_tokens = 1024\n')
     assert cli("--project", other, "compile", other / "signatures" / "vuln-triage.md",
                "--model", "openai/gemma-big").exit_code == 0
-    stand_in = rosetta.load("vuln-triage", project=other).explain("my-gemma")
-    assert stand_in.kind == "family" and "openai/gemma-big" in stand_in.reason
+    for model in ("my-gemma", "openai/gpt-4o"):
+        stand_in = rosetta.load("vuln-triage", project=other).explain(model)
+        assert stand_in.kind == "uncompiled", model
+        assert "gemma-big.yaml for openai/gemma-big: skipped, made for that declared model's own endpoint" \
+            in stand_in.reason
 
 
 def test_when_every_declared_endpoint_is_down_the_error_names_each_model(tmp_path, monkeypatch):

@@ -84,7 +84,8 @@ def test_anthropic_output_closes_objects_and_spells_one_of_as_any_of():
 
 def test_a_correction_retry_adds_no_temperature_for_a_model_that_rejects_it(triage):
     def sent(name: str) -> dict:
-        steps = plan(render(triage, name), {"report": "x" * 40}, artifact="t", validation_retries=1)
+        steps = plan(render(triage, name), {"report": "x" * 40}, artifact="t", validation_retries=1,
+                     params={"api_key": "test-key"})  # a key: the credentials check lets the call go
         next(steps)  # the first call
         invalid = type("R", (), {"choices": [type("C", (), {"message": type("M", (), {
             "content": "not json", "tool_calls": None})()})()], "usage": None})()

@@ -34,28 +34,70 @@ def test_exact_artifact_is_used(compiled):
     assert agent.prompt_for("sonnet").system.startswith("<role>")
 
 
+def optimized(tree, model_id, **knobs):
+    """Write ``model_id``'s artifact as a search would: the definition rendered with ``knobs``, which
+    its provenance records."""
+    from dataclasses import replace
+
+    from rosetta.definition.loader import load_definition
+    from rosetta.providers.catalog import resolve_model
+    from rosetta.render.prompt import Knobs
+    from rosetta.render.renderer import render
+    from rosetta.signature import lower
+    from rosetta.store import verify
+    from rosetta.store.artifact import artifact_path, dump_artifact
+
+    definition = load_definition(tree / "signatures" / "vuln-triage.md", root=tree)
+    model = resolve_model(model_id)
+    adapter = load_adapters()[model.adapter]
+    chosen = Knobs(**knobs)
+    provenance = replace(verify.expected_provenance(definition, model, adapter, tree, {}), knobs=chosen.to_dict())
+    prompt = render(lower(definition), model, chosen)
+    path = artifact_path(tree / "compiled", "vuln-triage", model.id)
+    path.write_text(dump_artifact(verify.artifact_of(lower(definition), adapter, provenance, prompt)))
+    return prompt
+
+
 def test_fallback_order_family_provider_uncompiled(compiled, caplog):
+    """Issue 54: a sibling's optimized prompt lends its text and knobs; everything else is the
+    running model's own (its max_tokens with the thinking reserve, its sampling rules)."""
+    sonnet = optimized(compiled, "anthropic/claude-sonnet-5-5", delimiter="markdown", demo_count=0)
+    optimized(compiled, "openai/gpt-4o", delimiter="xml", reasoning=True)
     agent = load("vuln-triage", project=compiled)
     with caplog.at_level(logging.WARNING, logger="rosetta.runtime"):
         family = agent.explain("opus")  # same family (claude) as the sonnet artifact
+        own = agent.selector.render_uncompiled(agent.selector.target("opus"))
         assert family.kind == "family" and family.prompt.model == "anthropic/claude-opus-5-5"
+        assert family.prompt.system == sonnet.system and family.prompt.system.startswith("## Role")
+        assert family.prompt.generation == own.generation and family.prompt.request_params == own.request_params
         provider = agent.explain("o3")  # openai provider, o-series family
         assert provider.kind == "provider" and provider.prompt.model == "openai/o3"
+        assert provider.prompt.system.startswith("<role>") and "temperature" not in provider.prompt.generation
         uncompiled = agent.explain("gemini/2.5-pro")
         assert uncompiled.kind == "uncompiled" and uncompiled.prompt.system.startswith("## Role")
     assert caplog.text.count("rendering the definition uncompiled") == 1
 
 
+def test_a_plain_sibling_lends_nothing_what_runs_is_the_models_own_render(compiled):
+    """Issue 54: gpt-4o was served gpt-5.6's max_tokens and lost its temperature; a plain render has
+    no choices to lend, so the model's own render runs."""
+    agent = load("vuln-triage", project=compiled)
+    selection = agent.explain("opus")
+    assert selection.kind == "uncompiled" and "a plain render" in selection.reason
+    assert selection.prompt == agent.selector.render_uncompiled(agent.selector.target("opus"))
+
+
 def test_each_fallback_is_logged_once_per_agent_and_model(compiled, caplog):
+    optimized(compiled, "anthropic/claude-sonnet-5-5", delimiter="markdown")
     agent = load("vuln-triage", project=compiled)
     with caplog.at_level(logging.WARNING, logger="rosetta.runtime"):
         for _ in range(3):
             agent.prompt_for("opus")
-    assert caplog.text.count("claude-opus-5-5") == 2  # one record naming the model twice (target, reason)
-    assert len(caplog.records) == 1
+    assert len(caplog.records) == 1 and "using the family artifact" in caplog.text
 
 
 def test_strict_mode_raises_instead_of_falling_back(compiled):
+    optimized(compiled, "anthropic/claude-sonnet-5-5", delimiter="markdown")
     agent = load("vuln-triage", project=compiled, strict=True)
     assert agent.prompt_for("sonnet")
     for model in ("opus", "o3", "gemini/2.5-pro"):

@@ -52,8 +52,6 @@ def compile_command(
     check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if anything is missing or stale.")]
     = False,
     force: Annotated[bool, typer.Option("--force", help="Rebuild even up-to-date artifacts.")] = False,
-    unlisted: Annotated[bool, typer.Option("--unlisted", help="Accept --model ids outside rosetta's catalog "
-                                           "(capabilities then come from litellm's model map).")] = False,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes.",
                                              show_default="CPUs")] = None,
     adapters: Annotated[
@@ -76,29 +74,17 @@ def compile_command(
     and model are unchanged). With --optimize, each agent's prompt variants are searched against
     its labeled examples (datasets/<agent>/) and the best one is written; --jobs then sets how
     many evaluation calls run at once. Exit code 0: everything compiled or up to date;
-    1: a target failed, or --check found missing, stale or invalid artifacts; 2: bad usage.
+    1: a target failed, or --check found missing, stale, invalid or orphaned artifacts; 2: bad usage.
     """
     from rosetta.compile.compiler import CompileOptions, compile_paths
-    from rosetta.providers.adapter import load_adapters
 
     paths, settings = paths_or_default(ctx, paths)
     if optimize:
         flags = SearchFlags.from_params(ctx.params, jobs=jobs or 1)
         raise typer.Exit(optimize_paths(ctx, paths, models, flags, check=check, out=out_dir))
-    options = CompileOptions(
-        out=(out_dir or settings.compiled_dir).resolve(),
-        root=settings.root,
-        adapters=load_adapters([*settings.adapter_dirs, *(adapters or [])]),
-        models=tuple(models or ()),
-        default_models=tuple(settings.default_models),
-        section_roles=dict(settings.section_roles),
-        force=force,
-        check=check,
-        unlisted=(*settings.unlisted_models, *(models or [] if unlisted else [])),
-        datasets_dir=settings.datasets_dir,
-        cache_dir=settings.cache_dir,
-        declared_models=dict(settings.models),
-    )
+    options = CompileOptions.for_settings(settings, adapter_dirs=adapters or (),
+                                          out=(out_dir or settings.compiled_dir).resolve(),
+                                          models=tuple(models or ()), force=force, check=check)
     with err.status("compiling…") if not check else nullcontext():
         report = compile_paths(paths, options, jobs=jobs)
     _print_report(report, check=check)
@@ -109,7 +95,7 @@ def _print_report(report: Any, *, check: bool) -> None:
     from rosetta.compile.compiler import Status
 
     styles = {Status.WRITTEN: "green", Status.UP_TO_DATE: "dim", Status.FAILED: "red", Status.MISSING: "red",
-              Status.STALE: "red", Status.INVALID: "red"}
+              Status.STALE: "red", Status.INVALID: "red", Status.ORPHAN: "red"}
     for result in report.results:
         if result.status is Status.UP_TO_DATE and not check:
             continue

@@ -59,16 +59,12 @@ def project_settings(ctx: typer.Context) -> Any:
     return load_settings(options.get("project"), signatures_dir=options.get("signatures_dir"))
 
 
-def load_agent(ctx: typer.Context, agent: str, *, unlisted: list[str] = ()) -> Any:  # type: ignore[assignment]
-    """The runtime's agent (a name or a definition path) in the project the global options name;
-    ``unlisted`` adds model ids outside the catalog to the ones the project accepts."""
-    from rosetta.project import project_dirs
+def load_agent(ctx: typer.Context, agent: str) -> Any:
+    """The runtime's agent (a name or a definition path) in the project the global options name."""
     from rosetta.runtime.agent import load
 
     options = ctx.obj or {}
-    accepted = [*project_dirs(options.get("project")).unlisted_models, *unlisted] if unlisted else None
-    return load(agent, project=options.get("project"), signatures_dir=options.get("signatures_dir"),
-                unlisted_models=accepted)
+    return load(agent, project=options.get("project"), signatures_dir=options.get("signatures_dir"))
 
 
 def paths_or_default(ctx: typer.Context, paths: list[Path] | None) -> tuple[list[Path], Any]:

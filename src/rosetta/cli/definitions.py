@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rosetta.cli.common import ListFormat, err, out, paths_or_default, print_problems, reports_errors
-from rosetta.errors import UsageError
+from rosetta.errors import ConfigError, RosettaError, UsageError
 
 
 class ReportFormat(StrEnum):
@@ -50,15 +50,23 @@ def validate(
         int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes for large trees.", show_default="CPUs")
     ] = None,
 ) -> None:
-    """Lint agent definitions against the portability criteria PV-001…PV-010.
+    """Lint agent definitions against the portability criteria PV-001…PV-010, and report everything
+    `rosetta compile` would refuse: the project's settings, target models, shared agent names.
 
     Exit code 0: no errors (warnings allowed unless --strict); 1: findings with errors;
-    2: a file could not be loaded, or bad usage.
+    2: a file (the project's settings included) could not be loaded, or bad usage.
     """
-    from rosetta.lint.report import dumps, to_json, to_sarif, validate_paths
+    from rosetta.lint.report import ValidationReport, dumps, settings_report, to_json, to_sarif, validate_paths
 
-    paths, settings = paths_or_default(ctx, paths)
-    report = validate_paths(paths, jobs=jobs, section_roles=settings.section_roles)
+    try:
+        paths, settings = paths_or_default(ctx, paths)
+        gate, unsettled = _compile_gate(settings)
+    except ConfigError as error:  # reported with the rest; without settings, only PATHs given are linted
+        settings, gate, unsettled = None, {}, error
+    section_roles = settings.section_roles if settings is not None else {}
+    report = validate_paths(paths, jobs=jobs, section_roles=section_roles, **gate) if paths else ValidationReport([])
+    if unsettled is not None:
+        report.files.insert(0, settings_report(unsettled))
     if not report.files:
         raise UsageError.at(
             "no agent definitions found", file=", ".join(str(p) for p in paths),
@@ -71,6 +79,35 @@ def validate(
     else:
         _print_text_report(report, strict=strict, show_info=show_info)
     raise typer.Exit(report.exit_code(strict=strict))
+
+
+def _compile_gate(settings: Any) -> tuple[dict[str, Any], RosettaError | None]:
+    """The compiler's own checks for ``validate_paths`` (``refusals``, ``clashes``), with the options
+    `rosetta compile` takes from these settings; and the error of a catalog (its [tool.rosetta.models]
+    and $ROSETTA_MODELS) or adapter directory that does not load, when one does not."""
+    from functools import partial
+
+    from rosetta.compile.compiler import CompileOptions, name_clashes
+
+    try:
+        options = CompileOptions.for_settings(settings)
+        options.catalog()
+    except RosettaError as error:
+        return {"clashes": name_clashes}, error
+    return {"refusals": partial(_refused_targets, options), "clashes": name_clashes}, None
+
+
+def _refused_targets(options: Any, preferences: tuple[str, ...]) -> list[tuple[str, RosettaError]]:
+    """(model, why) for each model compile would build an agent with these preferences for and refuse."""
+    from rosetta.compile.compiler import resolve_target, targets
+
+    refused = []
+    for name in targets(preferences, options):
+        try:
+            resolve_target(name, options)
+        except RosettaError as error:
+            refused.append((name, error))
+    return refused
 
 
 _STYLE = {"error": "red", "warning": "yellow", "info": "blue"}

@@ -38,12 +38,10 @@ def doctor(ctx: typer.Context, probe: Annotated[list[str] | None, typer.Option(
     import importlib.util
 
     from rosetta.providers.catalog import catalog_for
-    from rosetta.providers.litellm_offline import import_litellm
 
     settings = project_settings(ctx)
     catalog = catalog_for(settings.root, settings.models)
     probed = {_declared(catalog, name) for name in probe or ()}
-    litellm = import_litellm()
     table = Table(title="providers", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("Provider", "Example model", "Credentials"):
         table.add_column(column)
@@ -52,18 +50,7 @@ def doctor(ctx: typer.Context, probe: Annotated[list[str] | None, typer.Option(
         if model.provider in seen or model.provider == "local" or model.endpoint is not None:
             continue
         seen.add(model.provider)
-        try:
-            check = litellm.validate_environment(model=model.id)
-        except Exception as exc:  # noqa: BLE001  an odd provider must not break the report
-            check = {"keys_in_environment": False, "missing_keys": [type(exc).__name__]}
-        missing = check.get("missing_keys") or []
-        if check.get("keys_in_environment"):
-            status = "[green]set[/green]"
-        elif missing and all(key.endswith("_API_BASE") for key in missing):  # a URL, not a credential (Ollama)
-            status = f"[dim]none needed; the default endpoint unless {escape(', '.join(missing))} is set[/dim]"
-        else:
-            status = f"[yellow]missing {escape(', '.join(missing))}[/yellow]" if missing else "[dim]none needed[/dim]"
-        table.add_row(model.provider, model.id, status)
+        table.add_row(model.provider, model.id, _credentials_status(model.id))
     out.print(table)
     _declared_endpoints(catalog, probed)
     local = importlib.util.find_spec("llama_cpp") is not None
@@ -83,6 +70,28 @@ def doctor(ctx: typer.Context, probe: Annotated[list[str] | None, typer.Option(
                                         else "[green]ok[/green]"))
     if bad:
         raise typer.Exit(1)
+
+
+def _credentials_status(model_id: str) -> str:
+    """What a call to ``model_id`` would authenticate with here, as the runtime checks it before
+    calling (:mod:`rosetta.providers.credentials`): variables' names only, never a value."""
+    from rosetta.providers.credentials import check_credentials
+
+    found = check_credentials(model_id)
+    unset = escape(", ".join(found.unset))
+    if found.error is not None:  # an odd provider must not break the report
+        return f"[yellow]unknown[/yellow] (litellm could not say: {escape(found.error)})"
+    if found.missing and found.ambient:
+        return (f"[yellow]not in the environment[/yellow] ({escape(', '.join(found.missing))}); its SDK may still "
+                "find them (a profile, a role or managed identity, application default credentials)")
+    if found.missing:
+        return f"[yellow]missing {escape(', '.join(found.missing))}[/yellow] (a run moves on to the next model)"
+    if found.ambient and found.unset:  # e.g. Vertex AI: its project and region unset, its credentials from ADC
+        return f"[dim]from its SDK (application default credentials, a profile or role; not checked here); {unset} " \
+               "not set[/dim]"
+    if found.unset and all(name.endswith("_API_BASE") for name in found.unset):  # a URL, not a credential (Ollama)
+        return f"[dim]none needed; the default endpoint unless {unset} is set[/dim]"
+    return "[green]set[/green]" + (f" [dim](defaults apply: {unset} not set)[/dim]" if found.unset else "")
 
 
 PROBE_TIMEOUT_S = 3.0

@@ -44,27 +44,19 @@ def render(
     inputs: Annotated[
         list[str] | None, typer.Option("--input", "-i", help="Fill an input: NAME=VALUE or NAME=@file.")
     ] = None,
-    adapters: Annotated[
-        list[Path] | None, typer.Option("--adapters", help="Extra adapter directory (repeatable).")
-    ] = None,
 ) -> None:
-    """Show the exact request a model receives for an agent: its messages, tools and parameters, as
-    litellm sends them (inputs not given with -i are shown as <name> placeholders)."""
+    """Show the exact request a model receives for an agent — its messages, tools and parameters, as
+    litellm is called at run time: the model's compiled artifact when it is up to date, else what
+    the runtime falls back to (inputs not given with -i are shown as <name> placeholders)."""
     from rosetta.definition.loader import load_definition
-    from rosetta.providers.adapter import load_adapters
-    from rosetta.providers.catalog import catalog_for
-    from rosetta.render.renderer import render as render_prompt  # not the package: its `render` may be the module
-    from rosetta.signature import lower
 
-    settings = project_settings(ctx)
     values = parse_inputs(inputs or [])
-    definition = load_definition(path, section_roles=settings.section_roles)
-    adapter_set = load_adapters([*settings.adapter_dirs, *(adapters or [])])
-    target = catalog_for(settings.root, settings.models).resolve(model, adapter_set, unlisted=settings.unlisted_models)
+    loaded = load_agent(ctx, str(path))
     try:
-        prompt = render_prompt(lower(definition), target, adapters=adapter_set)
+        selection = loaded.explain(model, strict=False)
     except RenderError as error:
-        raise _located(error, definition) from None
+        raise _located(error, load_definition(path, section_roles=project_settings(ctx).section_roles)) from None
+    prompt = selection.prompt
     for warning in prompt.warnings:
         err.print(f"[yellow]warning[/yellow] {escape(warning)}")
     if manual:
@@ -76,8 +68,11 @@ def render(
 
         sys.stdout.write(dump_yaml(prompt.to_dict()))
     else:
+        source = {"artifact": "its compiled artifact", "uncompiled": "the definition, uncompiled"}.get(
+            selection.kind, f"the {selection.kind} artifact {Path(selection.artifact or '').name}, re-fitted")
         out.print(f"[bold]{escape(prompt.agent)}[/bold] on [bold]{escape(prompt.model)}[/bold] "
-                  f"[dim](adapter {prompt.adapter}, {prompt.model_class}; ~{prompt.tokens['total']:,} tokens)[/dim]")
+                  f"[dim](adapter {prompt.adapter}, {prompt.model_class}; ~{prompt.tokens['total']:,} tokens; "
+                  f"from {escape(source)})[/dim]")
         sys.stdout.write(prompt.request_text(values))
 
 

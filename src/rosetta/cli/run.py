@@ -33,15 +33,13 @@ def run(
                                                      "instead of standard input.")] = None,
     record_dir: Annotated[Path | None, typer.Option("--record-dir", help="Write the prompt, raw answer and "
                                                     "conversation JSON of the call here.")] = None,
-    unlisted: Annotated[bool, typer.Option("--unlisted", help="Accept --model and --fallback ids outside rosetta's "
-                                           "catalog (capabilities then come from litellm's model map).")] = False,
 ) -> None:
     """Run an agent once and print its answer (JSON for structured agents) and how it was obtained.
 
     `--model manual` (or `--manual`) writes the prompt for a person to paste into any chat and
     reads the answer back.
     """
-    loaded = load_agent(ctx, agent, unlisted=[m for m in (model, *(fallbacks or [])) if m] if unlisted else [])
+    loaded = load_agent(ctx, agent)
     values = parse_inputs(inputs or [])
     if model == "manual":
         manual, model = True, (fallbacks or [None])[0]

@@ -80,13 +80,17 @@ DatasetOpt = Annotated[str | None, typer.Option("--dataset", help="Folder of tra
 TrialsOpt = Annotated[int | None, typer.Option("--trials", min=1, help="Candidates to race (study-wide, across "
                                                "resumes and workers).", show_default="as many as --max-calls allows "
                                                "(at most 81; 24 without --max-calls)")]
-MaxCallsOpt = Annotated[int | None, typer.Option("--max-calls", min=1, help="Most model calls for the search, "
-                                                 "cached or not: it sizes the race (the final test pass is extra).")]
+MaxCallsOpt = Annotated[int | None, typer.Option("--max-calls", min=1, help="Most model calls for the search "
+                                                 "(proposals, bootstrapping, the race; cached or not): it sizes the "
+                                                 "race. The test pass comes on top, so that the winner's test score "
+                                                 "covers every row; --dry-run says how many calls it takes.")]
 MaxCostOpt = Annotated[float | None, typer.Option("--max-cost", min=0, help="Most USD for the search (litellm "
-                                                  "prices).")]
+                                                  "prices); the test pass comes on top.")]
 TimeoutOpt = Annotated[float | None, typer.Option("--timeout", min=1, help="Stop searching after this many "
                                                   "seconds.")]
-DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the estimated calls and cost; call nothing.")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the most calls the search and the test pass will "
+                                          "make, and their estimated cost, or refuse a budget as the search would; "
+                                          "call nothing.")]
 ActivateOpt = Annotated[bool, typer.Option("--activate", help="Make the new artifact active even when the active one "
                                            "scored better on test, or was scored on other data (it is otherwise "
                                            "kept as a version).")]
@@ -255,14 +259,7 @@ class _Progress:
 def _print_report(report: Any) -> None:
     label = f"{report.agent} → {report.model}"
     if report.status == "dry run":
-        estimate = report.estimate
-        out.print(f"[bold]dry run[/bold] {escape(label)}: at most {estimate['total']} calls "
-                  f"({estimate['proposals']} proposals, {estimate['bootstrap']} bootstrap, "
-                  f"{estimate['search']} search, {estimate['test']} test"
-                  + (f", {estimate['judge']} judge" if estimate["judge"] else "")
-                  + f"), about ${estimate['cost_usd']:.4f}; nothing was called")
-        for note in report.notes:
-            out.print(f"           [dim]{escape(note)}[/dim]")
+        _print_plan(label, report)
         return
     if report.status == "up to date":
         out.print(f"[dim]up to date[/dim] {escape(label)}  [dim]{escape(str(report.artifact))} (same definition, "
@@ -281,11 +278,15 @@ def _print_report(report: Any) -> None:
     raced = f"{outcome.trials} candidates, {outcome.pruned} out" + (
         f", {outcome.cut_short} stopped by the budget" if outcome.cut_short else "")
     verb = "[green]optimized[/green]" if report.status == "written" else "[yellow]optimized, not activated[/yellow]"
+    budget = report.plan.max_calls if report.plan is not None else None
+    spend = (f"{outcome.calls} calls within --max-calls {budget} and {outcome.test_calls} test calls outside it"
+             if budget is not None else f"{outcome.calls} search calls and {outcome.test_calls} test calls")
     out.print(f"{verb} {escape(label)}: dev {outcome.dev_score:.3f}{interval}{baseline}{test}; "
-              f"{raced}; {outcome.calls} calls ({outcome.paid_calls} paid this run), {report.wall_s:.0f}s  "
+              f"{raced}; {spend} ({outcome.paid_calls} paid this run), {report.wall_s:.0f}s  "
               f"[dim]{escape(str(report.artifact))}[/dim]")
     if outcome.phases:
-        spent = ", ".join(f"{calls} {phase}" for phase, calls in outcome.phases.items() if calls)
+        spent = ", ".join(f"{calls} {phase}" for phase, calls in {**outcome.phases, "test": outcome.test_calls}.items()
+                          if calls)
         out.print(f"           [dim]calls by phase: {escape(spent or 'none')}"
                   + (f"; rows scored by {escape(outcome.scoring)}" if outcome.scoring != "metric" else "")
                   + "[/dim]")
@@ -294,3 +295,35 @@ def _print_report(report: Any) -> None:
     if report.activation:
         style = "yellow" if report.status == "kept as a version" else "dim"
         out.print(f"           [{style}]{escape(report.activation)}[/{style}]")
+
+
+def _print_plan(label: str, report: Any) -> None:
+    """A dry run: the calls the search will make, from the same plan it runs; the test pass apart,
+    since --max-calls does not bound it (the winner's test score covers every row)."""
+    plan = report.plan
+    each = f"each answer may take {plan.retries} validation retr{'y' if plan.retries == 1 else 'ies'}" + (
+        f" and a judge's verdict of up to {plan.judge} calls" if plan.judge else "")
+    search = plan.search_calls()
+    tests = f"{plan.test} test answers" + (f" and up to {plan.baseline_dev} dev answers of the unoptimized render"
+                                           if plan.baseline_dev else "")
+    outside = ", outside --max-calls so that the winner's test score covers every row" if plan.max_calls else ""
+    test_line = f"the test pass{outside}: {tests}, at most {plan.test_calls()} calls"
+    if search is None:  # DSPy's optimizer: its own calls first, then rosetta scores its choice
+        most = plan.dspy_dev * plan.per_answer + plan.test_calls() + report.rescoring * plan.per_answer
+        head = f"DSPy's own calls (not counted ahead), then at most {most} calls"
+        lines = [f"scoring DSPy's choice on dev: {plan.dspy_dev} answers, at most {plan.dspy_dev * plan.per_answer} "
+                 "calls", test_line]
+    else:
+        most = search + plan.test_calls() + report.rescoring * plan.per_answer
+        head = f"at most {most} calls"
+        budget = f" (--max-calls {plan.max_calls})" if plan.max_calls is not None else ""
+        lines = [f"the search: at most {search} calls{budget}: {plan.proposals} proposals, {plan.bootstrap} "
+                 f"bootstrap answers, a race planned at {plan.race.calls()} answers", test_line]
+    if report.rescoring:
+        lines.append(f"the active artifact was scored on other data: before it may be replaced it answers the "
+                     f"{report.rescoring} test rows, at most {report.rescoring * plan.per_answer} calls")
+    lines.append(each)
+    out.print(f"[bold]dry run[/bold] {escape(label)}: {head}, about ${report.cost_usd:.4f} if all are made; "
+              "nothing was called")
+    for line in [*lines, *report.notes]:
+        out.print(f"           [dim]{escape(line)}[/dim]")

@@ -1,7 +1,8 @@
 """``rosetta verify``: behavioral portability (PV-011…PV-018) across models, as a CI gate.
 
 Exit codes: 0 every criterion passed (or is indeterminate / not applicable), 1 a criterion
-failed (or an agent or model could not be verified), 2 bad usage.
+failed (or an agent or model could not be verified, such as a model this environment has no
+credentials for: it is listed apart, "not run: no credentials", not as a criterion's failure), 2 bad usage.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def verify_command(
         err.print(f"[dim]wrote {escape(str(report))}[/dim]")
     if str(json_out) != "-":
         _print_summary(result)
-    raise typer.Exit(1 if result.failed else 0)
+    raise typer.Exit(1 if result.failed or result.not_run else 0)
 
 
 _MARK = {"pass": "[green]✓[/green]", "fail": "[bold red]✗[/bold red]", "indeterminate": "[yellow]?[/yellow]",
@@ -116,6 +117,9 @@ def _print_summary(report: Any) -> None:
         if agent.skipped:
             table.add_row(escape(agent.agent), "—", "[dim]skipped[/dim]", "", "")
         for model in agent.models:
+            if model.not_run:
+                table.add_row(escape(agent.agent), escape(model.model), "[yellow]not run[/yellow]", "", "")
+                continue
             marks = [_MARK.get(found.status, "—") if (found := model.criterion(c)) else "—" for c in CRITERIA]
             table.add_row(escape(agent.agent), escape(model.model), " ".join(marks), _number(model.quality),
                           _percent(model.compliance))
@@ -136,8 +140,23 @@ def _print_summary(report: Any) -> None:
                     out.print(f"[{_STYLE[criterion.status]}]{criterion.status}[/] {escape(agent.agent)} × "
                               f"{escape(model.model)} {criterion.id} {escape(criterion.title)}: "
                               f"{escape(criterion.detail)}")
-    failed = report.failed
-    out.print(f"[bold red]{len(failed)} failure(s)[/bold red]" if failed else "[bold green]all criteria hold[/]")
+    for line in report.not_run:
+        out.print(f"[yellow]not run[/yellow] {escape(line)}")
+    out.print(_verdict(report))
+
+
+def _verdict(report: Any) -> str:
+    """The last line: failures, else whether every criterion holds; pairs not run are counted apart."""
+    failed, not_run = report.failed, report.not_run
+    ran = any(not model.not_run for agent in report.agents for model in agent.models)
+    if failed:
+        verdict = f"[bold red]{len(failed)} failure(s)[/bold red]"
+    elif not_run and not ran:
+        verdict = "[yellow]nothing was run[/yellow]"
+    else:
+        verdict = "[bold green]all criteria hold[/]" + (" on the models that ran" if not_run else "")
+    return verdict + (f"; [yellow]{len(not_run)} agent × model pair(s) not run: no credentials (export the "
+                      "variables named above; `rosetta doctor` lists them)[/yellow]" if not_run else "")
 
 
 def _number(value: float | None) -> str:

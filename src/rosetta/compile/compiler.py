@@ -40,6 +40,7 @@ class Status(StrEnum):
     MISSING = "missing"  # --check: no artifact
     STALE = "stale"  # --check: inputs changed since the artifact was written
     INVALID = "invalid"  # --check: tampered, truncated or unreadable artifact
+    ORPHAN = "orphan"  # --check: an artifact no definition or no resolvable model stands behind
     FAILED = "failed"  # the definition could not be loaded or the prompt could not be rendered
 
 
@@ -66,8 +67,8 @@ class CompileReport:
         return sum(1 for r in self.results if r.status is status)
 
     def exit_code(self) -> int:
-        """0 all good, 1 targets failed or (with --check) are missing/stale/invalid."""
-        bad = (Status.FAILED, Status.MISSING, Status.STALE, Status.INVALID)
+        """0 all good, 1 targets failed or (with --check) are missing/stale/invalid/orphaned."""
+        bad = (Status.FAILED, Status.MISSING, Status.STALE, Status.INVALID, Status.ORPHAN)
         return 1 if any(r.status in bad for r in self.results) else 0
 
 
@@ -83,10 +84,23 @@ class CompileOptions:
     section_roles: Mapping[str, Any] = field(default_factory=dict)
     force: bool = False
     check: bool = False  # verify the artifacts instead of writing them (see rosetta.compile.check)
-    unlisted: tuple[str, ...] = ()  # patterns of model ids outside the catalog to accept (see Catalog.resolve)
+    unlisted: tuple[str, ...] = ("*",)  # patterns of ids outside the catalog to accept ("*": any litellm routes)
     datasets_dir: Path | None = None  # where --check finds the labeled data optimized artifacts were searched on
     cache_dir: Path | None = None  # HF datasets' cache, for reading that data
     declared_models: Mapping[str, Any] = field(default_factory=dict)  # the project's [tool.rosetta.models]
+
+    @classmethod
+    def for_settings(cls, settings: Any, *, adapter_dirs: Iterable[Path] = (), **overrides: Any) -> CompileOptions:
+        """The options `rosetta compile` takes from a project's settings (``rosetta.config.Settings``),
+        with ``adapter_dirs`` loaded beside the project's and ``overrides`` on top: one recipe for
+        compile and for the gate `rosetta validate` shares with it."""
+        from rosetta.providers.adapter import load_adapters
+
+        return cls(**{"out": settings.compiled_dir, "root": settings.root,
+                      "adapters": load_adapters([*settings.adapter_dirs, *adapter_dirs]),
+                      "default_models": tuple(settings.default_models), "section_roles": dict(settings.section_roles),
+                      "unlisted": tuple(settings.unlisted_models), "datasets_dir": settings.datasets_dir,
+                      "cache_dir": settings.cache_dir, "declared_models": dict(settings.models), **overrides})
 
     def catalog(self) -> Any:
         """The model catalog with the project's declared models."""
@@ -107,6 +121,7 @@ def compile_paths(paths: Iterable[str | os.PathLike[str]], options: CompileOptio
     from rosetta.definition.loader import discover_many
     from rosetta.store.publish import clean_stale_temporaries
 
+    paths = list(paths)
     found = discover_many(paths)
     if not options.check:
         clean_stale_temporaries(options.out)
@@ -138,8 +153,14 @@ def compile_paths(paths: Iterable[str | os.PathLike[str]], options: CompileOptio
         with locked(options.out):  # once for all: the renames are quick, the fsyncs happened while staging
             for _, outcome in ordered:
                 _publish(outcome, options)
+    orphans: list[TargetResult] = []
     if options.check:
+        from rosetta.compile.check import orphaned
+
         _check_index(ordered, index, options)
+        orphans = [TargetResult(source, agent, model, Status(status), artifact, message) for
+                   source, agent, model, status, artifact, message in
+                   orphaned(paths, {file: o.entry.agent if o.entry else None for file, o in ordered}, options)]
     for file, outcome in ordered:
         key = relative_to(file, options.root)
         if file in clashes:
@@ -148,7 +169,7 @@ def compile_paths(paths: Iterable[str | os.PathLike[str]], options: CompileOptio
             index[key] = outcome.entry
     if pending and not options.check:
         save_index(options.out, index, COMPILER_VERSION)
-    return CompileReport([result for _, outcome in ordered for result in outcome.results])
+    return CompileReport([result for _, outcome in ordered for result in outcome.results] + orphans)
 
 
 @dataclass
@@ -184,12 +205,8 @@ def _refuse_name_clashes(ordered: list[tuple[Path, FileOutcome]]) -> set[Path]:
     other under ``compiled/<name>/``); nothing of theirs is written. Returns those files."""
     from rosetta.store.publish import discard
 
-    claimed: dict[str, list[Path]] = {}
-    for file, outcome in ordered:
-        name = outcome.entry.agent if outcome.entry else next((r.agent for r in outcome.results if r.agent), None)
-        if name is not None:
-            claimed.setdefault(name, []).append(file)
-    clashes = {name: files for name, files in claimed.items() if len(set(files)) > 1}
+    clashes = name_clashes((file, outcome.entry.agent if outcome.entry else next(
+        (r.agent for r in outcome.results if r.agent), None)) for file, outcome in ordered)
     refused = set()
     for file, outcome in ordered:
         name = outcome.entry.agent if outcome.entry else None
@@ -204,6 +221,16 @@ def _refuse_name_clashes(ordered: list[tuple[Path, FileOutcome]]) -> set[Path]:
             "hint: give each definition a unique `name:` (artifacts live under compiled/<name>/)"))]
         outcome.staged = {}
     return refused
+
+
+def name_clashes(named: Iterable[tuple[Path, str | None]]) -> dict[str, list[Path]]:
+    """Agent name → the files that use it, for each name more than one file uses: their artifacts
+    would overwrite each other under ``compiled/<name>/``, so compile refuses them all."""
+    claimed: dict[str, list[Path]] = {}
+    for file, name in named:
+        if name is not None:
+            claimed.setdefault(name, []).append(file)
+    return {name: files for name, files in claimed.items() if len(set(files)) > 1}
 
 
 def _publish(outcome: FileOutcome, options: CompileOptions) -> None:
@@ -224,6 +251,26 @@ def _defaults(options: CompileOptions) -> tuple[str, ...]:
     return options.default_models or options.catalog().default_targets
 
 
+def targets(preferences: Iterable[str], options: CompileOptions) -> tuple[str, ...]:
+    """The model names compile builds an agent with these ``model_preferences`` for, in order."""
+    return tuple(dict.fromkeys(options.models or tuple(preferences) or _defaults(options)))
+
+
+def resolve_target(name: str, options: CompileOptions) -> tuple[Any, Any]:
+    """The catalog model and adapter compile builds ``name`` with; raises the :class:`RosettaError`
+    that refuses the target (an unknown or unaccepted model, a retired one, one with no adapter)."""
+    from rosetta.errors import RenderError
+    from rosetta.providers.adapter import no_adapter
+
+    catalog = options.catalog()
+    model = catalog.resolve(name, dict(options.adapters), unlisted=options.unlisted)
+    adapter = options.adapters.get(model.adapter)
+    if adapter is None:
+        raise RenderError(no_adapter(model, dict(options.adapters)))
+    catalog.refuse_retired(model)
+    return model, adapter
+
+
 def _settle_from_index(file: Path, entry: IndexEntry, options: CompileOptions) -> list[TargetResult] | None:
     """Up-to-date results without parsing, or None when anything needs a closer look."""
     if any((options.root / probe).exists() for probe in entry.probes):
@@ -231,13 +278,10 @@ def _settle_from_index(file: Path, entry: IndexEntry, options: CompileOptions) -
     if files_digest(options.root, entry.files) != entry.source_sha256:
         return None
     results = []
-    for name in dict.fromkeys(options.models or entry.preferences or _defaults(options)):
+    for name in targets(entry.preferences, options):
         try:
-            model = options.catalog().resolve(name, dict(options.adapters), unlisted=options.unlisted)
+            model, adapter = resolve_target(name, options)
         except RosettaError:
-            return None
-        adapter = options.adapters.get(model.adapter)
-        if adapter is None:
             return None
         path = artifact_path(options.out, entry.agent, model.id)
         if _current_status(path, target_inputs(entry.source_sha256, model, adapter.sha256, options.section_roles)) \
@@ -249,13 +293,12 @@ def _settle_from_index(file: Path, entry: IndexEntry, options: CompileOptions) -
 
 def _compile_file(file: Path, error: DefinitionError | None, options: CompileOptions) -> FileOutcome:
     from rosetta.compile.carry import optimized_artifact
-    from rosetta.compile.check import check_target
+    from rosetta.compile.check import check_target, unresolvable
     from rosetta.datasets import default_location
     from rosetta.definition.formats import SIDECAR_SUFFIXES, stem_of
     from rosetta.definition.loader import load_definition
-    from rosetta.errors import RenderError
-    from rosetta.providers.adapter import no_adapter
     from rosetta.signature import lower, source_digest
+    from rosetta.store.lookup import scan
 
     if error is not None:
         return FileOutcome([TargetResult(str(file), None, None, Status.FAILED, message=str(error))])
@@ -264,9 +307,9 @@ def _compile_file(file: Path, error: DefinitionError | None, options: CompileOpt
         signature = lower(definition)
     except DefinitionError as failure:
         return FileOutcome([TargetResult(str(file), None, None, Status.FAILED, message=str(failure))])
-    adapters = dict(options.adapters)
     preferences = tuple(definition.spec.portability.model_preferences)
-    targets = options.models or preferences or _defaults(options)
+    wanted = targets(preferences, options)
+    compiled = scan(options.out, signature.name)[0] if options.check and not options.models else {}
     source_sha = source_digest(definition)
     source_files = tuple(relative_to(f, options.root) for f in definition.source.files)
     probes = tuple(relative_to(file.with_name(stem_of(file) + suffix), options.root) for suffix in SIDECAR_SUFFIXES
@@ -274,20 +317,25 @@ def _compile_file(file: Path, error: DefinitionError | None, options: CompileOpt
     outcome = FileOutcome([], IndexEntry(signature.name, source_files, probes, source_sha, preferences))
     dataset = None if options.datasets_dir is None else default_location(
         options.datasets_dir, signature.name, definition.spec.evaluation.dataset, options.root)
-    for name in dict.fromkeys(targets):  # keep order, drop duplicates
+    checked: set[str] = set()
+    for name in dict.fromkeys((*wanted, *compiled)):  # --check: every artifact of the agent, targeted or not
         try:
-            model = options.catalog().resolve(name, adapters, unlisted=options.unlisted)
-            adapter = adapters.get(model.adapter)
-            if adapter is None:
-                raise RenderError(no_adapter(model, adapters))
+            model, adapter = resolve_target(name, options)
         except RosettaError as failure:
-            outcome.results.append(TargetResult(str(file), signature.name, name, Status.FAILED, message=str(failure)))
+            outcome.results.append(TargetResult(str(file), signature.name, name, Status.FAILED, message=str(failure))
+                                   if name in wanted else TargetResult(str(file), signature.name, name, Status.ORPHAN,
+                                                                       str(compiled[name]), unresolvable(
+                                                                           compiled[name], name, failure)))
             continue
+        if name not in wanted and model.id in checked:
+            continue
+        checked.add(model.id)
         provenance = expected_provenance(definition, model, adapter, options.root, options.section_roles, source_sha)
         inputs_sha = provenance.inputs_sha256
         path = artifact_path(options.out, signature.name, model.id)
         if options.check:
-            status, message = check_target(path, provenance, signature, model, adapter, options, dataset)
+            status, message = check_target(path, provenance, signature, model, adapter, options, dataset,
+                                           targeted=name in wanted)
             outcome.results.append(TargetResult(str(file), signature.name, model.id, Status(status), str(path),
                                                 message))
             continue

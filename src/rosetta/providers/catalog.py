@@ -1,11 +1,15 @@
 """The model catalog: every name a user may write resolves to one canonical litellm id, one adapter,
 a model class, limits and capability flags.
 
-``providers/catalog.yaml`` is the source of truth for the models we know. A name outside it is an
-error listing the nearest known names, unless the user accepted it (``unlisted_models`` patterns
-in the project settings, or ``--unlisted``): then it is looked up in litellm's bundled model map
-(read offline: ``LITELLM_LOCAL_MODEL_COST_MAP``) and served by the adapter that owns its provider,
-or by the open-source adapter, with a warning.
+``providers/catalog.yaml`` refines and corrects what litellm knows; it does not gate. A name outside
+it that litellm can route (``azure/…``, ``bedrock/…``, ``vertex_ai/…``, ``groq/…``, ``openrouter/…``)
+is read from litellm's bundled model map (offline: ``LITELLM_LOCAL_MODEL_COST_MAP``) — window, output
+limit, structured output, sampling parameters, tools, vision, reasoning — and rendered by the adapter
+of its underlying vendor (the catalog's ``vendors`` rules: Claude on Bedrock → anthropic, Gemini on
+Vertex AI → google, …). A route the map does not list is accepted with one warning naming the
+defaults it gets; only a name litellm cannot route at all is an error, listing the nearest known
+names. A project that wants the strict gate sets ``unlisted_models`` (patterns of the ids it
+accepts; ``[]`` accepts none outside the catalog).
 
 A project declares its own models (self-hosted and OpenAI-compatible endpoints, hosted models the
 catalog does not list) in ``[tool.rosetta.models."<provider>/<name>"]``: each entry is merged over
@@ -127,11 +131,21 @@ class Endpoint:
             return None
         key = os.environ.get(self.api_key_env)
         if not key:
-            raise UsageError(Problem(f"{model_id}: ${self.api_key_env} is not set", Location(f"${self.api_key_env}"),
+            raise MissingKey(Problem(f"{model_id}: ${self.api_key_env} is not set", Location(f"${self.api_key_env}"),
                                      _field(model_id, "api_key_env"), "the endpoint's API key",
                                      f"export {self.api_key_env}=<key>, or remove api_key_env from "
-                                     f'[tool.rosetta.models."{model_id}"] if the endpoint needs none'))
+                                     f'[tool.rosetta.models."{model_id}"] if the endpoint needs none'),
+                             self.api_key_env)
         return key
+
+
+class MissingKey(UsageError):
+    """A declared endpoint's key variable is unset: the runtime moves on to the next model at once,
+    as for a vendor's missing key (``variable`` names it, never a value)."""
+
+    def __init__(self, problem: Problem, variable: str) -> None:
+        super().__init__(problem)
+        self.variable = variable
 
 
 def url_problem(url: str) -> str | None:
@@ -240,6 +254,31 @@ class Status:
         return f"{model_id} is deprecated and retires on {self.date}; move to {self.replacement}"
 
 
+ANY_MODEL = ("*",)
+"""``unlisted_models`` by default: every id litellm can route is accepted."""
+
+
+@dataclass(frozen=True)
+class Vendors:
+    """Which vendor's rules render a model outside the catalog (``vendors`` in catalog.yaml)."""
+
+    rules: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (adapter, fnmatch patterns over the id), in order
+    output_config_hosts: tuple[str, ...] = ()  # hosts through which Claude takes output_config.format
+
+    def adapter_for(self, route: str, provider: str, adapters: Mapping[str, Any]) -> Any:
+        """The adapter for ``route`` (served by litellm's ``provider``): the first rule its name
+        matches, else the adapter whose ``providers`` lists its host (user adapters win), else the
+        open-source one."""
+        name = route.lower()
+        for adapter, patterns in self.rules:
+            if adapter in adapters and any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
+                return adapters[adapter]
+        for adapter in reversed(list(adapters.values())):  # user directories are loaded last: they win
+            if provider in adapter.providers:
+                return adapter
+        return adapters["open-source"]
+
+
 @dataclass(frozen=True)
 class Catalog:
     """All catalog models plus the default compile targets."""
@@ -248,6 +287,7 @@ class Catalog:
     default_targets: tuple[str, ...]
     retirements: dict[str, Retirement] = field(default_factory=dict)  # model id → its retirement
     reviewed: dict[str, Any] = field(default_factory=dict)  # when, and against which litellm map
+    vendors: Vendors = field(default_factory=Vendors)
     _names: dict[str, CatalogModel] = field(default_factory=dict, repr=False, compare=False)
     _declared: dict[str, _Where] = field(default_factory=dict, repr=False, compare=False)  # id → its declaration
 
@@ -301,7 +341,7 @@ class Catalog:
         for key, entry in entries.items():
             where = _Where(file, text, str(key), (environment or {}).get(key))
             base = self._names.get(str(key).strip().lower())
-            model = declared_model(str(key).strip(), entry, base, where)
+            model = declared_model(str(key).strip(), entry, base, where, self.vendors)
             if base is not None:
                 for name in (base.id.lower(), *map(str.lower, base.aliases)):
                     taken.pop(name, None)
@@ -314,7 +354,8 @@ class Catalog:
             models[model.id] = model
             declared[model.id] = where
         return Catalog(models=tuple(models.values()), default_targets=self.default_targets,
-                       retirements=self.retirements, reviewed=self.reviewed, _declared=declared)
+                       retirements=self.retirements, reviewed=self.reviewed, vendors=self.vendors,
+                       _declared=declared)
 
     def declared_at(self, model_id: str, key: str | None = None) -> Location:
         """Where ``key`` of a declared model is written (its table without a key), for errors that
@@ -323,39 +364,74 @@ class Catalog:
         return where.location(key) if where is not None else Location()
 
     def resolve(self, name: str, adapters: dict[str, Any] | None = None, *,
-                unlisted: bool | Iterable[str] = False) -> CatalogModel:
+                unlisted: bool | Iterable[str] = ANY_MODEL) -> CatalogModel:
         """The model a user means by ``name``; see the module docstring for the rules.
 
-        A provider/model id outside the catalog is accepted only when ``unlisted`` is True or one
-        of its patterns (``fnmatch``, e.g. ``ollama_chat/*``) matches it: a typo such as
-        ``openai/gpt-4oo`` must fail with the nearest names, not run with guessed capabilities."""
-        key = name.strip().lower()
-        table = self._names
-        if key in table:
-            return table[key]
-        if key.startswith(OLLAMA_PREFIX) and OLLAMA_CHAT_PREFIX + key[len(OLLAMA_PREFIX):] in table:
-            return table[OLLAMA_CHAT_PREFIX + key[len(OLLAMA_PREFIX):]]
-        listed_by_litellm = "/" in key and _litellm_knows(name.strip())
-        routed = OLLAMA_CHAT_PREFIX + key[len(OLLAMA_PREFIX):] if key.startswith(OLLAMA_PREFIX) else key
-        if "/" in key and (accepts_unlisted(key, unlisted) or accepts_unlisted(routed, unlisted)):
-            guessed = _from_litellm(name.strip(), adapters)
-            if guessed is not None:
-                return guessed
+        ``unlisted`` is the project's gate for ids outside the catalog (``unlisted_models``): True or
+        ``("*",)`` accepts every id litellm routes, a list of patterns (``fnmatch``, e.g.
+        ``ollama_chat/*``) only the ids they match, ``[]`` or False none."""
+        found = self.find(name)
+        if found is not None:
+            return found
+        key, table = name.strip().lower(), self._names
+        guessed = self.guess(name.strip(), adapters)
         close = difflib.get_close_matches(key, list(table), n=5, cutoff=0.5)
-        hints = ["nearest catalog names: " + ", ".join(close) if close else "run `rosetta models` to list the catalog"]
-        if "/" in key:
-            hints.append(f"to run a model outside the catalog, add {name.strip()!r} (or a pattern such as "
-                         f"'{key.split('/', 1)[0]}/*') to unlisted_models in [tool.rosetta], or pass --unlisted")
-        raise UsageError(Problem(
-            f"unknown model {name!r}: not in rosetta's catalog"
-            + (" (litellm's model map lists it, but rosetta has no verified entry for it)" if listed_by_litellm
-               else ""),
-            field="model", expected="a catalog model, or an unlisted one you accept explicitly",
-            hint="; ".join(hints)))
+        nearest = "nearest catalog names: " + ", ".join(close) if close else "run `rosetta models` to list the catalog"
+        if guessed is None:
+            routed = f"litellm routes no provider {key.split('/', 1)[0]!r}" if "/" in key \
+                else "litellm's model map does not know it"
+            raise UsageError(Problem(
+                f"unknown model {name!r}: not in rosetta's catalog, and {routed}", field="model",
+                expected="a catalog model or a provider/model id litellm routes (e.g. azure/<deployment>, "
+                         "bedrock/<model id>, vertex_ai/<model>)", hint=nearest))
+        if not (accepts_unlisted(key, unlisted) or accepts_unlisted(guessed.id, unlisted)):
+            raise UsageError(Problem(
+                f"model {name!r} is outside rosetta's catalog, and this project accepts only the ids "
+                "unlisted_models names", field="model",
+                expected="a catalog model, or an id matching a pattern in unlisted_models",
+                hint=f"{nearest}; or add {guessed.id!r} (or a pattern such as '{guessed.provider}/*') to "
+                     "unlisted_models in [tool.rosetta]"))
+        _announce(guessed, close)
+        return guessed
+
+    def find(self, name: str) -> CatalogModel | None:
+        """The catalog (or declared) model ``name`` or one of its aliases names (None: neither);
+        ``ollama/<m>`` finds ``ollama_chat/<m>``."""
+        key = name.strip().lower()
+        if key.startswith(OLLAMA_PREFIX) and key not in self._names:
+            key = OLLAMA_CHAT_PREFIX + key[len(OLLAMA_PREFIX):]
+        return self._names.get(key)
+
+    def guess(self, name: str, adapters: dict[str, Any] | None = None) -> CatalogModel | None:
+        """What litellm's offline model map says of ``name``, a model outside the catalog, rendered
+        by its vendor's adapter (None: litellm routes no provider for it)."""
+        return _guess(name, adapters, self.vendors)
+
+
+_announced: set[str] = set()
+
+
+def _announce(model: CatalogModel, close: list[str]) -> None:
+    """Say once per process which rules a model outside the catalog gets: a warning when litellm's
+    map does not know it either (its limits are guesses), else a note."""
+    if model.id in _announced:
+        return
+    _announced.add(model.id)
+    if _listed(model.id):
+        log.info("%s is not in rosetta's catalog; rendering it with the %s adapter and litellm's model map "
+                 "(%s-token window, %s output tokens)", model.id, model.adapter, f"{model.context_window:,}",
+                 f"{model.max_output:,}")
+        return
+    log.warning("%s is in neither rosetta's catalog nor litellm's model map; using the %s adapter with defaults: "
+                "class %s, a %s-token window, %s output tokens, %s%s. Declare it in [tool.rosetta.models] to set "
+                "them", model.id, model.adapter, model.model_class, f"{model.context_window:,}",
+                f"{model.max_output:,}", "no native structured output" if not model.capabilities.structured_output
+                else "native structured output", f" (did you mean {close[0]}?)" if close else "")
 
 
 def accepts_unlisted(model: str, unlisted: bool | Iterable[str]) -> bool:
-    """Whether a model outside the catalog was accepted: ``unlisted`` is True or a pattern matches."""
+    """Whether the project's gate accepts a model outside the catalog: ``unlisted`` is True or one of
+    its patterns matches."""
     if isinstance(unlisted, bool):
         return unlisted
     return any(fnmatch.fnmatchcase(model.lower(), pattern.strip().lower()) for pattern in unlisted)
@@ -402,20 +478,22 @@ def _bundled() -> Catalog:
     entries = [dict(entry) for entry in data["models"]]
     retirements = {entry["id"]: Retirement(_date(entry["retires"]["date"]), entry["retires"]["replacement"])
                    for entry in entries if "retires" in entry}
+    vendors = Vendors(tuple((rule["adapter"], tuple(rule["match"])) for rule in data["vendors"]),
+                      tuple(data["output_config_hosts"]))
     return Catalog(models=tuple(CatalogModel.from_dict({k: v for k, v in entry.items() if k != "retires"})
                                 for entry in entries),
                    default_targets=tuple(data["default_targets"]), retirements=retirements,
-                   reviewed=dict(data.get("reviewed") or {}))
+                   reviewed=dict(data.get("reviewed") or {}), vendors=vendors)
 
 
 def _date(value: Any) -> datetime.date:
     return value if isinstance(value, datetime.date) else datetime.date.fromisoformat(str(value))
 
 
-def resolve_model(name: str, *, unlisted: bool | Iterable[str] = False, declared: Mapping[str, Any] | None = None,
+def resolve_model(name: str, *, unlisted: bool | Iterable[str] = ANY_MODEL, declared: Mapping[str, Any] | None = None,
                   file: str | Path | None = None) -> CatalogModel:
     """Resolve a model name against the catalog (with ``declared`` models merged in), and litellm's
-    map for accepted others."""
+    map for others the gate accepts."""
     return load_catalog(declared, file).resolve(name, unlisted=unlisted)
 
 
@@ -435,7 +513,8 @@ DECLARABLE = ("api_base", "api_base_env", "api_key_env", "adapter", "class", "co
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def declared_model(model_id: str, entry: Any, base: CatalogModel | None, where: _Where) -> CatalogModel:
+def declared_model(model_id: str, entry: Any, base: CatalogModel | None, where: _Where,
+                   vendors: Vendors = Vendors()) -> CatalogModel:
     """One declared model: ``entry`` merged over ``base`` (the built-in entry it changes, else what
     litellm's map says of ``model_id``, else conservative defaults); raises :class:`ConfigError`
     naming the key and its line."""
@@ -451,7 +530,7 @@ def declared_model(model_id: str, entry: Any, base: CatalogModel | None, where: 
             raise where.error(None, "is not a provider/model id",
                               hint='name it the way litellm routes it, e.g. "openai/my-model" for an '
                                    "OpenAI-compatible server, \"hosted_vllm/…\", \"ollama_chat/…\"")
-        base = _guess(model_id)
+        base = _guess(model_id, None, vendors)
         if base is None:
             raise where.error(None, f"litellm has no provider {model_id.split('/', 1)[0]!r}",
                               hint='an OpenAI-compatible server is "openai/<name>" with its api_base')
@@ -566,65 +645,83 @@ def _read(file: str | Path | None) -> str:
         return ""
 
 
-def _litellm_knows(name: str) -> bool:
-    """Whether litellm's offline model map has an entry for ``name``."""
+def _listed(route: str) -> bool:
+    """Whether litellm's offline model map gives ``route`` a context window (an entry of its own)."""
+    return bool(_map_info(offline_litellm(), route).get("max_input_tokens"))
+
+
+def _map_info(litellm: Any, route: str) -> dict[str, Any]:
+    """litellm's model info for ``route`` (empty when its map has no entry)."""
     try:
-        offline_litellm().get_model_info(name)
+        return dict(litellm.get_model_info(route))
     except Exception:  # litellm raises a bare Exception for names outside its map
-        return False
-    return True
+        return {}
 
 
-def _from_litellm(name: str, adapters: dict[str, Any] | None) -> CatalogModel | None:
-    """A catalog entry for a model outside our catalog, from litellm's offline model map (with a warning)."""
-    model = _guess(name, adapters)
-    if model is not None:
-        log.warning("model %r is not in rosetta's catalog; using the %s adapter with %s (class %s, %d-token window)",
-                    name, model.adapter, "litellm's model map" if _litellm_knows(model.id) else "conservative defaults",
-                    model.model_class, model.context_window)
-    return model
-
-
-def _guess(name: str, adapters: dict[str, Any] | None = None) -> CatalogModel | None:
-    """What litellm's offline model map says of a model outside the catalog (None: litellm does not
-    know its provider)."""
+def _guess(name: str, adapters: dict[str, Any] | None, vendors: Vendors) -> CatalogModel | None:
+    """What litellm's offline model map says of a model outside the catalog (None: litellm routes
+    no provider for it). A bare name litellm knows (``gpt-4o``) gets its provider prefix."""
     litellm = offline_litellm()
     route = OLLAMA_CHAT_PREFIX + name[len(OLLAMA_PREFIX):] if name.lower().startswith(OLLAMA_PREFIX) else name
-    try:
-        _, provider, _, _ = litellm.get_llm_provider(route)
-    except Exception:  # litellm raises BadRequestError for unknown providers
+    if not route.rsplit("/", 1)[-1].strip():  # "azure/", "openai/": a provider without a model
         return None
     try:
-        info = litellm.get_model_info(route)
-    except Exception:  # not in the map (all ollama_chat/*, custom openai/* names)
-        info = {}
-    adapter = _adapter_for(provider, adapters)
+        bare, provider, _, _ = litellm.get_llm_provider(route)
+    except Exception:  # litellm raises BadRequestError for unknown providers
+        return None
+    if "/" not in route or not route.lower().startswith(provider.lower() + "/"):
+        route = f"{provider}/{bare}"
+    info = _map_info(litellm, route)  # empty for all ollama_chat/*, custom openai/* names, Azure deployments
+    if adapters is None:
+        from rosetta.providers.adapter import bundled_adapters
+
+        adapters = bundled_adapters()
+    adapter = vendors.adapter_for(route, provider, adapters)
     window = int(info.get("max_input_tokens") or 8192)
-    model_class: ModelClass = adapter.unknown_model_class
-    # a Claude model the map does not know to take output_config.format gets the forced tool
-    forced_tool = adapter.structured_output is StructuredOutput.OUTPUT_CONFIG \
-        and info.get("supports_native_structured_output") is not True
-    model = CatalogModel(
+    schema = bool(info.get("supports_response_schema"))
+    return CatalogModel(
         id=route,
         adapter=adapter.name,
-        family=route.split("/", 1)[-1].split(":", 1)[0].split("-", 1)[0],
-        model_class=model_class,
+        family=_family(route),
+        model_class=adapter.unknown_model_class,
         context_window=window,
-        max_output=int(info.get("max_output_tokens") or min(4096, window)),
+        max_output=min(int(info.get("max_output_tokens") or min(4096, window)), window),
         capabilities=Capabilities(
             system_message=info.get("supports_system_messages") is not False,
             tool_use=bool(info.get("supports_function_calling")),
-            # native schema output only where the adapter has a native mechanism to ask for it
-            structured_output=bool(info.get("supports_response_schema"))
-            and adapter.structured_output is not StructuredOutput.PROMPT_SCHEMA,
+            structured_output=schema,
             json_mode=True,
             vision=bool(info.get("supports_vision")),
+            builtin_reasoning=bool(info.get("supports_reasoning")),
             sampling_params=_raw_entry(litellm, route).get("supports_sampling_params") is not False,
         ),
         known=False,
-        structured_output=StructuredOutput.FORCED_TOOL if forced_tool else None,
+        structured_output=_mechanism(adapter.structured_output, provider, info, vendors) if schema else None,
     )
-    return model
+
+
+def _mechanism(preferred: StructuredOutput, provider: str, info: Mapping[str, Any],
+               vendors: Vendors) -> StructuredOutput | None:
+    """The structured-output mechanism of a model outside the catalog whose map entry says it takes
+    a response schema (None: its adapter's own)."""
+    if preferred is StructuredOutput.OUTPUT_CONFIG:
+        if provider not in vendors.output_config_hosts:
+            return StructuredOutput.RESPONSE_SCHEMA  # an OpenAI-shaped gateway: response_format json_schema
+        if info.get("supports_native_structured_output") is not True:
+            return StructuredOutput.FORCED_TOOL  # a Claude the map does not know to take output_config.format
+    if preferred is StructuredOutput.PROMPT_SCHEMA:
+        return StructuredOutput.RESPONSE_SCHEMA  # the host takes response_format json_schema (litellm translates)
+    return None
+
+
+def _family(route: str) -> str:
+    """The family of a model outside the catalog: the first word of its name, digits dropped, after
+    any vendor prefix a host puts before it (``bedrock/us.anthropic.claude-…`` → ``claude``,
+    ``together_ai/meta-llama/Llama-3.3-70B`` → ``llama``)."""
+    name = route.rsplit("/", 1)[-1].split(":", 1)[0].split("@", 1)[0].lower()
+    vendor = re.match(r"(?:[a-z]{2}\.)?[a-z]+\.(.+)", name)
+    word = re.match(r"[a-z]*", (vendor.group(1) if vendor else name)).group(0)
+    return word or name
 
 
 def _raw_entry(litellm: Any, route: str) -> dict[str, Any]:
@@ -632,15 +729,3 @@ def _raw_entry(litellm: Any, route: str) -> dict[str, Any]:
     (``supports_sampling_params`` among them)."""
     table = litellm.model_cost
     return table.get(route) or table.get(route.split("/", 1)[-1]) or {}
-
-
-def _adapter_for(provider: str, adapters: dict[str, Any] | None) -> Any:
-    """The adapter whose file lists ``provider`` (user adapters first), else the open-source one."""
-    if adapters is None:
-        from rosetta.providers.adapter import bundled_adapters
-
-        adapters = bundled_adapters()
-    for adapter in reversed(list(adapters.values())):  # user directories are loaded last: they win
-        if provider in adapter.providers:
-            return adapter
-    return adapters["open-source"]

@@ -27,11 +27,12 @@ def validation_retries(model_class: str) -> int:
 
 @dataclass(frozen=True)
 class ErrorKinds:
-    """The ``errors`` table: which failures are transient, denied, hard, context or busy."""
+    """The ``errors`` table: which failures are transient, denied, credentials, hard, context, busy or local."""
 
     statuses: tuple[tuple[re.Pattern[str], str], ...]  # "5xx" matches 500-599
     classes: dict[str, str]  # exception class name → kind
     before_status: frozenset[str]  # class names that decide even when the error carries a status
+    causes: dict[str, str]  # class name → kind, for a link of the cause chain (decides first)
 
     def by_status(self, status: int) -> str | None:
         """The kind of an HTTP status: a listed one, else ``hard`` for any other 4xx."""
@@ -48,4 +49,25 @@ def error_kinds() -> ErrorKinds:
     statuses = tuple((re.compile(str(code).replace("x", "[0-9]")), kind)
                      for kind, codes in table["status"].items() for code in codes)
     classes = {name: kind for kind, names in table["classes"].items() for name in names}
-    return ErrorKinds(statuses, classes, frozenset(table["classes"].get("context", ())))
+    causes = {name: kind for kind, names in table["causes"].items() for name in names}
+    return ErrorKinds(statuses, classes, frozenset(table["classes"].get("context", ())), causes)
+
+
+@dataclass(frozen=True)
+class CredentialRules:
+    """The ``credentials`` table: which variables hold a credential, and which hosts find theirs elsewhere."""
+
+    names: re.Pattern[str]  # matches a variable's name that holds a key, token or secret
+    ambient: frozenset[str]  # litellm providers whose SDK also looks beyond the environment
+
+    def holds_credential(self, variable: str) -> bool:
+        """Whether ``variable`` holds a credential (``OPENAI_API_KEY``), not a setting (``OLLAMA_API_BASE``)."""
+        return self.names.search(variable) is not None
+
+
+@functools.cache
+def credential_rules() -> CredentialRules:
+    """The ``credentials`` table of ``runtime_policy.yaml``, ready to look up."""
+    table = _policy()["credentials"]
+    words = "|".join(re.escape(str(word)) for word in table["names"])
+    return CredentialRules(re.compile(rf"(^|_)({words})(_|$)"), frozenset(table["ambient"]))

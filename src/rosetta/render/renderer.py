@@ -21,7 +21,7 @@ from rosetta.providers.adapter import (
     bundled_adapters,
     no_adapter,
 )
-from rosetta.providers.catalog import CatalogModel, load_catalog
+from rosetta.providers.catalog import ANY_MODEL, CatalogModel, load_catalog
 from rosetta.render.assemble import (
     assemble_system,
     block_content,
@@ -47,11 +47,12 @@ def render(
     knobs: Knobs | None = None,
     *,
     adapters: dict[str, Adapter] | None = None,
-    unlisted: bool | Iterable[str] = (),
+    unlisted: bool | Iterable[str] = ANY_MODEL,
 ) -> RenderedPrompt:
     """The prompt for ``model`` (a name or catalog entry); raises :class:`RenderError` when the agent
-    cannot work on that model. ``adapters`` defaults to the bundled ones; ``unlisted`` accepts model
-    names outside the catalog (see :meth:`~rosetta.providers.catalog.Catalog.resolve`).
+    cannot work on that model. ``adapters`` defaults to the bundled ones; ``unlisted`` is the gate for
+    names outside the catalog (default: any id litellm routes; see
+    :meth:`~rosetta.providers.catalog.Catalog.resolve`).
 
     Long on purpose: every decision is a named helper below, and this body is their wiring in the
     order the prompt is built (placement, delimiter, reasoning, mechanism, tools, budget, demos),

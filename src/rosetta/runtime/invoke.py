@@ -21,6 +21,7 @@ from datetime import timezone
 from typing import Any
 
 from rosetta.errors import Problem, RosettaError
+from rosetta.providers.credentials import missing_credentials
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime.answers import (
     MAX_ISSUES,
@@ -38,13 +39,9 @@ from rosetta.runtime.secrets import redact, redact_problems
 
 log = logging.getLogger("rosetta.runtime")
 
-LOCAL = ("PoolTimeout", "ConnectTimeout", "ConnectionTimeoutError")
-"""Errors that never reached the provider: no pooled connection, or none opened, within the client's
-own timeout. litellm raises them as ``Timeout``, like a provider's read timeout; only the cause chain
-tells them apart (``openai.APITimeoutError <- httpx.ConnectTimeout | httpx.PoolTimeout``, under
-aiohttp ``<- aiohttp.ConnectionTimeoutError``), so it is searched by class name, every link."""
 LOCAL_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.EADDRNOTAVAIL, errno.ENOBUFS, errno.ENOMEM})
-"""OS errors in the cause chain that are this machine out of file descriptors, ports or buffers."""
+"""OS errors in the cause chain that are this machine out of file descriptors, ports or buffers (the
+classes that say the same, ``errors.causes.local`` of ``providers/runtime_policy.yaml``, are data)."""
 
 
 class EmptyResponse(Exception):
@@ -56,14 +53,16 @@ class EmptyResponse(Exception):
 class ModelCallError(RosettaError):
     """A model could not produce a valid answer; ``attempts`` says what happened each time."""
 
-    def __init__(self, problems: Any, attempts: list[Attempt] | None = None, kind: str = "hard") -> None:
+    def __init__(self, problems: Any, attempts: list[Attempt] | None = None, kind: str = "hard",
+                 missing: tuple[str, ...] = ()) -> None:
         super().__init__(redact_problems(problems))  # they quote provider errors and answers
         self.attempts = list(attempts or [])
-        self.kind = kind  # "hard" | "denied" | "transient" | "local" | "context" | "busy" | "unavailable" |
-        # "invalid" | "exhausted"
+        self.kind = kind  # "hard" | "denied" | "credentials" | "transient" | "local" | "context" | "busy" |
+        # "unavailable" | "invalid" | "exhausted"
+        self.missing = tuple(missing)  # the unset variables holding the keys it lacked (kind "credentials")
 
     def __reduce__(self) -> tuple:
-        return (self.__class__, (self.problems, self.attempts, self.kind))
+        return (self.__class__, (self.problems, self.attempts, self.kind, self.missing))
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,8 @@ class Attempt:
     """One call: which model, how it ended, and how long it took."""
 
     model: str
-    outcome: str  # "ok" | "invalid" | "transient" | "local" | "hard" | "denied" | "context" | "busy" | "unavailable"
+    outcome: str  # "ok" | "invalid" | "transient" | "local" | "hard" | "denied" | "credentials" | "context" | "busy" |
+    # "unavailable" (the last two, and "credentials" found before the call, were never sent)
     error: str | None
     latency_s: float
     waited_s: float = 0.0
@@ -133,21 +133,24 @@ class Result:
 
 
 def classify(error: BaseException) -> str:
-    """``transient``, ``local``, ``denied``, ``hard``, ``context`` or ``busy`` for an exception a
-    completion call raised (or a driver sent back), as the ``errors`` table of
-    ``providers/runtime_policy.yaml`` says: by HTTP status where the error has one, else by class.
+    """``transient``, ``local``, ``denied``, ``credentials``, ``hard``, ``context`` or ``busy`` for an
+    exception a completion call raised (or a driver sent back), as the ``errors`` table of
+    ``providers/runtime_policy.yaml`` says: from the cause chain first (what the SDK raised under
+    litellm's wrapper), then by HTTP status where the error has one, else by class.
 
     ``transient`` is the provider failing (429, 5xx, a read timeout or a dropped connection once the
     request was sent, a 200 with no answer): retried, and counted by the health breaker. ``local``
-    is this process out of connections (see :data:`LOCAL`): retried after a backoff, never held
-    against the endpoint. ``denied`` (401, 402, 403, 404) belongs to one endpoint's key or model:
-    not retried, but the next model is tried; ``hard`` (any other 4xx) ends the run.
+    is this process out of connections: retried after a backoff, never held against the endpoint.
+    ``denied`` (401, 402, 403, 404) belongs to one endpoint's key or model, and ``credentials`` to
+    a provider this environment has no key for: neither is retried, the next model is tried;
+    ``hard`` (any other 4xx) ends the run.
     """
     from rosetta.providers.policy import error_kinds
 
-    if _is_local(error):
-        return "local"
     kinds = error_kinds()
+    kind = _cause_kind(error, kinds.causes)
+    if kind is not None:
+        return kind
     names = [cls.__name__ for cls in type(error).__mro__]  # most specific first
     status = _status(error)
     if status is not None and kinds.before_status.isdisjoint(names):
@@ -168,19 +171,22 @@ def _status(error: BaseException) -> int | None:
     return status if isinstance(status, int) and not isinstance(status, bool) else None
 
 
-def _is_local(error: BaseException) -> bool:
-    """Whether a link of the chain a traceback shows (litellm re-raises inside ``except``, so its
-    links are implicit contexts) is one of :data:`LOCAL` or :data:`LOCAL_ERRNOS`."""
+def _cause_kind(error: BaseException, causes: Mapping[str, str]) -> str | None:
+    """The kind of the first link of the chain a traceback shows (litellm re-raises inside
+    ``except``, so its links are implicit contexts) whose class is in ``causes``, or that is an OS
+    error in :data:`LOCAL_ERRNOS` (``local``); None when no link is."""
     seen: set[int] = set()
     link: BaseException | None = error
     while link is not None and id(link) not in seen:
         seen.add(id(link))
-        if {cls.__name__ for cls in type(link).__mro__} & set(LOCAL) or (
-                isinstance(link, OSError) and link.errno in LOCAL_ERRNOS):
-            return True
+        kind = next((causes[cls.__name__] for cls in type(link).__mro__ if cls.__name__ in causes), None)
+        if kind is None and isinstance(link, OSError) and link.errno in LOCAL_ERRNOS:
+            kind = "local"
+        if kind is not None:
+            return kind
         link = link.__cause__ if link.__cause__ is not None else (
             None if link.__suppress_context__ else link.__context__)
-    return False
+    return None
 
 
 def retry_after(error: BaseException, now: float | None = None) -> float | None:
@@ -242,6 +248,7 @@ def plan(
 
     ``messages`` replaces the rendered turn (a conversation's history plus its new user turn);
     ``limiter`` paces calls per API key and ``health`` stops calling an endpoint that cools down.
+    A provider this environment has no key for ends the plan before any call or wait.
 
     One function on purpose: the two nested retry loops (transient errors inside, corrections
     outside) share the attempt list, the usage totals and the request being corrected, and read
@@ -250,6 +257,11 @@ def plan(
     kwargs = prompt.to_litellm(inputs, messages=messages)
     kwargs.update(params or {})
     kwargs.update(num_retries=0, max_retries=0, timeout=policy.timeout)
+    refused = missing_credentials(kwargs)
+    if refused is not None:  # nothing to send: no request, no retry, no wait, no health record
+        kind = classify(refused)
+        raise ModelCallError(Problem(f"{prompt.model}: {refused}", field="model", hint=refused.hint),
+                             [Attempt(prompt.model, kind, _safe_message(refused), 0.0)], kind, refused.variables)
     endpoint = credential_key(kwargs)
     prompt_tokens = prompt.tokens.get("total", 0) if messages is None else _estimate_tokens(messages)
     attempts: list[Attempt] = []
@@ -365,6 +377,9 @@ def _unusable(response: Any) -> EmptyResponse | None:
 
 
 _HINTS = {
+    "credentials": "not retried: no credentials for this provider were found (its SDK looked in the environment, "
+                   "its profiles and the machine's role); the next model of the chain, if any, was tried; "
+                   "`rosetta doctor` shows which providers have credentials here",
     "hard": "not retried, and no other model is tried: fix the request (bad request, content policy)",
     "denied": "not retried: this endpoint refused the key, or does not serve the model (401, 402, 403, 404); "
               "the next model of the chain, if any, was tried; check this provider's API key, its "

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.errors import Problem, UsageError
-from rosetta.providers.catalog import CatalogModel, catalog_for
+from rosetta.providers.catalog import CatalogModel, MissingKey
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime.selector import Selection
 from rosetta.runtime.traffic import Traffic
@@ -56,18 +56,30 @@ class _ChainState:
     model: Any  # model id → its catalog entry (Runner.model)
     attempts: list[Any] = field(default_factory=list)
     failures: list[Problem] = field(default_factory=list)  # one per model of the chain, first to last
+    kinds: list[str] = field(default_factory=list)  # how each of them failed ("skipped": too small a window)
+    missing: list[str] = field(default_factory=list)  # the unset key variables of models skipped for them
     overflow_window: int | None = None  # the largest window that overflowed
 
     def error(self, agent: str, kind: str) -> Exception:
-        """The ModelCallError that ends the run: what happened to every model tried, in order."""
+        """The ModelCallError that ends the run: what happened to every model tried, in order; when
+        no model had credentials here, of kind ``credentials``, naming every variable to set."""
+        from rosetta.providers.credentials import fix_hint
         from rosetta.runtime.invoke import ModelCallError
 
+        missing = tuple(dict.fromkeys(self.missing))
         if kind == "hard" and len(self.failures) == 1:
             return ModelCallError(self.failures, self.attempts, kind)
-        headline = (f"{agent}: the last model refused the request, after {len(self.failures) - 1} failed before it"
-                    if kind == "hard" else f"{agent}: every model of the chain failed")
-        return ModelCallError([Problem(headline, hint="each model's failure follows, first to last"),
-                               *self.failures], self.attempts, kind)
+        hint = "each model's failure follows, first to last"
+        if kind == "hard":
+            headline = f"{agent}: the last model refused the request, after {len(self.failures) - 1} failed before it"
+        elif set(self.kinds) == {"credentials"}:
+            kind, headline = "credentials", f"{agent}: no model of the chain has credentials here" + (
+                f" ({', '.join(f'${name}' for name in missing)} not set)" if missing else "")
+        else:
+            headline = f"{agent}: every model of the chain failed"
+        if missing:
+            hint += f"; {fix_hint(missing)}"
+        return ModelCallError([Problem(headline, hint=hint), *self.failures], self.attempts, kind, missing)
 
     def too_small(self, selection: Selection) -> bool:
         """After a context-window overflow, skip models whose window is no larger."""
@@ -77,6 +89,7 @@ class _ChainState:
         if window <= self.overflow_window:
             self.failures.append(Problem(f"{selection.model}: skipped, its {window:,}-token window is no larger "
                                          "than one that overflowed", field="model"))
+            self.kinds.append("skipped")
             return True
         return False
 
@@ -219,8 +232,18 @@ class Runner:
         if retries is None:
             retries = default_validation_retries(selection.prompt)
         # a declared model's own endpoint and key; a caller's api_base or api_key wins
-        params = {**self.model(selection.model).connection(),
-                  **{k: v for k, v in options.items() if k not in RUN_OPTIONS}}
+        from rosetta.runtime.invoke import ModelCallError
+
+        extra = {k: v for k, v in options.items() if k not in RUN_OPTIONS}
+        model = self.model(selection.model)
+        try:
+            connection = model.connection()
+        except MissingKey as missing:
+            if "api_key" not in extra:  # nothing was sent: the next model of the chain is tried
+                raise ModelCallError(missing.problems, [], "credentials", (missing.variable,)) from None
+            base = model.endpoint.url(model.id) if model.endpoint is not None else None
+            connection = {"api_base": base} if base else {}
+        params = {**connection, **extra}
         return {"artifact": selection.artifact_id, "policy": options.get("policy") or RetryPolicy(),
                 "validation_retries": retries, "retry_temperature": options.get("retry_temperature", 0.2),
                 "output_model": self.output_model(selection), "params": params, "messages": messages,
@@ -252,10 +275,9 @@ class Runner:
         return result
 
     def model(self, model_id: str) -> CatalogModel:
-        """``model_id``'s entry in the project's catalog (accepted when it was selected or rendered)."""
+        """``model_id``'s entry in the project's catalog, as the selector resolved it."""
         if model_id not in self._targets:
-            catalog = catalog_for(self.agent.dirs.root, self.agent.dirs.models)
-            self._targets[model_id] = catalog.resolve(model_id, unlisted=True)
+            self._targets[model_id] = self.agent.selector.target(model_id)
         return self._targets[model_id]
 
     def output_model(self, selection: Selection) -> Any:
@@ -272,6 +294,8 @@ class Runner:
 
     def _record_failure(self, error: Any, selection: Selection, state: _ChainState) -> None:
         state.attempts += error.attempts
+        state.kinds.append(error.kind)
+        state.missing += error.missing
         state.failures.append(Problem(error.problems[0].message if error.problems[0].message.startswith(
             selection.model) else f"{selection.model}: {error.problems[0].message}", field="model",
             hint=error.problems[0].hint))

@@ -1,5 +1,13 @@
 """Which prompt a model gets, and why: exact artifact ▸ family ▸ provider ▸ uncompiled render.
 
+Another model's artifact lends a model only what was chosen for the prompt — its text, demos and
+knobs — and only when it was optimized (a plain render has nothing to lend) and rendered by the same
+adapter with the same system placement and structured-output mechanism as the model's own render.
+Everything else — generation parameters, the output limit, sampling rules, tools and the
+structured-output request — comes from the running model's own render (:func:`refit`), so that what
+runs is what ``rosetta render``/``show``/``diff`` show for that model. A declared model's artifact
+(its own endpoint) never stands in for another id.
+
 An artifact is used only when the store has verified it (see :mod:`rosetta.store.lookup`: it is
 this agent's, for this model, sealed, and built from inputs that hash the same now; in strict mode,
 also what its definition and labeled data render to now, which holds for pinned versions too); every fallback is logged once per (agent, model) with its
@@ -20,7 +28,7 @@ from rosetta.errors import Location, Problem, RolloutError, UsageError
 from rosetta.project import ProjectDirs
 from rosetta.providers.catalog import CatalogModel, catalog_for
 from rosetta.render.prompt import RenderedPrompt
-from rosetta.store.artifact import ArtifactError
+from rosetta.store.artifact import Artifact, ArtifactError
 from rosetta.store.lookup import Shelf
 from rosetta.store.routing import Route
 from rosetta.store.versions import short_id
@@ -50,6 +58,16 @@ class Selector:
         self.name, self.definition_path, self.dirs, self.strict = name, definition_path, dirs, strict
         self.shelf = Shelf(dirs, name)
         self._routes: dict[tuple[str, bool], Route] = {}
+        self._adapters: dict[str, Any] | None = None
+
+    @property
+    def adapters(self) -> dict[str, Any]:
+        """The bundled adapters and the project's (``adapter_dirs``), loaded once."""
+        if self._adapters is None:
+            from rosetta.providers.adapter import load_adapters
+
+            self._adapters = load_adapters([d for d in self.dirs.adapter_dirs if d.is_dir()])
+        return self._adapters
 
     def select(self, model: str, strict: bool | None = None, user_id: object | None = None) -> Selection:
         """The selection for ``model`` (cached): during an experiment, the one of ``user_id``'s arm."""
@@ -85,36 +103,43 @@ class Selector:
         """The catalog entry of ``model``; an id outside the catalog only if the project accepts it,
         and never a retired one (the error names its replacement)."""
         catalog = catalog_for(self.dirs.root, self.dirs.models)
-        target = catalog.resolve(model, unlisted=self.dirs.unlisted_models)
+        target = catalog.find(model) or catalog.resolve(model, self.adapters, unlisted=self.dirs.unlisted_models)
         catalog.refuse_retired(target)
         return target
 
     def choose(self, target: CatalogModel, strict: bool) -> Selection:
-        """The artifact for the exact model, its family or provider, else the uncompiled render.
-        Another model's artifact stands in only if it was rendered by the same adapter for the same
-        prompt style: a chat endpoint never gets a base model's completion prompt."""
+        """The artifact for the exact model, else one of its family's or provider's re-fitted to it
+        (see the module docstring), else the uncompiled render."""
         reasons: list[str] = []
+        own: RenderedPrompt | None = None
         for kind, model_id, path in self._candidates(target):
+            if kind == "declared":
+                reasons.append(f"{path.name} for {model_id}: skipped, made for that declared model's own endpoint")
+                continue
             artifact = self.shelf.verified(path)
             if not isinstance(artifact, str) and strict:
                 artifact = self.shelf.reproduced(path, self.definition_path) or artifact
-            if not isinstance(artifact, str) and kind != "artifact":
-                artifact = _unlike(artifact, target) or artifact
+            if not isinstance(artifact, str) and kind == "artifact":
+                return Selection(target.id, kind, str(path), "compiled artifact for this model", artifact.prompt,
+                                 artifact.content_sha256, artifact.content_sha256)
+            if not isinstance(artifact, str):
+                own = own or self.render_uncompiled(target)
+                fitted = refit(artifact, own)
+                if isinstance(fitted, str):
+                    artifact = f"skipped, {fitted}"
             if isinstance(artifact, str):
                 reasons.append(f"{path.name} for {model_id}: {artifact}")
                 continue
-            if kind == "artifact":
-                return Selection(target.id, kind, str(path), "compiled artifact for this model", artifact.prompt,
-                                 artifact.content_sha256, artifact.content_sha256)
-            reason = (f"no usable artifact for {target.id}"
-                      + (f" ({'; '.join(reasons)})" if reasons else "") + f"; using the {kind} artifact for {model_id}")
+            reason = (f"no usable artifact for {target.id}" + (f" ({'; '.join(reasons)})" if reasons else "")
+                      + f"; using the {kind} artifact for {model_id}: its prompt text and demos, with {target.id}'s "
+                        "own parameters and structured output")
             self._fallback(target.id, reason, strict)
-            return Selection(target.id, kind, str(path), reason, retarget(artifact.prompt, target),
-                             artifact.content_sha256, artifact.content_sha256)
+            return Selection(target.id, kind, str(path), reason, fitted, artifact.content_sha256,
+                             artifact.content_sha256)
         reason = (f"no usable compiled artifact for {target.id}" + (f" ({'; '.join(reasons)})" if reasons else "")
                   + "; rendering the definition uncompiled")
         self._fallback(target.id, reason, strict)
-        return Selection(target.id, "uncompiled", None, reason, self.render_uncompiled(target),
+        return Selection(target.id, "uncompiled", None, reason, own or self.render_uncompiled(target),
                          f"fallback: {reason}")
 
     def render_uncompiled(self, target: CatalogModel) -> RenderedPrompt:
@@ -127,9 +152,12 @@ class Selector:
         from rosetta.render.renderer import render
         from rosetta.signature import lower
 
-        return render(lower(load_definition(self.definition_path, root=self.dirs.root)), target)
+        definition = load_definition(self.definition_path, root=self.dirs.root, section_roles=self.dirs.section_roles)
+        return render(lower(definition), target, adapters=self.adapters)
 
     def _candidates(self, target: CatalogModel) -> list[tuple[str, str, Path]]:
+        """This agent's artifacts that may serve ``target``: its own, then its family's, then its
+        provider's (a declared model's only to say why it does not serve)."""
         names = catalog_for(self.dirs.root, self.dirs.models).names()
         exact, family, provider = [], [], []
         for model_id, path in sorted(self.shelf.artifacts.items()):
@@ -137,10 +165,12 @@ class Selector:
                 exact.append(("artifact", model_id, path))
                 continue
             other = names.get(model_id.lower())
-            if other is not None and other.family == target.family:
-                family.append(("family", model_id, path))
-            elif model_id.split("/", 1)[0] == target.provider:
-                provider.append(("provider", model_id, path))
+            if other is None or target.family != other.family and target.provider != other.provider:
+                continue
+            kind = "declared" if other.source == "project" else "family" if other.family == target.family \
+                else "provider"
+            (provider if kind == "provider" or other.family != target.family else family).append(
+                (kind, model_id, path))
         return exact + family + provider
 
     def _fallback(self, model: str, reason: str, strict: bool) -> None:
@@ -148,17 +178,6 @@ class Selector:
             raise ArtifactError(Problem(f"{self.name} on {model}: {reason}", Location(str(self.dirs.compiled_dir)),
                                         hint="run `rosetta compile`, or load without strict=True to allow fallbacks"))
         log.warning("%s on %s: %s", self.name, model, reason)
-
-
-def _unlike(artifact: Any, target: CatalogModel) -> str | None:
-    """Why another model's ``artifact`` cannot stand in for ``target`` (None: it can)."""
-    completion = artifact.prompt.system_placement.value == "completion"
-    if completion != (target.prompt_style == "completion"):
-        style = "completion-style prompt for a base model" if completion else "chat prompt"
-        return f"skipped, a {style}; {target.id} takes {target.prompt_style} prompts"
-    if artifact.adapter != target.adapter:
-        return f"skipped, rendered by the {artifact.adapter} adapter; {target.id} uses {target.adapter}"
-    return None
 
 
 def _pinned_route(target: CatalogModel, pins: Any) -> Route:
@@ -186,14 +205,17 @@ def _pinned_route(target: CatalogModel, pins: Any) -> Route:
     return Route(active, experiment, control, treatment)
 
 
-def retarget(prompt: RenderedPrompt, target: CatalogModel) -> RenderedPrompt:
-    """Another model's compiled prompt, sent to ``target``: output limit clamped to it, and no
-    sampling parameter that ``target`` rejects."""
-    generation = dict(prompt.generation)
-    if generation.get("max_tokens", 0) > target.max_output:
-        generation["max_tokens"] = target.max_output
-    sampling = target.capabilities.sampling_params
-    if not sampling:
-        for key in ("temperature", "top_p"):
-            generation.pop(key, None)
-    return replace(prompt, model=target.id, generation=generation, sampling_params=sampling)
+def refit(artifact: Artifact, own: RenderedPrompt) -> RenderedPrompt | str:
+    """``own`` (the running model's render) with the text, demos and knobs of another model's
+    optimized ``artifact``, or why it cannot lend them."""
+    borrowed = artifact.prompt
+    for what, theirs, ours in (("rendered by the {} adapter", borrowed.adapter, own.adapter),
+                               ("its system placement is {}", borrowed.system_placement, own.system_placement),
+                               ("structured output by {}", borrowed.structured_output, own.structured_output)):
+        if theirs != ours:
+            return f"{what.format(getattr(theirs, 'value', theirs))}; {own.model} takes {getattr(ours, 'value', ours)}"
+    if not artifact.provenance.optimizer and not artifact.provenance.knobs:
+        return f"a plain render: {own.model}'s own render is the better fit"
+    return replace(own, system=borrowed.system, demos=borrowed.demos, demo_ids=borrowed.demo_ids,
+                   demo_pool=borrowed.demo_pool, user_blocks=borrowed.user_blocks, knobs=borrowed.knobs,
+                   tokens=borrowed.tokens, dropped=borrowed.dropped)

@@ -39,11 +39,13 @@ details { margin: .4rem 0; } summary { cursor: pointer; }
 <body>
 <h1>rosetta verify</h1>
 <p class="summary" id="verdict">
-  <span class="status s-{{ 'fail' if failures else 'pass' }}">{{ verdict }}</span>
+  <span class="status s-{{ 'fail' if failures else 'indeterminate' if not_run else 'pass' }}">{{ verdict }}</span>
   {{ report.agents | length }} agent(s) × {{ report.models | length }} model(s); judge {{ report.judge }};
   created {{ report.created }} by rosetta {{ report.rosetta_version }}
 </p>
 {% if failures %}<ul id="failures">{% for f in failures %}<li>{{ f }}</li>{% endfor %}</ul>{% endif %}
+{% if not_run %}<p class="muted" id="not-run">not run, neither failed nor passed ({{ not_run | length }}):</p>
+<ul id="not-run-list">{% for n in not_run %}<li>{{ n }}</li>{% endfor %}</ul>{% endif %}
 <label><input type="checkbox" id="only-failures"> show only rows with a failed criterion</label>
 
 <h2>Matrix</h2>
@@ -53,7 +55,7 @@ details { margin: .4rem 0; } summary { cursor: pointer; }
 <tbody>
 {% for agent in report.agents %}{% for model in agent.models %}
 <tr class="{{ 'failing' if failing(model) else 'passing' }}">
-<td>{{ agent.agent }}</td><td>{{ model.model }}{% if model.error %}<br><span class="muted">{{ model.error }}</span>{% endif %}</td>
+<td>{{ agent.agent }}</td><td>{{ model.model }}{% if model.error %}<br><span class="muted">{{ model.error }}</span>{% endif %}{% if model.not_run %}<br><span class="muted not-run">not run: {{ model.not_run }}</span>{% endif %}</td>
 {% for id in criteria %}{% set c = model.criterion(id) %}
 <td>{% if c %}<span class="status s-{{ c.status | replace('/', '') }}" title="{{ c.detail }}">{{ c.status }}</span>{% if c.score is not none %} {{ '%.2f' | format(c.score) }}{% endif %}{% else %}—{% endif %}</td>
 {% endfor %}
@@ -112,7 +114,8 @@ def render_html(report: VerifyReport) -> str:
     template = environment.from_string(_TEMPLATE)
     failures = report.failed
     return template.render(
-        report=report, failures=failures, verdict="FAILED" if failures else "PASSED", criteria=CRITERIA,
+        report=report, failures=failures, not_run=report.not_run, criteria=CRITERIA,
+        verdict="FAILED" if failures else "INCOMPLETE" if report.not_run else "PASSED",
         colours=_COLOURS, chart=_chart, dump=_dump, percent=_percent, seconds=_seconds, dollars=_dollars,
         failing=lambda model: bool(model.error) or any(c.status == "fail" for c in model.criteria))
 

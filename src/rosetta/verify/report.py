@@ -76,6 +76,7 @@ class ModelResult(BaseModel):
     mean_cost_usd: float | None = None
     quality: float | None = None  # PV-015 weighted rubric score
     error: str | None = None  # the model could not be verified at all
+    not_run: str | None = None  # why nothing was run on it (no credentials here): listed apart, not a failure
 
     def criterion(self, criterion_id: str) -> CriterionResult | None:
         return next((c for c in self.criteria if c.id == criterion_id), None)
@@ -98,6 +99,13 @@ class VerifyReport(BaseModel):
     judge: str
     thresholds: dict[str, float]
     agents: list[AgentResult] = Field(default_factory=list)
+
+    @property
+    def not_run(self) -> list[str]:
+        """``agent × model: why`` for every model nothing was run on (no credentials here): listed
+        apart, neither a failure nor a pass."""
+        return [f"{agent.agent} × {model.model}: {model.not_run}" for agent in self.agents for model in agent.models
+                if model.not_run]
 
     @property
     def failed(self) -> list[str]:

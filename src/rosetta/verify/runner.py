@@ -108,6 +108,8 @@ def _verify_agent(path: Path, options: VerifyOptions, settings: Any, reviewer: A
         result.models.append(context.verify_model(model, options, progress))
     primary = result.models[0].quality if result.models else None
     for number, model_result in enumerate(result.models):
+        if model_result.not_run:  # every criterion already says why: n/a
+            continue
         if options.fast:
             model_result.criteria.append(rules.not_applicable("PV-015", "not judged with --fast"))
             model_result.criteria.sort(key=lambda c: c.id)
@@ -119,6 +121,19 @@ def _verify_agent(path: Path, options: VerifyOptions, settings: Any, reviewer: A
                                                    judged=len(judged), unsure=unsure, judge_invalid=invalid))
         model_result.criteria.sort(key=lambda c: c.id)
     return result
+
+
+class NoCredentials(Exception):
+    """A model this environment has no key for: it is reported "not run: no credentials", its
+    criteria n/a, instead of failing PV-011 and scoring a quality of 0 on calls never made."""
+
+    @classmethod
+    def of(cls, error: Any, model: str) -> NoCredentials:
+        """From the runtime's ``credentials`` failure on ``model``: the variables it names (never a
+        value), or what the cloud SDK that found no credentials anywhere said."""
+        text = error.problems[0].message.removeprefix(f"{model}: ")
+        text = text if text.startswith("no credentials") else f"no credentials: {text}"
+        return cls(text + (" (export it, or see `rosetta doctor`)" if error.missing else " (see `rosetta doctor`)"))
 
 
 @dataclass
@@ -142,9 +157,19 @@ class _AgentContext:
             selection = self.agent.explain(model)
         except RosettaError as error:
             return ModelResult(model=model, prompt_source="", error=f"cannot render for {model}: {_first_line(error)}")
-        prompt = selection.prompt
         source = selection.artifact or f"fallback render ({selection.reason})"
-        result = ModelResult(model=model, prompt_source=source)
+        try:
+            return self.run_model(model, selection.prompt, ModelResult(model=model, prompt_source=source), options,
+                                  progress)
+        except NoCredentials as missing:
+            reason = f"not run: {missing}"
+            return ModelResult(model=model, prompt_source=source, not_run=str(missing),
+                               criteria=[rules.not_applicable(criterion, reason) for criterion in rules.CRITERIA])
+
+    def run_model(self, model: str, prompt: Any, result: ModelResult, options: VerifyOptions,
+                  progress: Progress) -> ModelResult:
+        """Every case, probe and variant on ``model``, and the criteria they decide (raising
+        NoCredentials at the first call refused for want of a key: nothing is run on it)."""
         for number, case in enumerate(self.examples, start=1):
             progress(f"{self.spec.name} × {model}: example {number}/{len(self.examples)}")
             run = self.run(prompt, case)
@@ -198,6 +223,8 @@ class _AgentContext:
         except GuardrailError as error:
             run.error, run.refused_by_guardrail = _first_line(error), True
         except ModelCallError as error:
+            if error.kind == "credentials":  # no call was possible: not the model's failure
+                raise NoCredentials.of(error, prompt.model) from None
             run.error, run.attempts = _first_line(error), len(error.attempts)
         else:
             run.output, run.raw, run.valid = answer.data, answer.raw, answer.valid

@@ -16,8 +16,9 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,23 +75,42 @@ class Budget:
     paid_cost: float = 0.0
     carried_calls: int = 0  # spent by earlier runs or other workers of the same study
     held: int = 0  # kept for the race's later rungs: the current rung may not spend them
+    pending: int = 0  # the worst case of the answers in flight (--jobs), not yet charged
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self._started = time.monotonic()
 
     def check(self, reserve: int = 1) -> None:
-        """Raise unless ``reserve`` more calls fit: one answer may take several (validation retries),
-        and --max-calls is a hard cap, so an answer starts only when its worst case fits."""
+        """Raise unless ``reserve`` more calls fit beside those spent and in flight: one answer may
+        take several (validation retries), and --max-calls is a hard cap, so an answer starts only
+        when its worst case fits."""
         with self._lock:
-            if self.max_calls is not None and self.calls + self.carried_calls + reserve > self.max_calls:
-                raise BudgetExhausted(f"--max-calls {self.max_calls} reached")
-            if self.max_calls is not None and self.calls + self.carried_calls + reserve + self.held > self.max_calls:
-                raise HeldBack(f"the calls left are kept for the leaders' rungs (--max-calls {self.max_calls})")
-            if self.max_cost is not None and self.cost >= self.max_cost:
-                raise BudgetExhausted(f"--max-cost ${self.max_cost:g} reached")
-            if self.timeout_s is not None and time.monotonic() - self._started >= self.timeout_s:
-                raise BudgetExhausted(f"--timeout {self.timeout_s:g}s reached")
+            self._check(reserve)
+
+    @contextmanager
+    def spending(self, reserve: int) -> Iterator[None]:
+        """Hold ``reserve`` calls while one answer is asked and charged, so answers asked at once
+        (--jobs) cannot all start on the same calls left."""
+        with self._lock:
+            self._check(reserve)
+            self.pending += reserve
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.pending -= reserve
+
+    def _check(self, reserve: int) -> None:
+        spent = self.calls + self.carried_calls + self.pending + reserve
+        if self.max_calls is not None and spent > self.max_calls:
+            raise BudgetExhausted(f"--max-calls {self.max_calls} reached")
+        if self.max_calls is not None and spent + self.held > self.max_calls:
+            raise HeldBack(f"the calls left are kept for the leaders' rungs (--max-calls {self.max_calls})")
+        if self.max_cost is not None and self.cost >= self.max_cost:
+            raise BudgetExhausted(f"--max-cost ${self.max_cost:g} reached")
+        if self.timeout_s is not None and time.monotonic() - self._started >= self.timeout_s:
+            raise BudgetExhausted(f"--timeout {self.timeout_s:g}s reached")
 
     def charge(self, answer: Answer, *, paid: bool) -> None:
         with self._lock:
@@ -134,11 +154,11 @@ class Evaluator:
         if cached is not None:
             self.budget.charge(cached, paid=False)
             return cached
-        self.budget.check(reserve=1 + default_validation_retries(prompt))
         extra = {"logprobs": True, "top_logprobs": TOP_LOGPROBS} if odds else {}
-        answer = self._call(prompt, example, {**seed, **extra})
-        self.cache.put(key, answer)
-        self.budget.charge(answer, paid=True)
+        with self.budget.spending(1 + default_validation_retries(prompt)):
+            answer = self._call(prompt, example, {**seed, **extra})
+            self.cache.put(key, answer)
+            self.budget.charge(answer, paid=True)
         if self.on_answer is not None:
             self.on_answer()
         return answer
@@ -150,7 +170,7 @@ class Evaluator:
             result = self.agent.run_prompt(prompt, example.inputs, complete=self.complete, **options)
         except ModelCallError as error:
             calls = sum(1 for a in error.attempts if a.outcome in ("ok", "invalid"))
-            if error.kind in ("transient", "unavailable", "exhausted") or not error.attempts:
+            if error.kind in ("transient", "unavailable", "exhausted", "credentials") or not error.attempts:
                 raise  # not the prompt's fault: stop rather than score the prompt 0
             return Answer(None, "", False, max(calls, 1), 0.0, error=str(error.problems[0].message))
         except RosettaError as error:  # an input guardrail refused the example
@@ -173,7 +193,7 @@ class Evaluator:
     def asks_odds(self, prompt: Any) -> bool:
         """Whether answers to ``prompt`` are asked with log-probabilities: a label to score, a model
         that gives them, and greedy decoding (a sampling model's odds would vary between runs)."""
-        return self.label is not None and bool(prompt.sampling_params) and gives_logprobs(prompt.model)
+        return odds_asked(prompt, self.label)
 
     def race_scores(self, prompt: Any, examples: Sequence[Example]) -> list[tuple[float, float]]:
         """Each example's (race score, plain score): the race score is the correct label's
@@ -213,13 +233,19 @@ class Evaluator:
         if cached is not None:
             self.budget.charge(cached, paid=False)
             return float(cached.data)
-        self.budget.check(reserve=max(1, self.metric.worst_case_calls()))
-        before = self.metric.model_calls()
-        value = self.metric.score(answer.data, example.output, valid=True)
-        verdict = Answer(value, "", True, max(self.metric.model_calls() - before, 1), 0.0)
-        self.cache.put(key, verdict)
-        self.budget.charge(verdict, paid=True)
+        with self.budget.spending(max(1, self.metric.worst_case_calls())):
+            before = self.metric.model_calls()
+            value = self.metric.score(answer.data, example.output, valid=True)
+            verdict = Answer(value, "", True, max(self.metric.model_calls() - before, 1), 0.0)
+            self.cache.put(key, verdict)
+            self.budget.charge(verdict, paid=True)
         return value
+
+
+def odds_asked(prompt: Any, label: LabelField | None) -> bool:
+    """Whether answers to ``prompt`` are asked with log-probabilities to score ``label`` (see
+    :meth:`Evaluator.asks_odds`); the call plan sizes the race by it before the evaluator exists."""
+    return label is not None and bool(prompt.sampling_params) and gives_logprobs(prompt.model)
 
 
 def gives_logprobs(model: str) -> bool:

@@ -21,11 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rosetta.compile.optimize.budget import CallPlan, call_plan
 from rosetta.compile.optimize.cache import EvalCache, prompt_key
 from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator, HeldBack, draws_for, interval95
 from rosetta.compile.optimize.label_odds import label_field
 from rosetta.compile.optimize.metrics import Metric
-from rosetta.compile.optimize.race import Plan, Standing, dev_order, leaders, plan, winner
+from rosetta.compile.optimize.race import Plan, Standing, dev_order, leaders, winner
 from rosetta.compile.optimize.space import SPACE_VERSION, build_space, label_function
 from rosetta.compile.optimize.study import (
     PERFECT,
@@ -54,12 +55,14 @@ IDLE_S = 0.5
 def run_search(agent: Any, signature: Any, model: Any, adapter: Any, data: LabeledData, metric: Metric,
                settings: SearchSettings, *, cache: EvalCache, default_storage: Path, complete: Any = None,
                proposer_complete: Any = None, on_status: Callable[[SearchStatus], None] | None = None,
-               identity: dict[str, Any] | None = None, fresh: bool = False) -> SearchOutcome | None:
+               identity: dict[str, Any] | None = None, fresh: bool = False,
+               calls: CallPlan | None = None) -> SearchOutcome | None:
     """Search, or join the study as a worker (returns None then). ``fresh`` (``--force``) starts a
-    new study instead of resuming the last one."""
+    new study instead of resuming the last one; ``calls``: the plan the caller already made with
+    :func:`~rosetta.compile.optimize.budget.call_plan` (made here when not given)."""
     search = _Search(agent, signature, model, adapter, data, metric, settings, cache, complete, on_status)
     name = study_name(signature.name, model.id, {**(identity or {}), **settings.identity(), "space": SPACE_VERSION})
-    search.set_up(name, default_storage, proposer_complete, fresh=fresh)
+    search.set_up(name, default_storage, proposer_complete, fresh=fresh, calls=calls)
     if settings.worker:
         search.work()
         search.report("done")
@@ -110,10 +113,14 @@ class _Search:
 
     # -- 1-3: setting the study up ---------------------------------------------------------------
 
-    def set_up(self, name: str, default_storage: Path, proposer_complete: Any, *, fresh: bool) -> None:
-        """Open (or join) the study; decide proposals, bootstrapped demos and the race's plan once
-        per study; build the space and the candidates (the same in every process)."""
+    def set_up(self, name: str, default_storage: Path, proposer_complete: Any, *, fresh: bool,
+               calls: CallPlan | None = None) -> None:
+        """Refuse a budget the search cannot keep, before any call; open (or join) the study; decide
+        proposals, bootstrapped demos and the race's plan once per study; build the space and the
+        candidates (the same in every process)."""
         settings, data = self.settings, self.data
+        self.base_prompt = self.render(self.signature)
+        self.planned = calls or call_plan(data, settings, self.signature, self.metric, self.base_prompt)
         storage, self.storage_label = open_storage(settings.storage, default_storage)
         self.base_name = name  # what the artifact records: the same for every run of the study
         self.name = latest_study(storage, name, fresh=fresh and not settings.worker)
@@ -122,7 +129,6 @@ class _Search:
         else:
             self.study = create_study(self.name, storage, settings.seed)
         fail_stale_trials(self.study)
-        self.base_prompt = self.render(self.signature)
         if settings.worker:  # the main process decides proposals, bootstrapped demos and the plan
             self.report("waiting for the study's setup")
             self.proposals, bootstrapped = wait_for_setup(self.study, self.budget)
@@ -131,18 +137,11 @@ class _Search:
             self.proposals = proposals_for(self.study, self.signature, data, settings, self.budget,
                                            proposer_complete or completion(), self.report, self.cache)
             # 2. bootstrapped demos: train rows the default prompt answers perfectly
-            bootstrapped = bootstrap(self.study, self.signature, data, self.metric, settings, self.evaluator,
-                                     self.base_prompt, self.report, label_only=self.label is not None)
+            bootstrapped = bootstrap(self.study, data, settings, self.evaluator, self.base_prompt, self.report,
+                                     count=self.planned.bootstrap)
         stored = self.study.user_attrs.get("race_plan")
-        room = self._room()
-        halving, scoring = settings.pruner != "none", "odds" if self.evaluator.asks_odds(self.base_prompt) else "metric"
-        first = plan(len(data.dev), room, settings.trials, halving=halving, scoring=scoring)
-        if stored is None and first is None:
-            raise UsageError(Problem(f"--max-calls {settings.max_calls} leaves {room} calls for the race after setup "
-                                     f"and one answer's retries, less than one pass over dev ({len(data.dev)} rows)",
-                                     field="--max-calls",
-                                     hint=f"allow at least {settings.max_calls - room + len(data.dev)} calls, "
-                                          "or shrink dev"))
+        first = self.planned.race
+        assert first is not None  # the plan of rosetta's own search always holds a race
         demo_sets = stored["demo_sets"] if stored is not None else first.candidates + 1
         label_of = label_function(self.signature)
         self.space = build_space(self.signature, self.model, self.adapter, data.train,
@@ -157,24 +156,13 @@ class _Search:
         self.candidates = self._candidates()
         if stored is None:
             if len(self.candidates) < first.candidates:
-                self.plan = plan(len(data.dev), room, len(self.candidates), halving=halving,
-                                 scoring=scoring) or first
+                self.plan = self.planned.fitted(len(self.candidates))
             self.study.set_user_attr("race_plan", {"rows": list(self.plan.rows), "keep": list(self.plan.keep),
                                                    "demo_sets": demo_sets})
         self.candidates = self.candidates[:self.plan.candidates]
         self.dev = dev_order(data.dev, settings.seed, label_of)
         self.status.trials_total = len(self.candidates)
         self.report(note=self.proposals.note)
-
-    def _room(self) -> int | None:
-        """Calls the race may plan for: the budget less the setup's calls and one answer's retries
-        (an answer starts only when its worst case fits)."""
-        from rosetta.runtime.runner import default_validation_retries
-
-        if self.settings.max_calls is None:
-            return None
-        setup = self.proposals.calls + int(self.study.user_attrs.get("bootstrap_calls", 0))
-        return max(0, self.settings.max_calls - setup - default_validation_retries(self.base_prompt))
 
     def _candidates(self) -> list[dict[str, Any]]:
         """The plan's number of candidates, each a distinct prompt (variants that render the same
@@ -392,12 +380,16 @@ class _Search:
     def outcome(self) -> SearchOutcome:
         """The winner among the finalists, scored once on test (and the unoptimized render, when
         asked), with totals and each phase's calls."""
-        settings, data, status = self.settings, self.data, self.status
+        settings, status = self.settings, self.status
         finalists = self.finalists
-        if not finalists:
-            raise UsageError(Problem("the budget ran out before any candidate finished its first rung",
-                                     field="--max-calls", hint=f"allow at least {len(data.dev)} calls "
-                                                               f"(one dev pass), or shrink dev"))
+        if not finalists:  # the plan fits one pass over dev: retries, or another limit, took its calls
+            spent = self.budget.calls + self.budget.carried_calls
+            reason = self.stopped[0] if self.stopped else "the race was interrupted"
+            raise UsageError(Problem(f"the search stopped before any candidate answered its first rung ({reason}; "
+                                     f"{spent} calls spent)", field="--max-calls" if "--max-calls" in reason else None,
+                                     hint="answers took more validation retries than the budget had room for: "
+                                          "allow more calls" if "--max-calls" in reason else
+                                          "raise the limit that stopped it"))
         best = winner(finalists, tolerance=settings.pareto_tolerance if settings.pareto else None)
         params = self.candidates[best.candidate]
         prompt = self.render(self.searchable, self.space.knobs(params))
@@ -417,7 +409,8 @@ class _Search:
             trials=len(self.candidates), pruned=self.eliminated, calls=sum(phases.values()) if phases else 0,
             cost=self.proposals.cost + float(self.study.user_attrs.get("bootstrap_cost", 0.0))
             + sum(float(t.user_attrs.get("cost", 0.0)) for t in trials),
-            paid_calls=self.budget.paid_calls, test_calls=test_budget.calls, proposals=self.proposals,
+            paid_calls=self.budget.paid_calls + test_budget.paid_calls, test_calls=test_budget.calls,
+            proposals=self.proposals,
             space=self.space.describe(), study=self.base_name, study_run=self.name, storage=self.storage_label,
             stopped=self.stopped[0] if self.stopped else None,
             notes=[n for n in (self.proposals.note, *self.space.notes) if n], test_per_example=test_scores,

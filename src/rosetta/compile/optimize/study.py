@@ -31,7 +31,6 @@ from typing import Any
 
 from rosetta.compile.optimize.cache import Answer, EvalCache
 from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator
-from rosetta.compile.optimize.metrics import Metric
 from rosetta.compile.optimize.proposer import Proposals, propose
 from rosetta.compile.optimize.space import label_function
 from rosetta.datasets import LabeledData
@@ -261,7 +260,7 @@ def proposals_for(study: Any, signature: Any, data: LabeledData, settings: Searc
                                 "errors": tuple(stored.get("errors", ()))})
         budget.charge(Answer(None, "", True, restored.calls, restored.cost), paid=False)
         return restored
-    base = _base_model(settings.proposer) if settings.proposals > 0 else None
+    base = base_model(settings.proposer) if settings.proposals > 0 else None
     if base:
         proposals = Proposals(settings.proposer, 0, note=f"no instruction proposals: {base}")
     else:
@@ -304,13 +303,14 @@ class _CachedCompletion:
                                _hidden_params={"response_cost": cached.cost})
 
 
-def bootstrap(study: Any, signature: Any, data: LabeledData, metric: Metric, settings: SearchSettings,
-              evaluator: Evaluator, base_prompt: Any, report: Callable[..., None], *, label_only: bool) -> list[Demo]:
-    """Train rows the default prompt answers perfectly, as demos of the model's own answers; none
-    when the answer is only a label (such a demo would repeat its labeled row)."""
+def bootstrap(study: Any, data: LabeledData, settings: SearchSettings, evaluator: Evaluator, base_prompt: Any,
+              report: Callable[..., None], *, count: int) -> list[Demo]:
+    """Train rows the default prompt answers perfectly, as demos of the model's own answers: ``count``
+    rows, as the call plan says (none when the answer is only a label: such a demo would repeat its
+    labeled row)."""
     bootstrapped: list[Demo] = []
-    if settings.bootstrap and signature.demo_range[1] > 0 and not label_only:
-        rows = random.Random(settings.seed).sample(list(data.train), min(settings.bootstrap, len(data.train)))
+    if count:
+        rows = random.Random(settings.seed).sample(list(data.train), count)
         report(f"bootstrapping demos 0/{len(rows)}")
         before, cost_before = evaluator.budget.calls, evaluator.budget.cost
         try:
@@ -378,7 +378,7 @@ def _schema_output(model: str | None) -> bool:
         return False
 
 
-def _base_model(model: str | None) -> str | None:
+def base_model(model: str | None) -> str | None:
     """Why ``model`` cannot propose instructions (it is a base model), or None."""
     if not model:
         return None
@@ -398,35 +398,3 @@ def completion() -> Any:
     from rosetta.providers.litellm_offline import import_litellm
 
     return import_litellm().completion
-
-
-def estimate(data: LabeledData, settings: SearchSettings, signature: Any, metric: Any = None, *,
-             retries: int = 0, scoring: str = "metric") -> dict[str, Any]:
-    """Upper bounds for --dry-run, in answers (each may take retries): proposals (none from a base
-    model), bootstrapping (none for a label-only answer), the race as planned for this budget, the
-    test pass (twice with --baseline, ``repeats`` times over for a model that samples), and one
-    judge call per scored answer; with what was skipped and why. ``retries``: one answer's
-    validation retries, which the race leaves unplanned (an answer starts only when they fit);
-    ``scoring``: "odds" when the race scores labels by their probability."""
-    from rosetta.compile.optimize.label_odds import label_field
-    from rosetta.compile.optimize.race import plan
-
-    notes: list[str] = []
-    base = _base_model(settings.proposer) if settings.proposals > 0 else None
-    proposals = settings.proposals if settings.proposer and not base else 0
-    if base:
-        notes.append(f"no instruction proposals: {base}")
-    label_only = metric is not None and label_field(signature, metric) is not None
-    bootstrap = min(settings.bootstrap, len(data.train)) if signature.demo_range[1] > 0 and not label_only else 0
-    if label_only and settings.bootstrap:
-        notes.append("no bootstrapped demos: the answer is only a label")
-    room = None if settings.max_calls is None else max(0, settings.max_calls - proposals - bootstrap - retries)
-    race = plan(len(data.dev), room, settings.trials, halving=settings.pruner != "none", scoring=scoring)
-    search = race.calls() if race else 0
-    if race:
-        notes.append(f"race: {race.candidates} candidates; rows per rung {list(race.rows)}, "
-                     f"candidates per rung {list(race.keep)}")
-    test = len(data.test) * (2 if settings.baseline_test else 1) * max(1, settings.repeats)
-    judge = search + test if metric is not None and metric.needs_model else 0
-    return {"proposals": proposals, "bootstrap": bootstrap, "search": search, "test": test, "judge": judge,
-            "total": proposals + bootstrap + search + test + judge, "notes": notes}

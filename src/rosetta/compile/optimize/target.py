@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rosetta.compile.optimize.budget import CallPlan, call_plan
 from rosetta.compile.optimize.context import Context, load_context
 from rosetta.compile.optimize.evaluation import draws_for, interval95, sampling_seed
 from rosetta.compile.optimize.metrics import Metric
 from rosetta.compile.optimize.search import run_search
-from rosetta.compile.optimize.study import SearchSettings, SearchStatus, estimate
+from rosetta.compile.optimize.study import SearchSettings, SearchStatus
 from rosetta.errors import Location, Problem, UsageError
 from rosetta.providers.local_revision import answerer_build, answerer_revision
 
@@ -42,14 +43,16 @@ class OptimizeRequest:
 
 @dataclass
 class OptimizeReport:
-    """What happened: written, up to date, a worker's share, or a dry-run estimate."""
+    """What happened: written, up to date, a worker's share, or a dry run's plan."""
 
     agent: str
     model: str
     status: str  # "written" | "kept as a version" | "up to date" | "worker done" | "dry run"
     artifact: str | None = None
     outcome: Any = None
-    estimate: dict[str, Any] = field(default_factory=dict)
+    plan: CallPlan | None = None  # the calls planned, the same for the dry run and the search
+    cost_usd: float = 0.0  # a dry run's estimate for the most calls it states (0 when litellm knows no price)
+    rescoring: int = 0  # test answers the active artifact gives first, scored on other data (outside the budget)
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     activation: str | None = None  # how the new artifact compared with the active one, when they were compared
@@ -60,6 +63,7 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
     """Run one optimization and write its artifact (see the module docstring). Long on purpose: its
     steps (context, identity, dry run, the up-to-date check, the search, the artifact) read in order."""
     from rosetta.compile.compiler import CompileOptions, relative_to
+    from rosetta.render.renderer import render
     from rosetta.signature import source_digest
     from rosetta.store.artifact import (
         COMPILER_VERSION,
@@ -88,12 +92,17 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
     source_sha = source_digest(context.definition)
     inputs_sha = target_inputs(source_sha, model, adapter.sha256, options.section_roles)
     path = artifact_path(settings.compiled_dir, signature.name, model.id)
-    report = OptimizeReport(signature.name, model.id, "", str(path))
+    unoptimized = render(signature, model, adapters={adapter.name: adapter})
+    # what the budget allows, decided (or refused) before any call, by the dry run and the search alike
+    plan = call_plan(context.data, search, signature, context.metric, unoptimized, optimizer=request.optimizer)
+    report = OptimizeReport(signature.name, model.id, "", str(path), plan=plan)
     if request.dry_run:
         report.status = "dry run"
-        report.estimate = {**estimate(context.data, search, signature, context.metric, **_race_terms(context, search)),
-                           "cost_usd": _cost_estimate(context, search)}
-        report.notes.extend([context.data.summary(), *report.estimate.pop("notes")])
+        report.rescoring = 0 if request.activate else _rescored_rows(path, context)
+        most = (plan.search_calls() or 0) + plan.dspy_dev * plan.per_answer + plan.test_calls() \
+            + report.rescoring * plan.per_answer
+        report.cost_usd = _cost_estimate(context, unoptimized, most)
+        report.notes.extend([context.data.summary(), *plan.notes])
         return report
     answerer = answerer_revision(model.id)  # a new decoder build makes recorded scores and trials stale
     if not request.force and not search.worker and _optimized_already(path, inputs_sha, identity, answerer):
@@ -101,7 +110,7 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
         return report
     study_identity = {"dataset": context.data.sha256, "metric": context.metric.describe(), "source": source_sha,
                       "model": model_fingerprint(model), **({"answerer": answerer} if answerer else {})}
-    outcome = _search(request, context, study_identity, on_status=on_status, complete=complete,
+    outcome = _search(request, context, study_identity, plan, on_status=on_status, complete=complete,
                       proposer_complete=proposer_complete)
     report.wall_s = time.monotonic() - started
     if outcome is None:
@@ -151,7 +160,7 @@ def _compare_with_active(path: Path, text: str, context: Context, complete: Any)
     if old is None or active.provenance.dataset_sha256 is None:
         return False, None  # an unoptimized render, or one never scored on test: nothing measured to lose
     rows, version, measured = len(context.data.test), short_id(new.content_sha256), ""
-    if active.provenance.dataset_sha256 != new.provenance.dataset_sha256:
+    if _scored_elsewhere(active, new.provenance.dataset_sha256):
         try:
             scored = [_score_example(context.agent, active.prompt, context.metric, example, 0, complete=complete,
                                      label="the active artifact", draws=1) for example in context.data.test]
@@ -170,8 +179,8 @@ def _compare_with_active(path: Path, text: str, context: Context, complete: Any)
                   "`rosetta experiment start`")
 
 
-def _search(request: OptimizeRequest, context: Any, identity: dict[str, Any], *, on_status: Any, complete: Any,
-            proposer_complete: Any) -> Any:
+def _search(request: OptimizeRequest, context: Any, identity: dict[str, Any], plan: CallPlan, *, on_status: Any,
+            complete: Any, proposer_complete: Any) -> Any:
     """The chosen optimizer's outcome (None for a worker that joined someone else's study)."""
     from rosetta.compile.optimize.cache import EvalCache
 
@@ -186,7 +195,7 @@ def _search(request: OptimizeRequest, context: Any, identity: dict[str, Any], *,
     return run_search(context.agent, context.signature, context.model, context.adapter, context.data,
                       context.metric, request.settings, cache=cache, default_storage=journal, complete=complete,
                       proposer_complete=proposer_complete, on_status=on_status, identity=identity,
-                      fresh=request.force)
+                      fresh=request.force, calls=plan)
 
 
 def _declared_proposer(context: Any, name: str | None) -> Any:
@@ -303,28 +312,27 @@ def _scores(outcome: Any, context: Context) -> dict[str, Any]:
     return scores
 
 
-def _race_terms(context: Context, search: SearchSettings) -> dict[str, Any]:
-    """What sizes the race besides the budget: one answer's validation retries, and whether rows
-    are scored by the correct label's probability (as the search's evaluator decides)."""
-    from rosetta.compile.optimize.evaluation import Evaluator
-    from rosetta.compile.optimize.label_odds import label_field
-    from rosetta.render.renderer import render
-    from rosetta.runtime.runner import default_validation_retries
-
-    prompt = render(context.signature, context.model, adapters={context.adapter.name: context.adapter})
-    label = label_field(context.signature, context.metric) if search.label_odds else None
-    odds = Evaluator(context.agent, context.metric, None, None, label=label).asks_odds(prompt)  # type: ignore[arg-type]
-    return {"retries": default_validation_retries(prompt), "scoring": "odds" if odds else "metric"}
+def _scored_elsewhere(active: Any, dataset_sha: str) -> bool:
+    """Whether the active artifact's test score was measured on other data than ``dataset_sha``'s:
+    before the two are compared, it is then scored on this search's test rows."""
+    recorded = active.provenance.dataset_sha256
+    return active.provenance.scores.get("test") is not None and recorded is not None and recorded != dataset_sha
 
 
-def _cost_estimate(context: Context, search: SearchSettings) -> float:
-    """USD for the upper-bound number of calls, from litellm's prices (0 when unknown or local)."""
-    from rosetta.compile.optimize.study import estimate as calls_estimate
-    from rosetta.render.renderer import render
+def _rescored_rows(path: Path, context: Context) -> int:
+    """Test answers the active artifact at ``path`` will give before a new one may replace it (see
+    :func:`_compare_with_active`): all of test when it was scored on other data, else none."""
+    from rosetta.store.artifact import ArtifactError, read_artifact
 
-    calls = calls_estimate(context.data, search, context.signature, context.metric,
-                           **_race_terms(context, search))["total"]
-    prompt = render(context.signature, context.model, adapters={context.adapter.name: context.adapter})
+    try:
+        active = read_artifact(path)
+    except (OSError, ArtifactError):
+        return 0
+    return len(context.data.test) if _scored_elsewhere(active, context.data.sha256) else 0
+
+
+def _cost_estimate(context: Context, prompt: Any, calls: int) -> float:
+    """USD for ``calls`` calls of ``prompt``, from litellm's prices (0 when unknown or local)."""
     try:
         from rosetta.providers.litellm_offline import import_litellm
 
@@ -431,7 +439,7 @@ def _score_example(agent: Any, prompt: Any, metric: Metric, example: Any, draw: 
         data, valid, error = result.data, result.valid, None
         calls = sum(1 for a in result.attempts if a.outcome in ("ok", "invalid"))
     except ModelCallError as failure:
-        if failure.kind in ("transient", "unavailable", "exhausted"):
+        if failure.kind in ("transient", "unavailable", "exhausted", "credentials"):
             raise
         data, valid, calls, error = None, False, len(failure.attempts), failure.problems[0].message
     except UsageError as failure:

@@ -1,0 +1,105 @@
+"""Which credentials a call to a model needs, and whether this environment has them: one answer for
+the runtime (asked before each model of a chain is called, so a missing key costs no request, retry
+or wait), ``rosetta verify`` and ``rosetta doctor``.
+
+litellm's ``validate_environment`` names the variables each provider reads; the ``credentials``
+table of ``runtime_policy.yaml`` says which of them hold a credential and which hosts find theirs
+elsewhere. A declared model's own key (``api_key_env``) is checked where it is read
+(:meth:`rosetta.providers.catalog.Endpoint.key`) and reaches a call as ``api_key``, which counts as
+present here. Only variables' names are ever reported, never a value.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+class MissingCredentials(Exception):
+    """A call's provider needs a key this environment does not have: found before any request is
+    sent, and classified ``credentials`` (``runtime_policy.yaml``): not retried, the next model of
+    the chain is tried."""
+
+    def __init__(self, provider: str, variables: tuple[str, ...]) -> None:
+        self.provider, self.variables = provider, tuple(variables)
+        names = ", ".join(f"${name}" for name in self.variables)
+        unset = f"{names} is not set" if len(self.variables) == 1 else f"none of {names} is set"
+        super().__init__(f"no credentials for {provider}: {unset}")
+
+    def __reduce__(self) -> tuple:
+        return (self.__class__, (self.provider, self.variables))
+
+    @property
+    def hint(self) -> str:
+        """How to fix it, naming the variable (never a value)."""
+        return "not retried, nothing was sent; the next model of the chain, if any, was tried; " + \
+            fix_hint(self.variables)
+
+
+def fix_hint(variables: tuple[str, ...]) -> str:
+    """How to give the runtime the keys ``variables`` name."""
+    named = f"{variables[0]}=<key>" if len(variables) == 1 else \
+        f"{' / '.join(variables)} (e.g. export {variables[0]}=<key>)"
+    return (f"export {named}, or pass api_key=... to the run; `rosetta doctor` shows which providers have "
+            "credentials here")
+
+
+@dataclass(frozen=True)
+class ProviderCredentials:
+    """What one model's provider reads from the environment, sorted into what matters."""
+
+    provider: str
+    missing: tuple[str, ...] = ()  # credential variables litellm reads for it, none of them set
+    unset: tuple[str, ...] = ()  # other variables it reads that are unset (a URL, API version, project): defaults apply
+    ambient: bool = False  # its SDK also finds credentials beyond the environment (a profile, a role, ADC)
+    error: str | None = None  # litellm could not say (the class of what it raised)
+
+    @property
+    def refused(self) -> bool:
+        """Whether a call can be known to fail for want of a key before it is made."""
+        return bool(self.missing) and not self.ambient
+
+
+def check_credentials(model: str, params: Mapping[str, Any] | None = None) -> ProviderCredentials:
+    """The credentials a call to ``model`` (a litellm model id) with litellm keyword arguments
+    ``params`` needs from the environment, and which of them are missing.
+
+    None are needed when the call carries its own key (``api_key``), when litellm holds one
+    (``litellm.api_key`` or ``litellm.<provider>_key``, set in code), when litellm reads its secrets
+    from a secret manager rather than the environment, or when litellm answers the call itself
+    (``mock_response``): the request never reaches a provider."""
+    from rosetta.providers.litellm_offline import import_litellm
+    from rosetta.providers.policy import credential_rules
+
+    params = params or {}
+    litellm = import_litellm()
+    rules = credential_rules()
+    provider = _provider(litellm, model)
+    ambient = provider in rules.ambient
+    if (params.get("api_key") or params.get("mock_response") is not None or litellm.api_key
+            or getattr(litellm, f"{provider}_key", None) or getattr(litellm, "secret_manager_client", None)):
+        return ProviderCredentials(provider, ambient=ambient)
+    try:
+        found = litellm.validate_environment(model=model, api_base=params.get("api_base"))
+    except Exception as error:  # noqa: BLE001  an odd provider: the call itself will say
+        return ProviderCredentials(provider, ambient=ambient, error=type(error).__name__)
+    unset = [name for name in found.get("missing_keys") or () if not os.environ.get(name)]
+    missing = tuple(name for name in unset if rules.holds_credential(name))
+    return ProviderCredentials(provider, missing, tuple(name for name in unset if name not in missing), ambient)
+
+
+def missing_credentials(params: Mapping[str, Any]) -> MissingCredentials | None:
+    """What a call with litellm keyword arguments ``params`` would fail for want of a key, known
+    before it is sent (None: send it; a host that finds credentials elsewhere is never refused here)."""
+    found = check_credentials(str(params.get("model", "")), params)
+    return MissingCredentials(found.provider, found.missing) if found.refused else None
+
+
+def _provider(litellm: Any, model: str) -> str:
+    """litellm's provider for ``model`` (``openai`` for ``gpt-4o``), else its prefix."""
+    try:
+        return str(litellm.get_llm_provider(model=model)[1])
+    except Exception:  # noqa: BLE001  an id litellm does not route: its prefix is all there is
+        return model.split("/", 1)[0]
