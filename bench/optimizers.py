@@ -86,12 +86,12 @@ label-plus-rationale task and one extraction task (see datasets/README.md)."""
 
 
 def run(args: argparse.Namespace, state: Path) -> list[dict]:
-    from rosetta.compile.optimize.cache import EvalCache
-    from rosetta.compile.optimize.context import load_context
-    from rosetta.compile.optimize.evaluation import Budget, Evaluator
-    from rosetta.compile.optimize.search import run_search
-    from rosetta.compile.optimize.space import label_function
-    from rosetta.compile.optimize.study import SearchSettings
+    from rosetta.optimize.cache import EvalCache
+    from rosetta.optimize.context import load_context
+    from rosetta.optimize.evaluation import Budget, Evaluator
+    from rosetta.optimize.search import run_search
+    from rosetta.optimize.space import label_function
+    from rosetta.optimize.study import SearchSettings
     from rosetta.config import load_settings
     from rosetta.render.prompt import Knobs
     from rosetta.render.renderer import render
@@ -209,10 +209,10 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
 
 
 SEARCH_CODE = ("search.py", "study.py", "space.py", "race.py", "label_odds.py", "proposer.py")
-"""rosetta's search (src/rosetta/compile/optimize/): only the rosetta row depends on these files."""
+"""rosetta's search (src/rosetta/optimize/): only the rosetta row depends on these files."""
 
-DSPY_CODE = ("compile/optimize/dspy_backend.py", "compile/optimize/metrics.py", "datasets.py",
-             "compile/optimize/context.py", "compile/optimize/judge.py", "providers/", "definition/", "signature.py",
+DSPY_CODE = ("optimize/dspy_backend.py", "optimize/metrics.py", "datasets.py",
+             "optimize/context.py", "optimize/judge.py", "providers/", "definition/", "signature.py",
              "schema_types.py", "parts.py", "config.py", "errors.py", "project.py")
 """What a DSPy row runs of rosetta (under src/rosetta/): loading the agent, its data and metric, the
 glue to DSPy and the embedded model's provider (which finds the weights through project.py; the
@@ -258,11 +258,11 @@ def _runs(row: str, relative: str) -> bool:
         return any(relative == part or (part.endswith("/") and relative.startswith(part)) for part in DSPY_CODE)
     if relative.startswith(NEVER_RUN) or relative == DSPY_ONLY:
         return False
-    return row == "search" or not (relative.startswith("compile/optimize/")
+    return row == "search" or not (relative.startswith("optimize/")
                                    and relative.rpartition("/")[2] in SEARCH_CODE)
 
 
-DSPY_ONLY = "compile/optimize/dspy_backend.py"
+DSPY_ONLY = "optimize/dspy_backend.py"
 """The glue to DSPy: only the DSPy rows run it."""
 
 NEVER_RUN = ("cli/", "notebook/", "verify/", "rollout/")
@@ -354,7 +354,7 @@ def dspy_row(name: str, context: object, seed: int, directory: Path) -> dict:
     answers go through DSPy's own response cache, kept in ``directory`` until the row is done."""
     import dspy
 
-    from rosetta.compile.optimize.dspy_backend import compile_with_dspy, dspy_examples, dspy_lm, dspy_metric
+    from rosetta.optimize.dspy_backend import compile_with_dspy, dspy_examples, dspy_lm, dspy_metric
 
     labels = {"dspy-labeled": "DSPy LabeledFewShot", "dspy-bootstrap": "DSPy BootstrapFewShotWithRandomSearch",
               "dspy-mipro": "DSPy MIPROv2 (auto=light)"}

@@ -1,5 +1,5 @@
 """The package's layer order (DESIGN: definition → signature → providers → render → store → runtime
-→ compile / rollout / verify → cli), checked on the source: every import, function-local ones
+→ compile → optimize / rollout / verify → cli), checked on the source: every import, function-local ones
 included, goes down the order (or stays in its own package); no import cycle between modules; no
 import of another package's underscore names."""
 
@@ -20,7 +20,8 @@ LAYERS = (
     {"store"},
     {"runtime"},
     {"lint", "compile"},
-    {"rollout", "verify", "notebook"},  # verify and the notebook helpers build on compile's optimizer
+    {"optimize"},  # the search: the only stage of a build that runs models
+    {"rollout", "verify", "notebook"},  # verify and the notebook helpers build on the optimizer
     {"cli"},
     {""},  # the package's own __init__: lazy exports of everything
 )

@@ -27,7 +27,7 @@ _LAZY = {
     "Settings": "rosetta.config",
     "load_settings": "rosetta.config",
     "record_outcome": "rosetta.rollout.outcomes",
-    "from_dspy": "rosetta.compile.optimize.dspy_backend",
+    "from_dspy": "rosetta.optimize.dspy_backend",
 }
 
 __all__ = [
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from rosetta.config import Settings, load_settings
     from rosetta.definition.loader import discover_definitions, load_definition, load_directory
     from rosetta.definition.models import AgentDefinition, AgentSpec
-    from rosetta.compile.optimize.dspy_backend import from_dspy
+    from rosetta.optimize.dspy_backend import from_dspy
     from rosetta.rollout.outcomes import record_outcome
 
 

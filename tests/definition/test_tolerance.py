@@ -126,6 +126,16 @@ def test_few_shot_without_anything_to_read_is_a_warning(write):
     assert "RS-004" not in by_id(lint_definition(load_definition(path)))  # the optimizer has rows to pick from
 
 
+def test_labeled_data_is_looked_for_where_the_project_keeps_it(write, project):
+    """Issue 55: lint read datasets/ whatever the project's datasets_dir said."""
+    (project / "pyproject.toml").write_text("[tool.rosetta]\ndatasets_dir = 'labeled'\n")
+    path = write("x.md", "---\nname: x\nportability:\n  few_shot:\n    enabled: true\n---\nbody\n")
+    write("datasets/x/train.jsonl", "")
+    assert "RS-004" in by_id(lint_definition(load_definition(path)))
+    write("labeled/x/train.jsonl", "")
+    assert "RS-004" not in by_id(lint_definition(load_definition(path)))
+
+
 def test_claude_code_subagents_keep_claude_code_values(write):
     path = write("reviewer.md", "---\nname: reviewer\ndescription: Reviews diffs.\n"
                                 "tools: Read, Grep, mcp__github__get_pr\nmodel: opus\npermissionMode: plan\n"

@@ -1,6 +1,6 @@
 """``rosetta optimize`` and ``rosetta evaluate``: search prompt variants for one agent on one
 model, and score what the runtime sends on a labeled split; thin commands over
-:mod:`rosetta.compile.optimize`."""
+:mod:`rosetta.optimize`."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def evaluate_command(
 ) -> None:
     """Score what the runtime sends for MODEL (its compiled artifact, else the fallback render) on a
     labeled split, through the runtime's own call path; compare with the score the artifact recorded."""
-    from rosetta.compile.optimize.target import evaluate
+    from rosetta.optimize.target import evaluate
 
     loaded = load_agent(ctx, agent)
     if loaded.definition_path is None:

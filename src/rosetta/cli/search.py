@@ -61,7 +61,7 @@ class SearchFlags:
         return cls(**values)
 
     def settings(self, model: str, worker: bool = False) -> Any:
-        from rosetta.compile.optimize.study import SearchSettings
+        from rosetta.optimize.study import SearchSettings
 
         proposer = None if (self.proposer or "").lower() == "none" else (self.proposer or model)
         return SearchSettings(trials=self.trials, max_calls=self.max_calls, max_cost=self.max_cost,
@@ -138,7 +138,7 @@ def optimize_paths(ctx: typer.Context, paths: list[Path], models: list[str] | No
 def optimize_targets(ctx: typer.Context, definitions: list[Path], models: list[str], flags: SearchFlags, *,
                      worker: bool = False, out: Path | None = None) -> int:
     """Optimize every (definition, model) and print what happened; errors raise (exit code 2)."""
-    from rosetta.compile.optimize.target import OptimizeRequest, optimize
+    from rosetta.optimize.target import OptimizeRequest, optimize
 
     from rosetta.datasets import NoDataset
 
@@ -201,7 +201,7 @@ class InvalidAnswers:
 
 
 class _Progress:
-    """A Rich progress bar fed by :class:`~rosetta.compile.optimize.study.SearchStatus` updates; where
+    """A Rich progress bar fed by :class:`~rosetta.optimize.study.SearchStatus` updates; where
     stderr is not a terminal (CI logs, pipes) a plain line per phase and trial instead, and at most one
     a minute as calls (or test answers) add up within a phase, so an hour-long search does not look stuck."""
 

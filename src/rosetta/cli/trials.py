@@ -32,7 +32,7 @@ def trials(
 ) -> None:
     """List the trials of the last search of AGENT on a model: per unit of the race, the candidate,
     rung and dev rows, its knobs, score, state, calls, cost and prompt tokens."""
-    from rosetta.compile.optimize.target import last_study
+    from rosetta.optimize.target import last_study
     from rosetta.providers.catalog import catalog_for
 
     settings = project_settings(ctx)

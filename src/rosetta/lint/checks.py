@@ -19,7 +19,6 @@ from rosetta.definition.models import (
     Feature,
     ReasoningStrategy,
 )
-from rosetta.definition.paths import find_project_root
 from rosetta.definition.patterns import PatternError, shown
 from rosetta.definition.schema_shape import subschemas
 from rosetta.definition.sections import lines_outside_fences
@@ -344,10 +343,18 @@ def check_off_list_values(definition: AgentDefinition) -> Iterator[Hit]:
 
 
 def _has_labeled_data(definition: AgentDefinition) -> bool:
-    """Whether `rosetta compile --optimize` has train rows to pick demos from (the default layout)."""
+    """Whether `rosetta compile --optimize` has train rows to pick demos from: its evaluation.dataset,
+    else ``<datasets_dir>/<agent>/`` of the project it belongs to."""
+    from rosetta.errors import RosettaError
+    from rosetta.project import project_dirs
+
     if definition.spec.evaluation.dataset:
         return True
-    return (find_project_root(Path(definition.source.path)) / "datasets" / definition.name).is_dir()
+    try:
+        datasets = project_dirs(Path(definition.source.path).parent).datasets_dir
+    except RosettaError:  # unusable settings: `rosetta validate` reports them on their own
+        return False
+    return (datasets / definition.name).is_dir()
 
 
 @rule(

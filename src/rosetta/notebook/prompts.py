@@ -184,7 +184,7 @@ def knobs(agent: Any, model: str, *, project: Any = None) -> Any:
     per dimension, first choice the unoptimized render — read it before choosing a budget."""
     import pandas as pd
 
-    from rosetta.compile.optimize.space import build_space
+    from rosetta.optimize.space import build_space
     from rosetta.providers.adapter import load_adapters
     from rosetta.providers.catalog import catalog_for
 

@@ -124,13 +124,13 @@ class Optimization:
     """One ``optimize`` run: the report the CLI prints (``report``, ``outcome``: scores, calls,
     the winning prompt) and the optuna study behind it, to read in tables and plots."""
 
-    report: Any  # rosetta.compile.optimize.target.OptimizeReport
+    report: Any  # rosetta.optimize.target.OptimizeReport
     study: Any  # optuna.Study
     project: Path
 
     @property
     def outcome(self) -> Any:
-        """The :class:`~rosetta.compile.optimize.study.SearchOutcome` (winner, scores, budget)."""
+        """The :class:`~rosetta.optimize.study.SearchOutcome` (winner, scores, budget)."""
         return self.report.outcome
 
     @property
@@ -259,9 +259,9 @@ def optimize(agent: Any, model: str, *, project: Any = None, trials: int | None 
     throwaway copy). ``force`` (default) runs the study even when the artifact is up to date: a
     finished study and the evaluation cache answer it again without new calls. ``proposer``
     names a model that writes instruction candidates (default: none)."""
-    from rosetta.compile.optimize.study import SearchSettings, open_storage
-    from rosetta.compile.optimize.target import OptimizeRequest
-    from rosetta.compile.optimize.target import optimize as run_optimize
+    from rosetta.optimize.study import SearchSettings, open_storage
+    from rosetta.optimize.target import OptimizeRequest
+    from rosetta.optimize.target import optimize as run_optimize
 
     loaded, _, settings = _definition(agent, project)
     search = SearchSettings(trials=trials, max_calls=max_calls, max_cost=max_cost, timeout_s=timeout_s, seed=seed,
@@ -274,7 +274,7 @@ def optimize(agent: Any, model: str, *, project: Any = None, trials: int | None 
         raise UsageError(Problem(f"{loaded.name} → {model}: {report.status}, no search ran",
                                  hint="pass force=True to read the study again"))
     if show is not None:
-        from rosetta.compile.optimize.study import SearchStatus
+        from rosetta.optimize.study import SearchStatus
 
         outcome = report.outcome
         show(SearchStatus(trials_done=outcome.trials, trials_total=outcome.trials, pruned=outcome.pruned,
@@ -321,7 +321,7 @@ def evaluate(agent: Any, model: str, *, split: str = "test", prompt: Any = None,
     project's evaluation cache, so a variant the search already scored costs nothing."""
     import pandas as pd
 
-    from rosetta.compile.optimize.target import evaluate as run_evaluate
+    from rosetta.optimize.target import evaluate as run_evaluate
 
     loaded, _, settings = _definition(agent, project)
     if prompt is None:
@@ -331,9 +331,9 @@ def evaluate(agent: Any, model: str, *, split: str = "test", prompt: Any = None,
                           pd.DataFrame(report.rows, columns=_COLUMNS), report.recorded)
     if not hasattr(prompt, "render_for_display"):
         raise UsageError(Problem(f"prompt must be a RenderedPrompt, not {type(prompt).__name__}", field="prompt"))
-    from rosetta.compile.optimize.cache import EvalCache
-    from rosetta.compile.optimize.context import load_context
-    from rosetta.compile.optimize.evaluation import Budget, Evaluator
+    from rosetta.optimize.cache import EvalCache
+    from rosetta.optimize.context import load_context
+    from rosetta.optimize.evaluation import Budget, Evaluator
 
     context = load_context(loaded.definition_path, model, settings=settings, metric=metric)
     if prompt.model != context.model.id:

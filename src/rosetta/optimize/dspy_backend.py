@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rosetta.compile.optimize.cache import EvalCache
-from rosetta.compile.optimize.evaluation import Budget, Evaluator, draws_for
-from rosetta.compile.optimize.proposer import Proposals
-from rosetta.compile.optimize.study import SearchOutcome, SearchSettings, SearchStatus
+from rosetta.optimize.cache import EvalCache
+from rosetta.optimize.evaluation import Budget, Evaluator, draws_for
+from rosetta.optimize.proposer import Proposals
+from rosetta.optimize.study import SearchOutcome, SearchSettings, SearchStatus
 from rosetta.errors import Problem, UsageError
 from rosetta.parts import Demo
 from rosetta.render.prompt import Knobs
@@ -163,23 +163,17 @@ def from_dspy(program: Any, agent: str | Path, model: str, *, project: str | Pat
     ``model``, rendered by rosetta for that model. It is kept beside the active artifact, not served:
     ``rosetta versions`` lists it, and an experiment or ``experiment promote --version`` puts it to
     use. Returns the version's file."""
-    from rosetta.compile.compiler import relative_to
+    from dataclasses import replace
+
     from rosetta.config import load_settings
     from rosetta.definition.loader import load_definition
     from rosetta.providers.adapter import load_adapters
     from rosetta.providers.catalog import catalog_for
     from rosetta.runtime.agent import load
-    from rosetta.signature import lower, source_digest
-    from rosetta.store.artifact import (
-        COMPILER_VERSION,
-        Artifact,
-        Provenance,
-        artifact_path,
-        dump_artifact,
-        model_fingerprint,
-        target_inputs,
-    )
+    from rosetta.signature import lower
+    from rosetta.store.artifact import artifact_path, dump_artifact
     from rosetta.store.publish import publish_version
+    from rosetta.store.verify import artifact_of, expected_provenance
 
     settings = load_settings(project)
     definition_path = load(agent, project=settings.root).definition_path
@@ -194,18 +188,12 @@ def from_dspy(program: Any, agent: str | Path, model: str, *, project: str | Pat
         raise UsageError(Problem("the DSPy program has no predictor to import", field="program",
                                  hint="pass the program a DSPy optimizer compiled, e.g. from to_dspy_program()"))
     prompt, chosen, instructions = program_prompt(signature, program, target, adapter)
-    source_sha = source_digest(definition)
-    artifact = Artifact(
-        agent=signature.name, version=signature.version, model=target.id, adapter=adapter.name,
-        provenance=Provenance(
-            inputs_sha256=target_inputs(source_sha, target, adapter.sha256, settings.section_roles),
-            source_sha256=source_sha,
-            source_files=tuple(relative_to(f, settings.root) for f in definition.source.files),
-            adapter_sha256=adapter.sha256, model_sha256=model_fingerprint(target), compiler_version=COMPILER_VERSION,
-            knobs={k: v for k, v in prompt.knobs.to_dict().items() if v is not None},
-            optimizer={"name": "dspy-import", "notes": [
-                f"imported from a DSPy program: {len(chosen)} demos"
-                + (" and its own instructions" if instructions else ", the definition's instructions")]}),
-        prompt=prompt, extensions=signature.extensions)
+    provenance = replace(
+        expected_provenance(definition, target, adapter, settings.root, settings.section_roles),
+        knobs={k: v for k, v in prompt.knobs.to_dict().items() if v is not None},
+        optimizer={"name": "dspy-import", "notes": [
+            f"imported from a DSPy program: {len(chosen)} demos"
+            + (" and its own instructions" if instructions else ", the definition's instructions")]})
+    artifact = artifact_of(signature, adapter, provenance, prompt)
     path = artifact_path(settings.compiled_dir, signature.name, target.id)
     return publish_version(path, dump_artifact(artifact), settings.compiled_dir)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from rosetta.compile.optimize.study import SearchSettings
-from rosetta.compile.optimize.target import OptimizeRequest, optimize
+from rosetta.optimize.study import SearchSettings
+from rosetta.optimize.target import OptimizeRequest, optimize
 from rosetta.config import load_settings
 from rosetta.store.artifact import parse_artifact
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from rosetta.compile.optimize.metrics import exact_match, field_match, numeric_match, resolve_metric
+from rosetta.optimize.metrics import exact_match, field_match, numeric_match, resolve_metric
 from rosetta.datasets import DatasetError, load_labeled
 from rosetta.definition.loader import load_definition
 from rosetta.definition.models import Evaluation

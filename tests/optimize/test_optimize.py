@@ -16,9 +16,9 @@ import pytest
 import scripted_model
 from scripted_model import RULEBOOK, write_toy_project
 
-from rosetta.compile.optimize.context import load_context
-from rosetta.compile.optimize.study import SearchSettings
-from rosetta.compile.optimize.target import OptimizeRequest, evaluate, optimize, score_differences
+from rosetta.optimize.context import load_context
+from rosetta.optimize.study import SearchSettings
+from rosetta.optimize.target import OptimizeRequest, evaluate, optimize, score_differences
 from rosetta.config import load_settings
 from rosetta.errors import RosettaError
 from rosetta.store.artifact import parse_artifact
@@ -96,8 +96,8 @@ def test_nearest_demos_win_where_each_request_needs_its_own_examples(toy: Path, 
 def test_trial_1_is_the_plain_k_shot_prompt_of_train_s_first_rows(toy: Path) -> None:
     import optuna
 
-    from rosetta.compile.optimize.space import build_space
-    from rosetta.compile.optimize.study import open_storage
+    from rosetta.optimize.space import build_space
+    from rosetta.optimize.study import open_storage
 
     outcome = run(toy, proposer=None, trials=3).outcome
     storage, _ = open_storage(None, toy / ".rosetta/studies/toy-sorter/scripted__toy.journal")
@@ -234,8 +234,8 @@ def test_weak_proposer_falls_back_to_demo_search(toy: Path) -> None:
 
 
 def test_a_proposer_that_takes_a_schema_is_asked_through_one(toy: Path) -> None:
-    from rosetta.compile.optimize.proposer import PROPOSAL_SCHEMA, propose
-    from rosetta.compile.optimize.study import _schema_output
+    from rosetta.optimize.proposer import PROPOSAL_SCHEMA, propose
+    from rosetta.optimize.study import _schema_output
 
     context = load_context(toy / "signatures" / "toy-sorter.md", "scripted/toy", settings=load_settings(toy))
     sent: list[dict] = []
@@ -266,7 +266,7 @@ def test_pareto_takes_the_shortest_prompt_within_tolerance(toy: Path) -> None:
     assert outcome.dev_score == 1.0  # only the RULEBOOK instruction reaches 1.0 here
     import optuna
 
-    from rosetta.compile.optimize.study import open_storage
+    from rosetta.optimize.study import open_storage
 
     storage, _ = open_storage(None, toy / ".rosetta/studies/toy-sorter/scripted__toy.journal")
     study = optuna.load_study(study_name=outcome.study, storage=storage)
@@ -523,10 +523,10 @@ def test_judge_metric_grades_with_the_rubric_reviewer_and_caches_its_verdicts(to
 
 
 def test_a_judge_verdict_starts_only_when_its_retries_fit_the_budget() -> None:
-    from rosetta.compile.optimize.cache import Answer, EvalCache
-    from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator
+    from rosetta.optimize.cache import Answer, EvalCache
+    from rosetta.optimize.evaluation import Budget, BudgetExhausted, Evaluator
     from rosetta.datasets import Example
-    from rosetta.compile.optimize.metrics import Metric
+    from rosetta.optimize.metrics import Metric
 
     graded: list[object] = []
     judge = Metric("judge", lambda p, e: graded.append(p) or 1.0, needs_model=True, worst_case_calls=lambda: 3)
@@ -544,7 +544,7 @@ def test_cached_local_answers_belong_to_the_decoder_build_that_gave_them(tmp_pat
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A change to the embedded decoder (its loop check, its grammar) must not be answered from a
     cache the old one filled: the recorded score would then not reproduce. Hosted keys stay put."""
-    from rosetta.compile.optimize import cache
+    from rosetta.optimize import cache
     from rosetta.providers import local_revision
 
     class Prompt:
@@ -574,7 +574,7 @@ def test_an_artifact_names_the_decoder_build_it_was_scored_on(toy: Path, monkeyp
     """Greedy answers of the embedded model depend on the llama.cpp build (kernels compiled for other
     instructions round differently): the artifact records the build, evaluate names a changed one as
     the reason a score differs, and --optimize does not call an artifact of another build up to date."""
-    from rosetta.compile.optimize import target
+    from rosetta.optimize import target
 
     def decoder(revision: str, build: str) -> None:  # the scripted model stands in for a local/ one
         monkeypatch.setattr(target, "answerer_revision", lambda model: revision)
@@ -605,7 +605,7 @@ def test_the_rubric_judge_reserves_its_answer_and_its_validation_retries(toy: Pa
 
     from conftest import REPO
 
-    from rosetta.compile.optimize.judge import RubricJudge
+    from rosetta.optimize.judge import RubricJudge
     from rosetta.runtime.agent import judge_reviewer
 
     shutil.copy(REPO / "signatures/rubric-reviewer.md", toy / "signatures/rubric-reviewer.md")
@@ -764,7 +764,7 @@ def test_a_dspy_program_round_trips_into_an_artifact_version(toy: Path, cli: obj
 
 def test_a_fifo_or_symlink_at_the_study_journal_is_refused_not_waited_on(toy: Path, tmp_path: Path) -> None:
     """Issue 52: the default journal under .rosetta/ is a trusted file, read and written only when plain."""
-    from rosetta.compile.optimize.target import default_journal
+    from rosetta.optimize.target import default_journal
     from rosetta.errors import UsageError
 
     journal = default_journal(toy, "toy-sorter", "scripted/toy")

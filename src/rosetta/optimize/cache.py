@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from rosetta.compile.optimize.signing import NoSecret, project_secret, sign, verifies
+from rosetta.optimize.signing import NoSecret, project_secret, sign, verifies
 from rosetta.fileio import NotRegularFile, trusted_path
 from rosetta.providers.local_revision import answerer_revision
 

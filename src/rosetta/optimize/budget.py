@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rosetta.compile.optimize.evaluation import draws_for, odds_asked
-from rosetta.compile.optimize.label_odds import label_field
-from rosetta.compile.optimize.metrics import Metric
-from rosetta.compile.optimize.race import Plan, plan
-from rosetta.compile.optimize.study import SearchSettings, base_model
+from rosetta.optimize.evaluation import draws_for, odds_asked
+from rosetta.optimize.label_odds import label_field
+from rosetta.optimize.metrics import Metric
+from rosetta.optimize.race import Plan, plan
+from rosetta.optimize.study import SearchSettings, base_model
 from rosetta.datasets import LabeledData
 from rosetta.errors import Problem, UsageError
 

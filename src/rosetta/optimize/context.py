@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rosetta.compile.optimize.metrics import Metric, resolve_metric
+from rosetta.optimize.metrics import Metric, resolve_metric
 from rosetta.datasets import LabeledData, default_location, load_labeled
 
 
@@ -54,7 +54,7 @@ def _judge_for(settings: Any, evaluation: Any, model_id: str) -> Callable[..., f
     """The judge metric's grader: the project's rubric-reviewer agent on ``evaluation.judge``."""
     if evaluation.metric != "judge":
         return None
-    from rosetta.compile.optimize.judge import RubricJudge
+    from rosetta.optimize.judge import RubricJudge
     from rosetta.runtime.agent import judge_reviewer
 
     return judge_reviewer(settings.root, evaluation.judge or model_id, kind=RubricJudge)

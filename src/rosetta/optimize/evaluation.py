@@ -22,9 +22,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from rosetta.compile.optimize.cache import Answer, EvalCache, example_key, prompt_key
-from rosetta.compile.optimize.label_odds import TOP_LOGPROBS, LabelField, label_probability
-from rosetta.compile.optimize.metrics import Metric
+from rosetta.optimize.cache import Answer, EvalCache, example_key, prompt_key
+from rosetta.optimize.label_odds import TOP_LOGPROBS, LabelField, label_probability
+from rosetta.optimize.metrics import Metric
 from rosetta.datasets import Example
 from rosetta.errors import RosettaError
 from rosetta.runtime.runner import default_validation_retries

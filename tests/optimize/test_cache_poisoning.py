@@ -23,8 +23,8 @@ from conftest import REPO
 from scripted_model import GOOD_INSTRUCTION, write_toy_project
 from test_optimize import ARTIFACT, run, scripted  # noqa: F401  (scripted: the autouse fixture registering it)
 
-from rosetta.compile.optimize.cache import Answer, EvalCache
-from rosetta.compile.optimize.signing import project_secret, secret_path, sign
+from rosetta.optimize.cache import Answer, EvalCache
+from rosetta.optimize.signing import project_secret, secret_path, sign
 
 CACHE = Path(".rosetta/eval-cache.sqlite")
 PLANTED = "PLANTED-BY-A-STRANGER"
@@ -315,8 +315,8 @@ def test_a_signed_verdict_with_an_impossible_value_is_a_miss(tmp_path: Path, ent
 
 
 def test_a_cached_verdict_outside_0_1_is_judged_again(tmp_path: Path) -> None:
-    from rosetta.compile.optimize.evaluation import Budget, Evaluator
-    from rosetta.compile.optimize.metrics import Metric
+    from rosetta.optimize.evaluation import Budget, Evaluator
+    from rosetta.optimize.metrics import Metric
     from rosetta.datasets import Example
 
     graded: list[object] = []

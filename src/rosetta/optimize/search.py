@@ -21,14 +21,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rosetta.compile.optimize.budget import CallPlan, call_plan
-from rosetta.compile.optimize.cache import EvalCache, prompt_key
-from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator, HeldBack, draws_for, interval95
-from rosetta.compile.optimize.label_odds import label_field
-from rosetta.compile.optimize.metrics import Metric
-from rosetta.compile.optimize.race import Plan, Standing, dev_order, leaders, winner
-from rosetta.compile.optimize.space import SPACE_VERSION, build_space, label_function
-from rosetta.compile.optimize.study import (
+from rosetta.optimize.budget import CallPlan, call_plan
+from rosetta.optimize.cache import EvalCache, prompt_key
+from rosetta.optimize.evaluation import Budget, BudgetExhausted, Evaluator, HeldBack, draws_for, interval95
+from rosetta.optimize.label_odds import label_field
+from rosetta.optimize.metrics import Metric
+from rosetta.optimize.race import Plan, Standing, dev_order, leaders, winner
+from rosetta.optimize.space import SPACE_VERSION, build_space, label_function
+from rosetta.optimize.study import (
     PERFECT,
     SearchOutcome,
     SearchSettings,
@@ -59,7 +59,7 @@ def run_search(agent: Any, signature: Any, model: Any, adapter: Any, data: Label
                calls: CallPlan | None = None) -> SearchOutcome | None:
     """Search, or join the study as a worker (returns None then). ``fresh`` (``--force``) starts a
     new study instead of resuming the last one; ``calls``: the plan the caller already made with
-    :func:`~rosetta.compile.optimize.budget.call_plan` (made here when not given)."""
+    :func:`~rosetta.optimize.budget.call_plan` (made here when not given)."""
     search = _Search(agent, signature, model, adapter, data, metric, settings, cache, complete, on_status)
     name = study_name(signature.name, model.id, {**(identity or {}), **settings.identity(), "space": SPACE_VERSION})
     search.set_up(name, default_storage, proposer_complete, fresh=fresh, calls=calls)

@@ -1,4 +1,4 @@
-"""What a call budget allows is decided once (:func:`rosetta.compile.optimize.budget.call_plan`),
+"""What a call budget allows is decided once (:func:`rosetta.optimize.budget.call_plan`),
 before any call: ``--dry-run`` refuses exactly what the search refuses, in the same words, and
 states the numbers the search then plans and keeps. ``--max-calls`` bounds the search; the test
 pass is outside it (the winner's test score must cover every row), and its calls are said ahead
@@ -17,9 +17,9 @@ from conftest import REPO
 from scripted_model import write_toy_project
 
 from rosetta.cli.search import SearchFlags
-from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted
-from rosetta.compile.optimize.study import SearchSettings
-from rosetta.compile.optimize.target import OptimizeRequest, optimize
+from rosetta.optimize.evaluation import Budget, BudgetExhausted
+from rosetta.optimize.study import SearchSettings
+from rosetta.optimize.target import OptimizeRequest, optimize
 from rosetta.config import load_settings
 from rosetta.errors import UsageError
 from rosetta.store.artifact import parse_artifact

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from rosetta.compile.optimize.label_odds import LabelField, label_field, label_probability
-from rosetta.compile.optimize.race import Standing, dev_order, leaders, plan, winner
+from rosetta.optimize.label_odds import LabelField, label_field, label_probability
+from rosetta.optimize.race import Standing, dev_order, leaders, plan, winner
 
 
 @pytest.mark.parametrize("dev, budget", [(50, 150), (40, 134), (30, 150), (16, 40), (50, 1000), (200, 400)])

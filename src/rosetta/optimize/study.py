@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rosetta.compile.optimize.cache import Answer, EvalCache
-from rosetta.compile.optimize.evaluation import Budget, BudgetExhausted, Evaluator
-from rosetta.compile.optimize.proposer import Proposals, propose
-from rosetta.compile.optimize.space import label_function
+from rosetta.optimize.cache import Answer, EvalCache
+from rosetta.optimize.evaluation import Budget, BudgetExhausted, Evaluator
+from rosetta.optimize.proposer import Proposals, propose
+from rosetta.optimize.space import label_function
 from rosetta.datasets import LabeledData
 from rosetta.errors import Location, Problem, UsageError
 from rosetta.parts import Demo

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rosetta.compile.optimize.budget import CallPlan, call_plan
-from rosetta.compile.optimize.context import Context, load_context
-from rosetta.compile.optimize.evaluation import draws_for, interval95, sampling_seed
-from rosetta.compile.optimize.metrics import Metric
-from rosetta.compile.optimize.search import run_search
-from rosetta.compile.optimize.study import SearchSettings, SearchStatus
+from rosetta.optimize.budget import CallPlan, call_plan
+from rosetta.optimize.context import Context, load_context
+from rosetta.optimize.evaluation import draws_for, interval95, sampling_seed
+from rosetta.optimize.metrics import Metric
+from rosetta.optimize.search import run_search
+from rosetta.optimize.study import SearchSettings, SearchStatus
 from rosetta.errors import Location, Problem, UsageError
 from rosetta.providers.local_revision import answerer_build, answerer_revision
 
@@ -62,19 +62,12 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
              complete: Any = None, proposer_complete: Any = None) -> OptimizeReport:
     """Run one optimization and write its artifact (see the module docstring). Long on purpose: its
     steps (context, identity, dry run, the up-to-date check, the search, the artifact) read in order."""
-    from rosetta.compile.compiler import CompileOptions, relative_to
+    from rosetta.compile.compiler import CompileOptions
     from rosetta.render.renderer import render
     from rosetta.signature import source_digest
-    from rosetta.store.artifact import (
-        COMPILER_VERSION,
-        Artifact,
-        Provenance,
-        artifact_path,
-        dump_artifact,
-        model_fingerprint,
-        target_inputs,
-    )
+    from rosetta.store.artifact import artifact_path, dump_artifact, model_fingerprint, target_inputs
     from rosetta.store.publish import publish, publish_version
+    from rosetta.store.verify import artifact_of, expected_provenance
 
     if request.optimizer not in OPTIMIZERS:
         raise UsageError(Problem(f"unknown optimizer {request.optimizer!r}", field="--optimizer",
@@ -116,18 +109,11 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
     if outcome is None:
         report.status = "worker done"
         return report
-    artifact = Artifact(
-        agent=signature.name, version=signature.version, model=model.id, adapter=adapter.name,
-        provenance=Provenance(
-            inputs_sha256=inputs_sha, source_sha256=source_sha,
-            source_files=tuple(relative_to(f, settings.root) for f in context.definition.source.files),
-            adapter_sha256=adapter.sha256, model_sha256=model_fingerprint(model), compiler_version=COMPILER_VERSION,
-            knobs=_chosen_knobs(outcome), dataset_sha256=context.data.sha256, scores=_scores(outcome, context),
-            budget=_budget(outcome), optimizer=_optimizer(request.optimizer, identity, outcome),
-        ),
-        prompt=outcome.prompt,
-        extensions=signature.extensions,
-    )
+    provenance = replace(
+        expected_provenance(context.definition, model, adapter, settings.root, options.section_roles, source_sha),
+        knobs=_chosen_knobs(outcome), dataset_sha256=context.data.sha256, scores=_scores(outcome, context),
+        budget=_budget(outcome), optimizer=_optimizer(request.optimizer, identity, outcome))
+    artifact = artifact_of(signature, adapter, provenance, outcome.prompt)
     text = dump_artifact(artifact)
     report.outcome = outcome
     report.notes = list(outcome.notes)
@@ -182,11 +168,11 @@ def _compare_with_active(path: Path, text: str, context: Context, complete: Any)
 def _search(request: OptimizeRequest, context: Any, identity: dict[str, Any], plan: CallPlan, *, on_status: Any,
             complete: Any, proposer_complete: Any) -> Any:
     """The chosen optimizer's outcome (None for a worker that joined someone else's study)."""
-    from rosetta.compile.optimize.cache import EvalCache
+    from rosetta.optimize.cache import EvalCache
 
     cache = EvalCache(context.project_state / "eval-cache.sqlite")
     if request.optimizer != "rosetta":
-        from rosetta.compile.optimize.dspy_backend import run_dspy
+        from rosetta.optimize.dspy_backend import run_dspy
 
         return run_dspy(request.optimizer, context, request.settings, cache=cache, complete=complete,
                         on_status=on_status)
@@ -201,7 +187,7 @@ def _search(request: OptimizeRequest, context: Any, identity: dict[str, Any], pl
 def _declared_proposer(context: Any, name: str | None) -> Any:
     """litellm's completion sent to a proposer the project declares (its id, endpoint and key), or
     None for any other proposer (called by the name given)."""
-    from rosetta.compile.optimize.study import completion
+    from rosetta.optimize.study import completion
     from rosetta.providers.catalog import catalog_for
 
     settings = context.settings
@@ -224,7 +210,7 @@ def last_study(root: Path, compiled_dir: Path, agent: str, model_id: str,
     saying how to make one when there is none."""
     import optuna
 
-    from rosetta.compile.optimize.study import latest_study, open_storage
+    from rosetta.optimize.study import latest_study, open_storage
     from rosetta.store.artifact import ArtifactError, artifact_path, read_artifact
 
     journal = default_journal(root, agent, model_id)
