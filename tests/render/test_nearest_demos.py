@@ -81,3 +81,63 @@ def test_an_unknown_demo_selection_is_a_clear_error() -> None:
     with pytest.raises(UsageError) as caught:
         Knobs(demo_selection="random")
     assert "demo_selection" in str(caught.value) and "fixed | nearest" in str(caught.value)
+
+
+# -- the retrieval policy (issue 55): a search can choose how demos are retrieved, not only which ----------
+
+
+def test_diversity_keeps_near_duplicates_from_filling_the_prompt() -> None:
+    pool = ["stored xss in comments runs a script", "stored xss in comments runs a script tag",
+            "reflected xss echoes a script", "sql injection dumps the users table"]
+    assert rank_of("stored xss comments script", pool, 2) == [0, 1]  # nearest only: both near-duplicates
+    assert rank_of("stored xss comments script", pool, 2, diversity=0.3) == [0, 1]  # a little: still similarity
+    assert rank_of("stored xss comments script", pool, 2, diversity=0.5) == [0, 3]  # the second adds something
+
+
+def test_balance_takes_the_labels_in_turn_most_similar_label_first() -> None:
+    pool = ["xss in the search box", "xss in the search page", "xss in the profile", "sql injection in the login"]
+    labels = ["high", "high", "medium", "critical"]
+    assert rank_of("xss in search", pool, 3) == [0, 1, 2]  # nearest only: two of one label
+    assert rank_of("xss in search", pool, 3, labels=labels) == [0, 2, 3]  # high, medium, then critical
+    assert rank_of("xss in search", pool, 4, labels=labels) == [0, 2, 3, 1]  # labels in turn, then what is left
+
+
+def rank_of(query: str, pool: list[str], count: int, **policy: object) -> list[int]:
+    from rosetta.render.nearest import rank
+
+    return rank(query, pool, count, **policy)  # type: ignore[arg-type]
+
+
+def test_a_retrieval_policy_is_rendered_recorded_and_read_back(triage) -> None:
+    knobs = Knobs(demo_ids=tuple(REPORTS), demo_count=2, demo_selection="nearest",
+                  retrieval={"balance": "severity", "order": "similar_first", "diversity": 0.2})
+    prompt = render(triage, "openai/gpt-4o", knobs)
+    assert prompt.demo_pool.policy == prompt.knobs.retrieval and prompt.knobs.retrieval.balance == "severity"
+    data = prompt.to_dict()
+    assert data["demo_pool"]["policy"] == {"diversity": 0.2, "balance": "severity", "order": "similar_first"}
+    assert data["knobs"]["retrieval"] == data["demo_pool"]["policy"]
+    assert RenderedPrompt.from_dict(data) == prompt
+    request = {"report": "A script tag in a comment runs: stored XSS on the forum page."}
+    shown = [m["content"] for m in prompt.messages(request)[1:-1] if m["role"] == "assistant"]
+    # the most similar first, then another severity: the plain policy would show two XSS reports
+    assert '"high"' in shown[0] and '"high"' not in shown[1]
+    # prompts without a policy keep their bytes: nothing new in their data
+    plain = render(triage, "openai/gpt-4o", Knobs(demo_ids=tuple(REPORTS), demo_count=2, demo_selection="nearest"))
+    assert "policy" not in plain.to_dict()["demo_pool"] and "retrieval" not in plain.to_dict()["knobs"]
+
+
+@pytest.mark.parametrize(("policy", "said"), [
+    ({"diversity": 2}, "from 0 to 1"), ({"order": "random"}, "similar_last | similar_first"),
+    ({"k": 3}, "unknown retrieval setting"), ("mmr", "must be a table"),
+])
+def test_a_malformed_retrieval_policy_is_a_clear_error(policy: object, said: str) -> None:
+    with pytest.raises(UsageError, match=said):
+        Knobs(demo_selection="nearest", retrieval=policy)
+
+
+def test_balancing_on_a_field_the_output_lacks_is_refused(triage) -> None:
+    from rosetta.errors import RenderError
+
+    with pytest.raises(RenderError, match="not a field of vuln-triage's output"):
+        render(triage, "openai/gpt-4o", Knobs(demo_ids=tuple(REPORTS), demo_count=2, demo_selection="nearest",
+                                              retrieval={"balance": "label"}))

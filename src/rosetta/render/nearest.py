@@ -6,6 +6,12 @@ the same with an embedding model). Similarity here is lexical — TF-IDF cosine 
 word tokens, IDF from the pool — because it needs no model and no network, and it is exact:
 pure-Python sums in a fixed order give the same ranking on every machine, so a prompt scores the
 same at run time as it did during the search. Ties keep the pool's order.
+
+:func:`rank` is the retrieval policy beyond plain nearness, each part a knob the search can set:
+diversity (maximal marginal relevance: each next demo trades its similarity to the request against
+its largest similarity to the demos already picked, so near-duplicates do not fill the prompt) and
+label balance (the picks take the labels in turn, most similar label first, so the model sees more
+than one answer).
 """
 
 from __future__ import annotations
@@ -29,13 +35,48 @@ def input_text(inputs: Mapping[str, Any]) -> str:
 
 def nearest(query: str, pool: Sequence[str], count: int) -> list[int]:
     """Indexes of the ``count`` pool texts most similar to ``query``, most similar first."""
+    return rank(query, pool, count)
+
+
+def rank(query: str, pool: Sequence[str], count: int, *, diversity: float = 0.0,
+         labels: Sequence[str] | None = None) -> list[int]:
+    """Indexes of ``count`` pool texts to show with ``query``, the first picked first: by similarity
+    alone by default; with ``diversity`` in (0, 1] each next pick maximises ``(1 - diversity) *
+    similarity - diversity * (its largest similarity to those picked)``; with ``labels`` (one per
+    pool text) the picks take the labels in turn, in the order of each label's most similar text.
+    Ties keep the pool's order."""
     if count <= 0 or not pool:
         return []
-    index = _index(tuple(pool))
-    idf, vectors = index
+    idf, vectors = _index(tuple(pool))
     wanted = _vector(Counter(_TOKEN.findall(query.lower())), idf)
-    scores = [sum(weight * vector.get(token, 0.0) for token, weight in sorted(wanted.items())) for vector in vectors]
-    return sorted(range(len(pool)), key=lambda i: (-scores[i], i))[:count]
+    similarity = [_dot(wanted, vector) for vector in vectors]
+    order = sorted(range(len(pool)), key=lambda i: (-similarity[i], i))
+    if not diversity and labels is None:
+        return order[:count]
+    turns = list(dict.fromkeys(labels[i] for i in order)) if labels is not None else [None]
+    position = {i: rank_ for rank_, i in enumerate(order)}
+    remaining, picked, turn = list(order), [], 0
+    while len(picked) < count and remaining:
+        turn %= len(turns)
+        allowed = [i for i in remaining if labels is None or labels[i] == turns[turn]]
+        if not allowed:  # this label has no text left: the next label takes its turn
+            del turns[turn]
+            continue
+        turn += 1
+
+        def value(i: int) -> tuple[float, int]:
+            overlap = max((_dot(vectors[i], vectors[j]) for j in picked), default=0.0)
+            return (1.0 - diversity) * similarity[i] - diversity * overlap, -position[i]
+
+        best = max(allowed, key=value)
+        picked.append(best)
+        remaining.remove(best)
+    return picked
+
+
+def _dot(left: dict[str, float], right: dict[str, float]) -> float:
+    """Cosine of two unit vectors, summed in token order (the same on every machine)."""
+    return sum(weight * right.get(token, 0.0) for token, weight in sorted(left.items()))
 
 
 @lru_cache(maxsize=32)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from rosetta.errors import Problem, UsageError
 from rosetta.parts import Demo, InputField, ToolSpec
 from rosetta.providers.kinds import ANSWER_CUE, Delimiter, StructuredOutput, SystemPlacement, ToolEnvelope
-from rosetta.render.nearest import input_text, nearest
+from rosetta.render.nearest import input_text, rank
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -26,6 +26,47 @@ _BLOCKS = ("role", "context", "constraints", "format", "tools")
 DEMO_SELECTIONS = ("fixed", "nearest")
 """``fixed``: the same demos for every request; ``nearest``: per request, the ``demo_count`` demos
 of ``demo_ids`` whose inputs are most similar to it (see :mod:`rosetta.render.nearest`)."""
+
+
+RETRIEVAL_ORDERS = ("similar_last", "similar_first")
+"""Where the most similar demo goes: next to the request (last, the default) or first."""
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """How per-request demos are chosen from the pool (``demo_selection: nearest``), beyond nearness:
+    see :func:`rosetta.render.nearest.rank`. The defaults are plain nearest demos."""
+
+    diversity: float = 0.0  # maximal marginal relevance: 0 ranks by similarity alone, 1 by novelty alone
+    balance: str | None = None  # an output field: the neighbours take its labels in turn
+    order: str = "similar_last"  # one of RETRIEVAL_ORDERS
+
+    def __post_init__(self) -> None:
+        if isinstance(self.diversity, bool) or not isinstance(self.diversity, (int, float)) \
+                or not 0.0 <= self.diversity <= 1.0:
+            raise UsageError(Problem(f"retrieval.diversity {self.diversity!r} is not a number from 0 to 1",
+                                     field="knobs.retrieval.diversity", expected="e.g. 0.3 (0: nearest only)"))
+        object.__setattr__(self, "diversity", float(self.diversity))
+        if self.balance is not None and (not isinstance(self.balance, str) or not self.balance):
+            raise UsageError(Problem(f"retrieval.balance {self.balance!r} is not an output field's name",
+                                     field="knobs.retrieval.balance"))
+        if self.order not in RETRIEVAL_ORDERS:
+            raise UsageError(Problem(f"unknown retrieval.order {self.order!r}", field="knobs.retrieval.order",
+                                     expected=" | ".join(RETRIEVAL_ORDERS)))
+
+    @classmethod
+    def of(cls, value: Any) -> Retrieval | None:
+        """A policy from plain data (YAML, JSON) or itself; None stays None."""
+        if value is None or isinstance(value, cls):
+            return value
+        if not isinstance(value, Mapping):
+            raise UsageError(Problem(f"retrieval must be a table, not {type(value).__name__}", field="knobs.retrieval",
+                                     expected="{diversity: 0.3, balance: label, order: similar_last}"))
+        unknown = sorted(set(value) - {f.name for f in fields(cls)})
+        if unknown:
+            raise UsageError(Problem(f"unknown retrieval setting(s) {', '.join(unknown)}", field="knobs.retrieval",
+                                     expected="diversity, balance, order"))
+        return cls(**value)
 
 
 @dataclass(frozen=True)
@@ -41,6 +82,7 @@ class Knobs:
     structured_output: StructuredOutput | None = None
     phase: str = "default"  # which generation_params phase to use
     demo_selection: str = "fixed"  # one of DEMO_SELECTIONS
+    retrieval: Retrieval | None = None  # how "nearest" demos are chosen (None: nearest only)
 
     def __post_init__(self) -> None:
         # accept plain strings and lists (YAML, JSON, CLI) and check them once, here
@@ -65,10 +107,12 @@ class Knobs:
         if self.demo_selection not in DEMO_SELECTIONS:
             raise UsageError(Problem(f"unknown demo_selection {self.demo_selection!r}", field="knobs.demo_selection",
                                      expected=" | ".join(DEMO_SELECTIONS)))
+        object.__setattr__(self, "retrieval", Retrieval.of(self.retrieval))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (enums as their values, tuples as lists) for artifacts and JSON; the default
-        demo selection is left out, so artifacts written before it existed keep their bytes."""
+        demo selection and retrieval are left out, so artifacts written before they existed keep
+        their bytes."""
         return _knobs_plain(self)
 
 
@@ -82,15 +126,22 @@ class Message:
 
 @dataclass(frozen=True)
 class DemoPool:
-    """Demos chosen per request: the ``count`` of ``demos`` nearest to each request's inputs."""
+    """Demos chosen per request: ``count`` of ``demos`` by their nearness to each request's inputs,
+    under the ``policy`` (None: the nearest, the most similar last)."""
 
     count: int
     demos: tuple[Demo, ...]
+    policy: Retrieval | None = None
 
     def choose(self, inputs: Mapping[str, Any]) -> tuple[Demo, ...]:
-        """The nearest ``count`` demos, the most similar last (next to the request it resembles)."""
-        ranked = nearest(input_text(inputs), [input_text(d.inputs) for d in self.demos], self.count)
-        return tuple(self.demos[i] for i in reversed(ranked))
+        """This request's demos, in the order they are shown."""
+        policy = self.policy or Retrieval()
+        labels = [str(d.output.get(policy.balance)) if isinstance(d.output, Mapping) else str(d.output)
+                  for d in self.demos] if policy.balance else None
+        ranked = rank(input_text(inputs), [input_text(d.inputs) for d in self.demos], self.count,
+                      diversity=policy.diversity, labels=labels)
+        chosen = tuple(self.demos[i] for i in ranked)
+        return chosen[::-1] if policy.order == "similar_last" else chosen
 
 
 @dataclass(frozen=True)
@@ -132,6 +183,8 @@ class RenderedPrompt:
         data["knobs"] = _knobs_plain(self.knobs)
         if self.demo_pool is None:
             del data["demo_pool"]
+        elif self.demo_pool.policy is None:
+            del data["demo_pool"]["policy"]
         if self.sampling_params:
             del data["sampling_params"]
         return data
@@ -149,7 +202,8 @@ class RenderedPrompt:
             values["demo_ids"] = tuple(values.get("demo_ids", ()))
             if values.get("demo_pool") is not None:
                 pool = values["demo_pool"]
-                values["demo_pool"] = DemoPool(int(pool["count"]), tuple(Demo(**d) for d in pool["demos"]))
+                values["demo_pool"] = DemoPool(int(pool["count"]), tuple(Demo(**d) for d in pool["demos"]),
+                                               Retrieval.of(pool.get("policy")))
             values["user_blocks"] = tuple((name, template) for name, template in values.get("user_blocks", ()))
             values["inputs"] = tuple(InputField(**f) for f in values.get("inputs", ()))
             values["tool_specs"] = tuple(ToolSpec(**t) for t in values.get("tool_specs", ()))
@@ -306,6 +360,8 @@ def _knobs_plain(knobs: Knobs) -> dict[str, Any]:
     data = _plain(knobs)
     if data.get("demo_selection") == "fixed":
         del data["demo_selection"]
+    if data.get("retrieval") is None:
+        del data["retrieval"]
     return data
 
 

@@ -108,7 +108,7 @@ def render(
         compose, _instructions(signature, knobs), demos, budget, signature, model, generation, delimiter)
     if dropped:
         warnings.append(f"over the {budget:,}-token prompt budget of {model.id}: dropped " + ", ".join(dropped))
-    pool = DemoPool(len(demos), tuple(chosen)) if per_request and demos else None
+    pool = DemoPool(len(demos), tuple(chosen), _retrieval(signature, knobs)) if per_request and demos else None
     if per_request:  # no fixed demo turns: each request gets its own from the pool
         demo_messages = []
         demos = list(chosen) if pool else []
@@ -144,8 +144,23 @@ def render(
         sampling_params=model.capabilities.sampling_params,
         knobs=replace(knobs, delimiter=delimiter, section_order=tuple(order), reasoning=reasoning,
                       demo_ids=tuple(d.id for d in demos), demo_count=pool.count if pool else len(demos),
-                      structured_output=mechanism, demo_selection="nearest" if pool else "fixed"),
+                      structured_output=mechanism, demo_selection="nearest" if pool else "fixed",
+                      retrieval=pool.policy if pool else None),
     )
+
+
+def _retrieval(signature: Signature, knobs: Knobs) -> Any:
+    """The retrieval policy of per-request demos (None: nearest only); a label to balance must be
+    a field of the output."""
+    policy = knobs.retrieval
+    if policy is None or policy.balance is None:
+        return policy
+    fields = (signature.output_schema or {}).get("properties") or {}
+    if policy.balance not in fields:
+        raise RenderError(Problem(f"retrieval.balance names {policy.balance!r}, which is not a field of "
+                                  f"{signature.name}'s output", field="knobs.retrieval.balance",
+                                  expected=" | ".join(fields) or "an output with named fields"))
+    return policy
 
 
 def _fit_budget(compose: Any, sections: tuple[Section, ...], demos: list[Demo], budget: int,
