@@ -14,8 +14,8 @@ choosing its prompt, the test pass excluded; wall time includes the test pass):
 - rosetta — ``compile --optimize`` with ``--max-calls 150``.
 
 Everything rosetta scores goes through the runtime (``Agent.run_prompt``) with a cold evaluation
-cache, so no row is helped by another's answers (rosetta's row scores the test answers its own search
-got for the winner, through that same path, rather than paying for them twice).
+cache, so no row is helped by another's answers (rosetta's search chooses on dev only; its winner's
+test answers are paid for here, through that same path, after the choice).
 
 A full run takes hours on a small CPU, so each finished row is kept in ``--results`` (JSONL, keyed by
 the agent, data hash and settings). Run the same command again after an interruption and the finished
@@ -182,15 +182,13 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
         cache = EvalCache(state / "cache.sqlite")
         outcome = run_search(context.agent, signature, model, adapter, data, metric, search, cache=cache,
                              default_storage=state / "study.journal")
-        # the search already ran the winner on test through the same runtime path: its cached answers
-        # are what a cold test pass would produce (parity), so they are scored rather than paid twice
+        # the search chooses on dev only; the winner's test pass is scored here, once, through the runtime
         race = outcome.race
-        anchors = {0: "the unoptimized render", 1: "the plain k-shot prompt", 2: "the nearest-demos prompt"}
         interval = outcome.dev_interval or (outcome.dev_score, outcome.dev_score)
         score(f"rosetta (--max-calls {args.max_calls})", outcome.prompt, outcome.calls, started, cache=cache,
               note=f"{outcome.trials} candidates raced (rows per rung {race['rows']}, kept {race['keep']}), "
                    f"{outcome.pruned} out, {outcome.cut_short} stopped by the budget; winner: candidate "
-                   f"{race['winner']} ({anchors.get(race['winner'], 'a drawn variant')}), dev {outcome.dev_score:.3f} "
+                   f"{race['winner']} ({outcome.kind}), dev {outcome.dev_score:.3f} "
                    f"[{interval[0]:.3f}, {interval[1]:.3f}] on {outcome.dev_examples} rows; rows scored by "
                    f"{outcome.scoring}; calls by phase {outcome.phases}" + (f"; {outcome.stopped}" if outcome.stopped
                                                                             else ""))

@@ -89,6 +89,14 @@ def test_the_dry_run_refuses_what_the_search_refuses_and_plans_what_it_runs(agen
     assert (outcome.race["rows"], outcome.race["keep"]) == (list(race.rows), list(race.keep))
     assert outcome.phases["bootstrap"] == planned.bootstrap and outcome.phases["proposals"] == planned.proposals
     assert model.calls["search"] == outcome.calls <= budget  # the budget held what it bounds
+    # and it was spent: no rung could have taken one more candidate, and every planned answer was asked
+    left = planned.room - race.calls()
+    assert all(keep == (outcome.trials if rung == 0 else race.keep[rung - 1]) or left < rows - before
+               for rung, (keep, rows, before) in enumerate(zip(race.keep, race.rows, (0, *race.rows))))
+    rungs = {f"rung {k}": keep * (rows - before)
+             for k, (keep, rows, before) in enumerate(zip(race.keep, race.rows, (0, *race.rows)))}
+    assert outcome.stopped is None
+    assert outcome.phases == {"proposals": planned.proposals, "bootstrap": planned.bootstrap, **rungs}
     assert model.calls["test"] == outcome.test_calls <= planned.test_calls()  # and the test pass what was said
 
 
@@ -152,7 +160,7 @@ def test_answers_asked_at_once_never_start_on_the_same_calls_left() -> None:
 
 def test_the_dry_run_counts_scoring_the_active_artifact_when_it_was_scored_on_other_data(tmp_path: Path,
                                                                                         cli: Any) -> None:
-    # an artifact scored on other data is scored on this search's test rows before a new one may replace
+    # an artifact scored on other data is scored on this search's dev rows before a new one may replace
     # it: those calls come with the test pass, outside the budget, and the dry run says so
     import re
 
@@ -172,7 +180,7 @@ def test_the_dry_run_counts_scoring_the_active_artifact_when_it_was_scored_on_ot
     args = ("-C", root, "compile", definition, "--model", "scripted/toy", "--optimize", "--dataset", small,
             "--max-calls", "20", "--proposer", "none")
     dry = words(cli(*args, "--dry-run").output)
-    assert "before it may be replaced it answers the 5 test rows, at most 15 calls" in dry
+    assert "before it may be replaced it answers these 5 dev rows (the choice is made on dev), at most 15 calls" in dry
     assert "at most 50 calls" in dry  # 20 for the search, 15 for the test pass, 15 for the active artifact
     assert "before it may be replaced" not in words(cli(*args, "--dry-run", "--activate").output)
     result = words(cli(*args).output)

@@ -145,7 +145,10 @@ def test_racing_compares_many_more_candidates_for_the_same_calls(toy: Path, tmp_
     assert raced.calls <= 150 and flat.calls <= 150 and raced.stopped is None
     assert raced.race["rows"][-1] == 30 and raced.dev_examples == 30  # the winner answered all of dev
     assert raced.phases["proposals"] == 0 and sum(raced.phases.values()) == raced.calls
-    assert raced.dev_score >= max(raced.baseline_dev, flat.dev_score)
+    # not `>= flat.dev_score`: that held while ties went to the lower candidate number, so to the four the flat
+    # search scored; now a seeded order breaks ties, and with 0/1 scores on 2 rows most candidates tie. Racing
+    # more candidates wins on average (bench/race_rungs.py), not on every draw
+    assert raced.dev_score > raced.baseline_dev
     assert flat.baseline_dev is not None  # without --baseline: only where the race gave the default all of dev
 
 
@@ -208,17 +211,19 @@ def test_dry_run_estimates_and_calls_nothing(toy: Path, cli: object) -> None:
     result = cli("-C", toy, "compile", toy / "signatures", "--model", "scripted/toy", "--optimize", "--dry-run",
                  "--trials", "5", "--max-calls", "50", "--proposer", "scripted/proposer")
     assert result.exit_code == 0, result.output
-    # the search stays within --max-calls (3 proposals and 28 answers, each up to 3 calls with its retries);
+    # the search stays within --max-calls (3 proposals and 40 answers, each up to 3 calls with its retries: the 45
+    # calls left after the proposals and one answer's retries pay for 28 answers in thirds, and 3 more candidates
+    # in rung 1);
     # the test pass comes on top: 16 answers, up to 48 calls
     # litellm's price for the scripted model
     assert "at most 98 calls, about $0.0226 if all are made; nothing was called" in " ".join(result.output.split())
-    assert "the search: at most 50 calls (--max-calls 50): 3 proposals, 0 bootstrap answers, a race planned at 28 " \
+    assert "the search: at most 50 calls (--max-calls 50): 3 proposals, 0 bootstrap answers, a race planned at 40 " \
         "answers" in " ".join(result.output.split())
     assert "the test pass, outside --max-calls so that the winner's test score covers every row: 16 test answers, " \
         "at most 48 calls" in " ".join(result.output.split())
     assert "no bootstrapped demos: the answer is only a label" in result.output
     assert "race: at most 5 candidates (fitted again when the space holds fewer distinct prompts); rows per rung " \
-        "[2, 6, 16], candidates per rung [5, 2, 1]" in " ".join(result.output.split())
+        "[6, 16], candidates per rung [5, 1]" in " ".join(result.output.split())
     assert calls_made() == before and not (toy / ARTIFACT).exists()
 
 
@@ -633,9 +638,10 @@ def test_dry_run_counts_the_baseline_test_pass_and_judge_calls(toy: Path, cli: o
     result = cli(*args, "--max-calls", "100")
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
-    # (100 - 16 - 4) // 2 = 40 answers: 5 candidates × 6 rows, 1 × 10 more
+    # (100 - 16 - 4) // 2 = 40 answers: 5 candidates × 2 rows, then 5 × 4 more (the 3 a cut in thirds leaves
+    # out are paid by what it leaves unspent), 1 × 10 more
     assert "the search: at most 100 calls (--max-calls 100): 0 proposals, 8 bootstrap answers, a race planned " \
-        "at 40 answers" in text and "candidates per rung [5, 1]" in text
+        "at 40 answers" in text and "rows per rung [6, 16], candidates per rung [5, 1]" in text
     # test 16 × 2 (--baseline) and up to 16 dev rows of the unoptimized render, each answer up to 1 + 2 retries
     # + a verdict of 3 calls: 48 × 6
     assert "32 test answers and up to 16 dev answers of the unoptimized render, at most 288 calls" in text
@@ -654,7 +660,8 @@ def test_a_search_logged_to_a_file_says_how_it_goes(toy: Path, cli: object) -> N
     assert any(": racing · " in line for line in lines)
     assert "scoring the winner on test (0/16) · 3/3 candidates" in lines[-2]  # test answers are counted apart
     assert lines[-1].startswith("toy-sorter → scripted/toy: done · 3/3")
-    assert "calls by phase: 48 rung 0" in result.output
+    # three candidates in one rung (none is cut before all of dev), until one is perfect on all of dev
+    assert "calls by phase: 48 rung 0" in " ".join(result.output.split())
     assert len(lines) == len(set(lines)) and len(lines) <= 10
 
 
@@ -691,7 +698,7 @@ def test_a_dry_run_over_a_tree_skips_agents_without_data_and_lists_them(toy: Pat
 
 
 def test_a_worse_search_is_kept_as_a_version_not_activated(toy: Path, cli: object) -> None:
-    """A search that scores below the active artifact on the same data, or was run on other data (a
+    """A search that scores below the active artifact on the same dev rows, or was run on other data (a
     small --dataset subset), never replaces it silently: it is kept as a version, and said so."""
     from rosetta.store.versions import list_versions
 
@@ -706,8 +713,8 @@ def test_a_worse_search_is_kept_as_a_version_not_activated(toy: Path, cli: objec
                                         **options), settings=load_settings(toy))
 
     worse = search()
-    assert worse.status == "kept as a version" and worse.outcome.test_score < 1.0
-    assert "below the active artifact's 1.0 on the same 16 rows" in worse.activation
+    assert worse.status == "kept as a version" and worse.outcome.dev_score < 1.0
+    assert "on dev, below the active artifact's 1.0 on the same 16 dev rows" in worse.activation
     assert (toy / ARTIFACT).read_bytes() == active and Path(worse.artifact).is_file()
     assert sorted(v.current for v in list_versions(toy / ARTIFACT)) == [False, True]  # listed, not served
     small = toy / "small"

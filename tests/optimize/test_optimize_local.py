@@ -48,7 +48,8 @@ def test_a_classification_race_scores_rows_by_label_odds_and_evaluate_reproduces
     artifact = parse_artifact(path.read_text(encoding="utf-8"), path=str(path))
     assert artifact.provenance.optimizer["scoring"] == "label odds"
     assert artifact.provenance.budget["phases"] == outcome.phases
-    assert artifact.provenance.scores["dev_examples"] == 6 and "dev_ci95" in artifact.provenance.scores
+    scores = artifact.provenance.scores
+    assert scores["dev_examples"] == 6 and "dev_ci95_ignoring_selection" in scores and "test_ci95" in scores
     result = subprocess.run([sys.executable, "-m", "rosetta.cli", "-C", str(project), "evaluate", "question-type",
                              "--model", "local/gemma-3-270m", "-f", "json"], capture_output=True, text=True,
                             check=False)

@@ -23,11 +23,13 @@ def searched(tmp_path: Path) -> Path:
 def test_trials_lists_every_unit_of_the_last_search(searched: Path, cli) -> None:
     table = cli("-C", searched, "trials", "toy-sorter", "--model", "scripted/toy")
     assert table.exit_code == 0, table.output
-    assert "toy-sorter on scripted/toy" in table.stdout and "(the unoptimized render)" in " ".join(table.stdout.split())
+    text = " ".join(table.stdout.split())
+    assert "toy-sorter on scripted/toy" in text and "candidate 0 (unoptimized, seeded):" in text
+    assert "candidate 1 (first-k, seeded):" in text and "where the race chose" in text  # scores are dev's
     data = json.loads(cli("-C", searched, "trials", "toy-sorter", "-m", "scripted/toy", "-f", "json").stdout)
     rows = data["trials"]
     assert data["study"] and data["storage"].startswith("journal:") and len(rows) > 3
-    assert {"candidate", "rung", "rows", "score", "calls", "knobs", "state"} <= set(rows[0])
+    assert {"candidate", "rung", "rows", "score", "calls", "knobs", "state", "kind", "origin"} <= set(rows[0])
     assert rows[0]["default"] and rows[0]["rung"] == 0 and rows[0]["calls"] > 0
     rungs = {row["rung"] for row in rows if row["state"] == "complete"}
     assert len(rungs) > 1  # the race went past its first rung

@@ -92,8 +92,8 @@ DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the most calls
                                           "make, and their estimated cost, or refuse a budget as the search would; "
                                           "call nothing.")]
 ActivateOpt = Annotated[bool, typer.Option("--activate", help="Make the new artifact active even when the active one "
-                                           "scored better on test, or was scored on other data (it is otherwise "
-                                           "kept as a version).")]
+                                           "scores better on the same dev rows (it is otherwise kept as a version); "
+                                           "test never decides, it is scored after.")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the sampler, demo sets and dev order.")]
 StorageOpt = Annotated[str | None, typer.Option("--storage", help="optuna storage URL (sqlite:///x.db, "
                                                 "postgresql://...) shared by workers. Default: a journal file "
@@ -273,17 +273,16 @@ def _print_report(report: Any) -> None:
     test = "" if outcome.test_score is None else f", test {outcome.test_score:.3f}"
     if outcome.baseline_test is not None:
         test += f" (unoptimized {outcome.baseline_test:.3f})"
-    interval = "" if outcome.dev_interval is None else \
-        f" [{outcome.dev_interval[0]:.3f}, {outcome.dev_interval[1]:.3f}] on {outcome.dev_examples} rows"
     raced = f"{outcome.trials} candidates, {outcome.pruned} out" + (
         f", {outcome.cut_short} stopped by the budget" if outcome.cut_short else "")
     verb = "[green]optimized[/green]" if report.status == "written" else "[yellow]optimized, not activated[/yellow]"
     budget = report.plan.max_calls if report.plan is not None else None
     spend = (f"{outcome.calls} calls within --max-calls {budget} and {outcome.test_calls} test calls outside it"
              if budget is not None else f"{outcome.calls} search calls and {outcome.test_calls} test calls")
-    out.print(f"{verb} {escape(label)}: dev {outcome.dev_score:.3f}{interval}{baseline}{test}; "
+    out.print(f"{verb} {escape(label)}: {escape(_winner(outcome))}; dev {outcome.dev_score:.3f}{baseline}{test}; "
               f"{raced}; {spend} ({outcome.paid_calls} paid this run), {report.wall_s:.0f}s  "
               f"[dim]{escape(str(report.artifact))}[/dim]")
+    out.print(f"           [dim]{escape(_honesty(outcome))}[/dim]")
     if outcome.phases:
         spent = ", ".join(f"{calls} {phase}" for phase, calls in {**outcome.phases, "test": outcome.test_calls}.items()
                           if calls)
@@ -295,6 +294,32 @@ def _print_report(report: Any) -> None:
     if report.activation:
         style = "yellow" if report.status == "kept as a version" else "dim"
         out.print(f"           [{style}]{escape(report.activation)}[/{style}]")
+
+
+def _winner(outcome: Any) -> str:
+    """Which candidate won and what kind it is: seeded (there whatever the seed) or drawn."""
+    from rosetta.optimize.space import origin
+
+    number = outcome.race.get("winner") if outcome.race else None
+    what = f"candidate {number}" if number is not None else "DSPy's choice"
+    return f"winner {what}" + (f" ({outcome.kind}, {origin(outcome.kind)})" if outcome.kind else "")
+
+
+def _honesty(outcome: Any) -> str:
+    """What each score is worth: dev chose the winner, so its interval is optimistic; test, scored
+    once after every choice, is the honest estimate."""
+    from rosetta.optimize.evaluation import interval95
+
+    def shown(interval: tuple[float, float] | None) -> str:
+        return "" if interval is None else f", 95% interval [{interval[0]:.3f}, {interval[1]:.3f}]"
+
+    dev = f"dev chose the winner on {outcome.dev_examples} rows{shown(outcome.dev_interval)}"
+    dev += ": it ignores that selection, so it overstates" if outcome.dev_interval is not None else ""
+    if outcome.test_score is None:
+        return dev + "; no test rows: no unbiased estimate"
+    rows = len(outcome.test_per_example)
+    return dev + (f"; test, scored once after every choice on {rows} row{'s' if rows != 1 else ''}"
+                  f"{shown(interval95(outcome.test_per_example))}, is the honest estimate")
 
 
 def _print_plan(label: str, report: Any) -> None:
@@ -320,8 +345,9 @@ def _print_plan(label: str, report: Any) -> None:
         lines = [f"the search: at most {search} calls{budget}: {plan.proposals} proposals, {plan.bootstrap} "
                  f"bootstrap answers, a race planned at {plan.race.calls()} answers", test_line]
     if report.rescoring:
-        lines.append(f"the active artifact was scored on other data: before it may be replaced it answers the "
-                     f"{report.rescoring} test rows, at most {report.rescoring * plan.per_answer} calls")
+        lines.append(f"the active artifact was scored on {report.rescoring_why}: before it may be replaced it answers "
+                     f"these {report.rescoring} dev rows (the choice is made on dev), at most "
+                     f"{report.rescoring * plan.per_answer} calls")
     lines.append(each)
     out.print(f"[bold]dry run[/bold] {escape(label)}: {head}, about ${report.cost_usd:.4f} if all are made; "
               "nothing was called")

@@ -1,6 +1,7 @@
 """``rosetta trials``: what the last search of an agent on a model tried — each unit of the race
-(a candidate answering one rung's dev rows) with its knobs, score, calls and cost — and optuna's own
-plots of it as one HTML file."""
+(a candidate answering one rung's dev rows) with its knobs, kind, score, calls and cost — and
+optuna's own plots of it as one HTML file. Every score here is on dev, where the race chose: the
+best of them overstates what the winner scores on new rows (its test score, in the artifact, does not)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def trials(
     format: Annotated[ListFormat, typer.Option("--format", "-f", help="Output format.")] = ListFormat.text,
 ) -> None:
     """List the trials of the last search of AGENT on a model: per unit of the race, the candidate,
-    rung and dev rows, its knobs, score, state, calls, cost and prompt tokens."""
+    rung and dev rows, its knobs and kind (seeded or drawn), score, state, calls, cost and prompt
+    tokens. Scores are on dev, where the race chose."""
     from rosetta.optimize.target import last_study
     from rosetta.providers.catalog import catalog_for
 
@@ -42,7 +44,8 @@ def trials(
     rows = [trial_row(trial) for trial in study.trials]
     if format is ListFormat.json:
         sys.stdout.write(json.dumps({"agent": loaded.name, "model": model_id, "study": study.study_name,
-                                     "storage": label, "trials": rows}, indent=2, default=str) + "\n")
+                                     "storage": label, "scores": SCORES_NOTE, "trials": rows}, indent=2,
+                                    default=str) + "\n")
     else:
         _print(rows, f"{loaded.name} on {model_id}: {len(rows)} trials of study {study.study_name} ({label})")
     if plot is not None:
@@ -50,15 +53,23 @@ def trials(
         err.print(f"plots written to {escape(str(relative(plot)))}")
 
 
+SCORES_NOTE = ("on dev rows, where the race chose: the winner's is optimistic (its interval ignores that "
+               "selection); its test score in the artifact, with test_ci95, is the honest estimate")
+
+
 def trial_row(trial: Any) -> dict[str, Any]:
-    """One optuna trial of the race as plain data."""
+    """One optuna trial of the race as plain data; ``kind`` is what the candidate is (see
+    :meth:`~rosetta.optimize.space.SearchSpace.kind`), ``origin`` whether every seed holds it."""
+    from rosetta.optimize.space import origin
+
     attrs = trial.user_attrs
     values = trial.values or [None]
+    kind = attrs.get("kind") or ("unoptimized" if attrs.get("default") else None)  # studies from before kinds
     return {"number": trial.number, "candidate": attrs.get("candidate"), "rung": attrs.get("rung"),
             "rows": attrs.get("rows"), "state": trial.state.name.lower(), "score": values[0],
             "stopped": attrs.get("stopped"), "calls": attrs.get("calls"), "cost": attrs.get("cost"),
             "prompt_tokens": attrs.get("prompt_tokens"), "default": bool(attrs.get("default")),
-            "knobs": dict(trial.params)}
+            "kind": kind, "origin": origin(kind) if kind else None, "knobs": dict(trial.params)}
 
 
 def _print(rows: list[dict[str, Any]], title: str) -> None:
@@ -72,12 +83,14 @@ def _print(rows: list[dict[str, Any]], title: str) -> None:
         table.add_row(str(row["number"]), _cell(row["candidate"]), _cell(row["rung"]), _cell(row["rows"]), state,
                       _cell(row["score"], "{:.3f}"), _cell(row["calls"]), _cell(row["cost"] or None, "${:.4f}"),
                       _cell(row["prompt_tokens"] or None))
-        knobs.setdefault(row["candidate"], ", ".join(f"{k}={v}" for k, v in row["knobs"].items())
-                         + (" (the unoptimized render)" if row["default"] else ""))
+        kind = f" ({row['kind']}, {row['origin']})" if row["kind"] else ""
+        knobs.setdefault(row["candidate"], kind + ": " + (", ".join(f"{k}={v}" for k, v in row["knobs"].items())
+                                                          or "the defaults"))
     out.print(table)
     out.print("[dim]stopped: not answered, the race ended or the budget ran out first[/dim]")
+    out.print(f"[dim]scores: {escape(SCORES_NOTE)}[/dim]")
     for candidate, text in knobs.items():
-        out.print(f"candidate {_cell(candidate)}: {escape(text or 'the defaults')}")
+        out.print(f"candidate {_cell(candidate)}{escape(text)}")
 
 
 def _cell(value: Any, shape: str = "{}") -> str:

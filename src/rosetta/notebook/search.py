@@ -143,10 +143,15 @@ class Optimization:
         return len(self.study.directions) > 1
 
     def summary(self) -> dict[str, Any]:
-        """The headline numbers, as plain data."""
+        """The headline numbers, as plain data: the winner's kind, its dev score (which chose it: its
+        interval ignores that selection) and its test score with the honest 95% interval."""
+        from rosetta.optimize.evaluation import interval95
+
         outcome = self.outcome
-        return {"agent": self.report.agent, "model": self.report.model, "dev": outcome.dev_score,
+        return {"agent": self.report.agent, "model": self.report.model, "kind": outcome.kind, "chosen_on": "dev",
+                "dev": outcome.dev_score, "dev_ci95_ignoring_selection": outcome.dev_interval,
                 "baseline_dev": outcome.baseline_dev, "test": outcome.test_score,
+                "test_ci95": interval95(outcome.test_per_example), "activation": self.report.activation,
                 "baseline_test": outcome.baseline_test, "trials": outcome.trials, "pruned": outcome.pruned,
                 "calls": outcome.calls, "paid_calls": outcome.paid_calls, "stopped": outcome.stopped,
                 "knobs": {k: v for k, v in outcome.prompt.knobs.to_dict().items() if v is not None},
@@ -166,12 +171,13 @@ class Optimization:
     def trials_frame(self) -> Any:
         """optuna's ``trials_dataframe()``, tidied: one row per unit of the race (a ``candidate``
         answering dev up to ``rows`` in a ``rung``) with its knobs, ``score``, ``state``,
-        ``prompt_tokens``, ``calls`` and flags for the unoptimized render and the winner's last unit."""
+        ``prompt_tokens``, ``calls``, the candidate's ``kind`` and flags for the unoptimized render and
+        the winner's last unit. Scores are on dev, where the race chose."""
         frame = self.study.trials_dataframe(multi_index=False)
         renames = {"value": "score", "values_0": "score", "values_1": "tokens_objective",
                    "user_attrs_prompt_tokens": "prompt_tokens", "user_attrs_calls": "calls",
                    "user_attrs_cost": "cost", "user_attrs_candidate": "candidate", "user_attrs_rung": "rung",
-                   "user_attrs_rows": "rows", "user_attrs_stopped": "stopped"}
+                   "user_attrs_rows": "rows", "user_attrs_stopped": "stopped", "user_attrs_kind": "kind"}
         frame = frame.rename(columns={**renames, **{c: c.removeprefix("params_") for c in frame.columns
                                                     if c.startswith("params_")}})
         frame["state"] = frame["state"].str.lower()

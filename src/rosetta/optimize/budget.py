@@ -4,8 +4,8 @@ exactly what it refuses, in the same words.
 
 ``--max-calls`` bounds the search: proposals, bootstrapping and the race, with each answer's
 validation retries and a judge's verdicts. The test pass is outside it, on purpose: the winner's
-test score is recorded, compared with the active artifact's before it replaces it, and reproduced
-by ``rosetta evaluate``, so it must cover every test row; a budget that cut it short would record
+test score is recorded (after every choice, which dev makes) and reproduced by ``rosetta
+evaluate``, so it must cover every test row; a budget that cut it short would record
 a score comparable with nothing, and reserving its worst case (every answer retried) would take
 several test splits' worth of calls from the race. Its size is fixed by the data, so the plan
 states it, and its most calls, before any call.
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rosetta.optimize.evaluation import draws_for, odds_asked
+from rosetta.optimize.evaluation import draws_for
 from rosetta.optimize.label_odds import label_field
 from rosetta.optimize.metrics import Metric
 from rosetta.optimize.race import Plan, plan
@@ -38,7 +38,6 @@ class CallPlan:
     test: int  # test answers: the winner's (each row ``draws`` times), the unoptimized render's too with --baseline
     baseline_dev: int  # dev rows the unoptimized render may still answer for its dev score (--baseline)
     room: int | None = None  # answers the race may plan for; None without --max-calls
-    scoring: str = "metric"  # "odds": the race scores a label by its probability (fewer rows per rung)
     halving: bool = True
     dspy_dev: int = 0  # DSPy's choice, scored on every dev row through the runtime
     notes: tuple[str, ...] = ()
@@ -64,9 +63,9 @@ class CallPlan:
 
     def fitted(self, candidates: int) -> Plan:
         """The race fitted again to ``candidates`` distinct prompts, when the space holds fewer than
-        the plan's: the same budget, fewer candidates (perhaps more rows per rung)."""
+        the plan's: the same budget, fewer candidates in rung 0 and so more in the later rungs."""
         assert self.race is not None
-        return plan(self.race.rows[-1], self.room, candidates, halving=self.halving, scoring=self.scoring) or self.race
+        return plan(self.race.rows[-1], self.room, candidates, halving=self.halving) or self.race
 
 
 def call_plan(data: LabeledData, settings: SearchSettings, signature: Any, metric: Metric, prompt: Any, *,
@@ -89,18 +88,18 @@ def call_plan(data: LabeledData, settings: SearchSettings, signature: Any, metri
     bootstrap = min(settings.bootstrap, len(data.train)) if signature.demo_range[1] > 0 and label is None else 0
     if label is not None and settings.bootstrap:
         notes.append("no bootstrapped demos: the answer is only a label")
-    scoring = "odds" if odds_asked(prompt, label if settings.label_odds else None) else "metric"
     halving = settings.pruner != "none"
     room = _room(settings.max_calls, proposals, bootstrap, len(data.dev), retries=retries, judge=judge)
-    race = plan(len(data.dev), room, settings.trials, halving=halving, scoring=scoring)
+    race = plan(len(data.dev), room, settings.trials, halving=halving)
     if race is None:
         raise UsageError(Problem("no dev rows to race on", field="dataset", hint="add rows to the dev split"))
     notes.append(f"race: at most {race.candidates} candidate{'s' if race.candidates != 1 else ''} (fitted again "
                  f"when the space holds fewer distinct prompts); rows per rung {list(race.rows)}, candidates per "
-                 f"rung {list(race.keep)}")
+                 f"rung {list(race.keep)}" + (" (later rungs take more when answers need fewer validation retries "
+                                               "than were kept for them)" if retries and settings.max_calls else ""))
     baseline = settings.baseline_test
     return CallPlan(settings.max_calls, proposals, bootstrap, race, retries, judge, tests * (2 if baseline else 1),
-                    len(data.dev) if baseline else 0, room=room, scoring=scoring, halving=halving, notes=tuple(notes))
+                    len(data.dev) if baseline else 0, room=room, halving=halving, notes=tuple(notes))
 
 
 def _room(max_calls: int | None, proposals: int, bootstrap: int, dev: int, *, retries: int,

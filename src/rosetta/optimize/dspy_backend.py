@@ -1,10 +1,11 @@
 """``--optimizer dspy-mipro | dspy-bootstrap``: DSPy's optimizers on the agent's ``to_dspy()``
 signature, converted into the same artifact format.
 
-DSPy chooses instructions and demos with its own prompt formats; the artifact then holds those
-choices rendered by rosetta for the target model (``Knobs.instructions`` and the demos), scored
-on dev and test through rosetta's runtime like any other artifact, so ``rosetta evaluate``
-reproduces its recorded score. DSPy's own validation score is recorded beside it in the notes.
+DSPy chooses instructions and demos with its own prompt formats, from train and dev (it never sees
+test); the artifact then holds those choices rendered by rosetta for the target model
+(``Knobs.instructions`` and the demos), scored on dev through rosetta's runtime like any other
+artifact (test comes after, once the activation is decided: see :mod:`rosetta.optimize.target`),
+so ``rosetta evaluate`` reproduces its recorded scores.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.optimize.cache import EvalCache
-from rosetta.optimize.evaluation import Budget, Evaluator, draws_for
+from rosetta.optimize.evaluation import Budget, Evaluator, interval95
 from rosetta.optimize.proposer import Proposals
 from rosetta.optimize.study import SearchOutcome, SearchSettings, SearchStatus
 from rosetta.errors import Problem, UsageError
@@ -89,7 +90,7 @@ def compile_with_dspy(name: str, signature: Any, train: list[Any], dev: list[Any
 
 def run_dspy(name: str, context: Any, search: SearchSettings, *, cache: EvalCache, complete: Any = None,
              on_status: Any = None) -> SearchOutcome:
-    """DSPy's search, then rosetta's render of what it chose, scored through the runtime."""
+    """DSPy's search, then rosetta's render of what it chose, scored on dev through the runtime."""
     signature, model, adapter, data, metric = (context.signature, context.model, context.adapter, context.data,
                                                context.metric)
     status = SearchStatus(trials_total=1, phase=f"running DSPy {name}")
@@ -117,15 +118,11 @@ def run_dspy(name: str, context: Any, search: SearchSettings, *, cache: EvalCach
     if on_status is not None:
         on_status(status)
     dev_scores = evaluator.scores(prompt, data.dev)
-    dev_calls = budget.calls
-    draws = draws_for(prompt, search.repeats)
-    test_scores = evaluator.scores(prompt, data.test, draws) if data.test else []
     return SearchOutcome(
         prompt=prompt, params={"optimizer": name}, dev_score=sum(dev_scores) / len(dev_scores), baseline_dev=None,
-        test_score=sum(test_scores) / len(test_scores) if test_scores else None, baseline_test=None, trials=1,
-        pruned=0, calls=dspy_calls + dev_calls, cost=budget.cost, paid_calls=budget.paid_calls,
-        test_calls=budget.calls - dev_calls, proposals=Proposals(search.proposer, 0), space={"dspy": name},
-        study=f"dspy:{name}", storage="none", test_per_example=test_scores, test_draws=draws,
+        trials=1, pruned=0, calls=dspy_calls + budget.calls, cost=budget.cost, paid_calls=budget.paid_calls,
+        proposals=Proposals(search.proposer, 0), space={"dspy": name}, study=f"dspy:{name}", storage="none",
+        dev_interval=interval95(dev_scores), dev_examples=len(dev_scores), dev_rows=tuple(e.id for e in data.dev),
         notes=[f"DSPy {name} chose {len(chosen)} demos" + (" and new instructions" if instructions else "")
                + f" with {dspy_calls} model calls; rosetta rendered them for {model.id}"],
     )

@@ -2,8 +2,10 @@
 (:meth:`Agent.run_prompt`), through the evaluation cache, under a budget.
 
 Budgets count *logical* spend: a cached answer is charged what it cost when it was first paid
-for. The same seed, data and budget therefore give the same search whether the cache is cold or
-warm; what was really paid this run is reported beside it.
+for, and starts only when the same check a paid answer passes allows it (its worst case fits
+beside what is spent, in flight and held for later rungs). The same seed, data and budget
+therefore give the same search whether the cache is cold or warmed by any other run; what was
+really paid this run is reported beside it.
 
 For a classification metric (see :mod:`label_odds`) on a provider that returns log-probabilities,
 :meth:`Evaluator.race_scores` asks for them and scores each answer by the correct label's
@@ -150,16 +152,14 @@ class Evaluator:
         key = EvalCache.key(prompt_hash or prompt_key(prompt, options),
                             example_key(example) + (f"#seed{seed['seed']}" if seed else "")
                             + (f"#draw{draw}" if draw else ""))
-        cached = self.cache.get(key)
-        if cached is not None:
-            self.budget.charge(cached, paid=False)
-            return cached
         extra = {"logprobs": True, "top_logprobs": TOP_LOGPROBS} if odds else {}
-        with self.budget.spending(1 + default_validation_retries(prompt)):
-            answer = self._call(prompt, example, {**seed, **extra})
-            self.cache.put(key, answer)
-            self.budget.charge(answer, paid=True)
-        if self.on_answer is not None:
+        with self.budget.spending(1 + default_validation_retries(prompt)):  # cached or not: the same check
+            cached = self.cache.get(key)
+            answer = cached if cached is not None else self._call(prompt, example, {**seed, **extra})
+            if cached is None:
+                self.cache.put(key, answer)
+            self.budget.charge(answer, paid=cached is None)
+        if cached is None and self.on_answer is not None:
             self.on_answer()
         return answer
 
@@ -193,7 +193,7 @@ class Evaluator:
     def asks_odds(self, prompt: Any) -> bool:
         """Whether answers to ``prompt`` are asked with log-probabilities: a label to score, a model
         that gives them, and greedy decoding (a sampling model's odds would vary between runs)."""
-        return odds_asked(prompt, self.label)
+        return self.label is not None and bool(prompt.sampling_params) and gives_logprobs(prompt.model)
 
     def race_scores(self, prompt: Any, examples: Sequence[Example]) -> list[tuple[float, float]]:
         """Each example's (race score, plain score): the race score is the correct label's
@@ -229,23 +229,16 @@ class Evaluator:
             return self.metric.score(answer.data, example.output, valid=answer.valid)
         payload = json.dumps([self.metric.describe(), answer.data, example.output], sort_keys=True, default=str)
         key = hashlib.sha256(("judge:" + payload).encode()).hexdigest()
-        cached = self.cache.get(key, score=True)  # a verdict outside [0, 1] is not one the metric gave
-        if cached is not None:
-            self.budget.charge(cached, paid=False)
-            return float(cached.data)
-        with self.budget.spending(max(1, self.metric.worst_case_calls())):
-            before = self.metric.model_calls()
-            value = self.metric.score(answer.data, example.output, valid=True)
-            verdict = Answer(value, "", True, max(self.metric.model_calls() - before, 1), 0.0)
-            self.cache.put(key, verdict)
-            self.budget.charge(verdict, paid=True)
-        return value
-
-
-def odds_asked(prompt: Any, label: LabelField | None) -> bool:
-    """Whether answers to ``prompt`` are asked with log-probabilities to score ``label`` (see
-    :meth:`Evaluator.asks_odds`); the call plan sizes the race by it before the evaluator exists."""
-    return label is not None and bool(prompt.sampling_params) and gives_logprobs(prompt.model)
+        with self.budget.spending(max(1, self.metric.worst_case_calls())):  # cached or not: the same check
+            verdict = self.cache.get(key, score=True)  # a verdict outside [0, 1] is not one the metric gave
+            paid = verdict is None
+            if verdict is None:
+                before = self.metric.model_calls()
+                value = self.metric.score(answer.data, example.output, valid=True)
+                verdict = Answer(value, "", True, max(self.metric.model_calls() - before, 1), 0.0)
+                self.cache.put(key, verdict)
+            self.budget.charge(verdict, paid=paid)
+        return float(verdict.data)
 
 
 def gives_logprobs(model: str) -> bool:

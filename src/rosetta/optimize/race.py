@@ -1,15 +1,19 @@
 """Racing candidates: successive halving on shared dev rows, planned to fit the call budget.
 
-Every candidate of rung 0 answers the same first few rows of one fixed dev order; the best third
-(fewer, when spare calls widened rung 0) go on to rung 1, which adds rows, and so on until the
-last rung, where the finalists answer the whole dev split. Rows already answered are never asked
-again, so rung ``k`` costs only its new rows. The plan (how many candidates, how many rows per
-rung) is fixed before the first call from the dev size and the budget, so cached answers, resumes
-and workers never change what is tried.
+Every candidate of rung 0 answers the same first two rows of one fixed dev order (why two:
+:data:`FIRST_ROWS`); the best third go on to rung 1, which adds rows, and so on until the last
+rung, where the finalists answer the whole dev split. Rows already answered are never asked again,
+so rung ``k`` costs only its new rows. The plan (how many candidates, how many rows per rung) is
+fixed before the first call from the dev size and the budget, and spends the budget: the answers
+a cut in thirds leaves over buy more candidates, in rung 0 first. The race departs from it only
+where validation retries make answers cost more than one call, and then by what the calls spent so
+far say, never by what was cached, so cached answers, resumes and workers never change what is
+tried.
 
 :func:`plan` sizes the race; :func:`dev_order` interleaves labels so a rung's few rows cover
 several; :func:`leaders` and :func:`winner` choose on equal rows, preferring the simpler prompt
-(fewer tokens) when candidates are within noise of each other.
+(fewer tokens) when candidates are within noise of each other, and breaking ties by a seeded order
+(:func:`tie_order`), not by candidate number.
 """
 
 from __future__ import annotations
@@ -23,9 +27,14 @@ from typing import Any
 
 ETA = 3
 """Each rung keeps a third of the candidates and triples their rows (Hyperband's usual factor)."""
-MIN_ROWS = {"odds": 2, "metric": 3}
-"""Rows a candidate answers in rung 0, at least: two when a row's score is the correct label's
-probability, three when it is the plain metric (often 0 or 1, where two rows rank little)."""
+FIRST_ROWS = 2
+"""Rows every candidate answers in rung 0. Few rows cut on little evidence, but buy candidates:
+``bench/race_rungs.py`` replays the race on full-dev score matrices with first rungs of 2 to 25
+rows. In 34 of its 36 settings (three pools of candidates, label odds or the metric, 100, 150 or
+300 calls, 40 or 50 dev rows) two rows gave the winner of highest true accuracy, and in the other
+two they came within 0.001 of three rows. The full-dev best among those raced survives a two-row
+first cut less often (69–93% of races, against 74–99% with 6 to 16 rows), but losing the best of
+25 mostly leaves a near-best, while racing 10 instead misses better candidates altogether."""
 MAX_CANDIDATES = 81
 """At most this many candidates when only the budget bounds the race."""
 UNBOUNDED_CANDIDATES = 24
@@ -47,6 +56,14 @@ class Plan:
         """Answers the race needs, retries aside."""
         return sum(keep * (rows - before) for keep, rows, before in zip(self.keep, self.rows, (0, *self.rows)))
 
+    def widened(self, rung: int, entrants: int, spare: int) -> Plan:
+        """This plan with as many more candidates in ``rung`` (at most ``entrants``, those that
+        finished the rung before) as ``spare`` answers pay for; the rungs after keep theirs."""
+        step = self.rows[rung] - self.rows[rung - 1]
+        extra = max(0, min(spare // step, entrants - self.keep[rung]))
+        keep = (*self.keep[:rung], self.keep[rung] + extra, *self.keep[rung + 1:])
+        return Plan(self.rows, keep) if extra else self
+
     def answers_after(self, rung: int, entrants: int) -> int:
         """Answers the rungs after ``rung`` need when ``entrants`` candidates finish it, retries aside."""
         return sum(min(keep, entrants) * (rows - before) for keep, rows, before
@@ -58,51 +75,57 @@ class Plan:
 
 
 def plan(dev_size: int, budget: int | None, candidates: int | None = None, *, halving: bool = True,
-         scoring: str = "metric") -> Plan | None:
-    """The race with the most candidates (at most ``candidates``) whose answers fit ``budget``;
-    among equals, the one with fewer rungs (more rows per decision). Without a budget, the race
-    halves until a few finalists are left. None when not even one candidate can answer all of
-    dev. ``halving=False``: every candidate answers all of dev."""
+         first: int = FIRST_ROWS) -> Plan | None:
+    """The race over the most candidates (at most ``candidates``) whose answers fit ``budget``, rung
+    0 answering ``first`` rows and each later rung about three times as many, up to all of dev; the
+    answers a third-by-third cut leaves over buy more candidates (see :func:`_spent`). Without a
+    budget, ``candidates`` (or 24) race. None when not even one candidate can answer all of dev.
+    ``halving=False``: every candidate answers all of dev."""
     if dev_size <= 0:
         return None
     cap = candidates or (MAX_CANDIDATES if budget is not None else UNBOUNDED_CANDIDATES)
-    best: Plan | None = None
-    for depth in range(8 if halving else 1):
-        rows = tuple(math.ceil(dev_size / ETA ** (depth - k)) for k in range(depth + 1))
-        if depth and (rows[0] < MIN_ROWS[scoring] or len(set(rows)) < len(rows)):
-            break
-        if budget is None:  # no budget: halve down to the last few finalists
-            if depth and ETA ** depth > cap:
-                break
-            best = _plan(rows, cap)
-            continue
-        count = _most_candidates(rows, budget, cap)
-        widest = _widened(_plan(rows, count), budget, cap) if count else None
-        if widest is not None and (best is None or widest.candidates > best.candidates):
-            best = widest
-    return best
+    rows = rungs(dev_size, first) if halving else (dev_size,)
+    if budget is None:
+        return _uncut(_thirds(rows, cap))
+    count = max((n for n in range(1, cap + 1) if _thirds(rows, n).calls() <= budget), default=0)
+    return _uncut(_spent(_thirds(rows, count), budget, cap)) if count else None
 
 
-def _plan(rows: tuple[int, ...], count: int) -> Plan:
+def _uncut(race: Plan) -> Plan:
+    """``race`` without the rungs that cut no candidate (the next rung keeps them all): each would
+    only be a decision on fewer rows that decides nothing, e.g. one candidate answering dev in
+    three steps. The same candidates answer the same rows, so the calls are unchanged."""
+    kept = [k for k in range(len(race.rows)) if k == len(race.rows) - 1 or race.keep[k + 1] < race.keep[k]]
+    return Plan(tuple(race.rows[k] for k in kept), tuple(race.keep[k] for k in kept))
+
+
+def rungs(dev_size: int, first: int) -> tuple[int, ...]:
+    """Rows answered by the end of each rung: ``first``, then about :data:`ETA` times more per
+    rung, the last all of dev (a single rung when ``first`` is within a factor ETA of dev)."""
+    first = max(1, min(first, dev_size))
+    depth = round(math.log(dev_size / first, ETA))  # rungs after the first
+    if depth <= 0:
+        return (dev_size,)
+    return tuple(sorted({round(first * (dev_size / first) ** (k / depth)) for k in range(depth)} | {dev_size}))
+
+
+def _thirds(rows: tuple[int, ...], count: int) -> Plan:
     return Plan(rows, tuple(max(1, math.ceil(count / ETA ** k)) for k in range(len(rows))))
 
 
-def _widened(race: Plan, budget: int, cap: int) -> Plan:
-    """The calls a halving plan leaves unspent buy more rung-0 candidates, the later rungs keeping
-    as many: one more candidate in thirds would often need another finalist (a whole dev pass), so
-    up to a quarter of the budget went unused."""
-    extra = min((budget - race.calls()) // race.rows[0], cap - race.candidates)
-    return Plan(race.rows, (race.keep[0] + extra, *race.keep[1:])) if extra > 0 else race
-
-
-def _most_candidates(rows: tuple[int, ...], budget: int | None, cap: int) -> int:
-    if budget is None:
-        return cap
-    count = 0
-    for trying in range(1, cap + 1):
-        if _plan(rows, trying).calls() <= budget:
-            count = trying
-    return count
+def _spent(race: Plan, budget: int, cap: int) -> Plan:
+    """``race`` with the answers it leaves unspent turned into candidates: first more in rung 0
+    (up to ``cap``), then more in each later rung in turn (never more than the rung before kept).
+    One more candidate in thirds would often need another finalist (a whole dev pass), so without
+    this up to a quarter of the budget went unused. The race adds candidates to a rung by the same
+    rule when its answers cost fewer calls than were kept for them (:meth:`Plan.widened`), so a
+    plan that has spent its budget here is run as it stands."""
+    keep = list(race.keep)
+    keep[0] += max(0, min((budget - race.calls()) // race.rows[0], cap - keep[0]))
+    race = Plan(race.rows, tuple(keep))
+    for rung in range(1, len(race.rows)):
+        race = race.widened(rung, race.keep[rung - 1], budget - race.calls())
+    return race
 
 
 def dev_order(examples: Sequence[Any], seed: int, label_of: Callable[[Any], str] | None) -> list[Any]:
@@ -134,6 +157,7 @@ class Standing:
     race: tuple[float, ...]
     plain: tuple[float, ...]
     tokens: int
+    tie: int = 0  # the candidate's place in the race's tie order (see :func:`tie_order`)
 
     @property
     def mean(self) -> float:
@@ -144,10 +168,18 @@ class Standing:
         return sum(self.plain) / len(self.plain) if self.plain else 0.0
 
 
+def tie_order(candidates: int, seed: int) -> list[int]:
+    """Each candidate's place when scores tie: a seeded shuffle fixed before the race, so that ties
+    favour no candidate number (the seeded prompts come first in the space's order)."""
+    places = list(range(candidates))
+    random.Random(f"ties:{seed}").shuffle(places)
+    return places
+
+
 def leaders(standings: Sequence[Standing], keep: int) -> list[int]:
-    """The ``keep`` best candidates on the same rows (ties: the earlier candidate, so the baselines;
-    the simpler prompt is preferred only among finalists, where the rows are enough to tell)."""
-    ranked = sorted(standings, key=lambda s: (-s.mean, s.candidate))
+    """The ``keep`` best candidates on the same rows (ties: the earlier in the tie order; the
+    simpler prompt is preferred only among finalists, where the rows are enough to tell)."""
+    ranked = sorted(standings, key=lambda s: (-s.mean, s.tie))
     return [s.candidate for s in ranked[:keep]]
 
 
@@ -166,9 +198,9 @@ def within_noise(best: Standing, other: Standing) -> bool:
 def winner(finalists: Sequence[Standing], *, tolerance: float | None = None) -> Standing:
     """The best finalist, or the shortest prompt among those within noise of it (or within
     ``tolerance`` of its score, for ``--pareto``)."""
-    best = min(finalists, key=lambda s: (-s.mean, s.tokens, s.candidate))
+    best = min(finalists, key=lambda s: (-s.mean, s.tokens, s.tie))
     if tolerance is not None:
         close = [s for s in finalists if s.mean >= best.mean - tolerance]
     else:
         close = [s for s in finalists if within_noise(best, s)]
-    return min(close, key=lambda s: (s.tokens, -s.mean, s.candidate))
+    return min(close, key=lambda s: (s.tokens, -s.mean, s.tie))

@@ -1,6 +1,7 @@
 """One search over one (agent, model) study, as the steps the study module's docstring lists: set
 the study up (proposals, bootstrapped demos, the space, the race's plan and candidates), run the
-race rung by rung, then score the winner once on test.
+race rung by rung, then name the winner, chosen on dev alone (test is scored by the caller, once
+every choice is made: see :mod:`rosetta.optimize.target`).
 
 A study's trials are the race's units: one candidate answering one rung's rows. The main process
 enqueues each rung's units, every process (it and any ``--worker``) takes them from the study's
@@ -23,10 +24,10 @@ from typing import Any
 
 from rosetta.optimize.budget import CallPlan, call_plan
 from rosetta.optimize.cache import EvalCache, prompt_key
-from rosetta.optimize.evaluation import Budget, BudgetExhausted, Evaluator, HeldBack, draws_for, interval95
+from rosetta.optimize.evaluation import Budget, BudgetExhausted, Evaluator, HeldBack, interval95
 from rosetta.optimize.label_odds import label_field
 from rosetta.optimize.metrics import Metric
-from rosetta.optimize.race import Plan, Standing, dev_order, leaders, winner
+from rosetta.optimize.race import Plan, Standing, dev_order, leaders, tie_order, winner
 from rosetta.optimize.space import SPACE_VERSION, build_space, label_function
 from rosetta.optimize.study import (
     PERFECT,
@@ -160,6 +161,7 @@ class _Search:
             self.study.set_user_attr("race_plan", {"rows": list(self.plan.rows), "keep": list(self.plan.keep),
                                                    "demo_sets": demo_sets})
         self.candidates = self.candidates[:self.plan.candidates]
+        self.ties = tie_order(len(self.candidates), settings.seed)
         self.dev = dev_order(data.dev, settings.seed, label_of)
         self.status.trials_total = len(self.candidates)
         self.report(note=self.proposals.note)
@@ -188,9 +190,9 @@ class _Search:
         alive = list(range(len(self.candidates)))
         self.report("racing", self.proposals.note or f"{len(alive)} candidates, rows per rung {list(plan_.rows)}")
         standings: dict[int, Standing] = {}
-        for rung, (rows, keep) in enumerate(zip(plan_.rows, plan_.keep)):
+        for rung, rows in enumerate(plan_.rows):
             if rung:
-                promoted = leaders([standings[c] for c in alive], keep)
+                promoted = self._promoted(rung, leaders([standings[c] for c in alive], len(alive)))
                 self.eliminated += len(alive) - len(promoted)
                 alive = promoted
             self.status.pruned = self.eliminated
@@ -231,7 +233,8 @@ class _Search:
             unit = units.get(candidate)
             if unit is None or (unit.state == optuna.trial.TrialState.FAIL and not unit.user_attrs.get("stopped")):
                 study.enqueue_trial(self.candidates[candidate],
-                                    user_attrs={"candidate": candidate, "rung": rung, "rows": rows})
+                                    user_attrs={"candidate": candidate, "rung": rung, "rows": rows,
+                                                "kind": self.space.kind(self.candidates[candidate])})
         while True:
             if not self.stopped:
                 self._answer_next()
@@ -370,16 +373,41 @@ class _Search:
         calls = sum(int(attrs.get("calls", 0)) for attrs in done)
         return math.ceil(later * calls / answers) if answers else later
 
+    def _promoted(self, rung: int, ranked: list[int]) -> list[int]:
+        """The leaders that go on to ``rung`` (``ranked``: those that finished the rung before, best
+        first): the plan's number, or more when the calls left pay for them at the rate the plan's
+        leaders have answered so far. Those leaders answer the later rungs, and better prompts
+        often need fewer validation retries than the rung's average at which calls were kept, so
+        without this the calls kept and not needed went unspent. The plan grows to match; counted
+        in logical calls, so a warm cache changes nothing. Without retries the plan has spent its
+        budget already (:func:`~rosetta.optimize.race.plan`) and stays as it is."""
+        max_calls = self.settings.max_calls
+        if max_calls is not None:
+            units = [t.user_attrs for t in self.study.get_trials(deepcopy=False) if "candidate" in t.user_attrs
+                     and t.state.name in ("COMPLETE", "FAIL")]
+            spent = self.proposals.calls + int(self.study.user_attrs.get("bootstrap_calls", 0)) \
+                + sum(int(attrs.get("calls", 0)) for attrs in units)
+            first = set(ranked[:self.plan.keep[rung]])
+            theirs = [attrs for attrs in units if int(attrs["candidate"]) in first]
+            answers = sum(int(attrs.get("answers", 0)) for attrs in theirs)
+            plain = 2 if self.planned.judge else 1  # an answer's calls: its own, and a judge's verdict
+            rate = max(1.0, sum(int(attrs.get("calls", 0)) for attrs in theirs) / answers) if answers else plain
+            left = math.floor((max_calls - spent - (self.planned.per_answer - plain)) / rate)  # as budget._room
+            spare = left - self.plan.answers_after(rung - 1, len(ranked))
+            self.plan = self.plan.widened(rung, len(ranked), spare)
+        return ranked[:self.plan.keep[rung]]
+
     def _standing(self, trial: Any) -> Standing:
         attrs = trial.user_attrs
-        return Standing(int(attrs["candidate"]), tuple(attrs["race"]), tuple(attrs["plain"]),
-                        int(attrs.get("prompt_tokens", 0)))
+        candidate = int(attrs["candidate"])
+        return Standing(candidate, tuple(attrs["race"]), tuple(attrs["plain"]), int(attrs.get("prompt_tokens", 0)),
+                        tie=self.ties[candidate])
 
     # -- 4: the outcome --------------------------------------------------------------------------
 
     def outcome(self) -> SearchOutcome:
-        """The winner among the finalists, scored once on test (and the unoptimized render, when
-        asked), with totals and each phase's calls."""
+        """The winner among the finalists, chosen on dev, with totals and each phase's calls (test
+        is not read: the caller scores it once the activation is decided too)."""
         settings, status = self.settings, self.status
         finalists = self.finalists
         if not finalists:  # the plan fits one pass over dev: retries, or another limit, took its calls
@@ -394,18 +422,15 @@ class _Search:
         params = self.candidates[best.candidate]
         prompt = self.render(self.searchable, self.space.knobs(params))
         test_budget = Budget()
-        draws = draws_for(prompt, settings.repeats)
-        test_scores, baseline_test = self._test_scores(prompt, test_budget, draws)
         trials = [t for t in self.study.get_trials(deepcopy=False) if "candidate" in t.user_attrs]
         phases = self._phases(trials)
         default = self._default_dev(trials, test_budget)
         status.to_answer = 0
-        self.report("done")
+        self.report("winner chosen on dev")
         cut_short = len({int(t.user_attrs["candidate"]) for t in trials
                          if t.user_attrs.get("stopped") not in (None, PERFECT)})
         return SearchOutcome(
             prompt=prompt, params=dict(params), dev_score=best.plain_mean, baseline_dev=default,
-            test_score=sum(test_scores) / len(test_scores) if test_scores else None, baseline_test=baseline_test,
             trials=len(self.candidates), pruned=self.eliminated, calls=sum(phases.values()) if phases else 0,
             cost=self.proposals.cost + float(self.study.user_attrs.get("bootstrap_cost", 0.0))
             + sum(float(t.user_attrs.get("cost", 0.0)) for t in trials),
@@ -413,10 +438,11 @@ class _Search:
             proposals=self.proposals,
             space=self.space.describe(), study=self.base_name, study_run=self.name, storage=self.storage_label,
             stopped=self.stopped[0] if self.stopped else None,
-            notes=[n for n in (self.proposals.note, *self.space.notes) if n], test_per_example=test_scores,
-            test_draws=draws, phases=phases, cut_short=cut_short, dev_interval=interval95(best.plain),
-            dev_examples=len(best.plain), race=self._race_record(best, finalists),
-            scoring="label odds" if self.evaluator.odds_seen else "metric")
+            notes=[n for n in (self.proposals.note, *self.space.notes) if n],
+            phases=phases, cut_short=cut_short, dev_interval=interval95(best.plain),
+            dev_examples=len(best.plain), dev_rows=tuple(e.id for e in self.dev[:len(best.plain)]),
+            race=self._race_record(best, finalists),
+            scoring="label odds" if self.evaluator.odds_seen else "metric", kind=self.space.kind(params))
 
     def _phases(self, trials: list[Any]) -> dict[str, int]:
         """Calls per phase: proposals, bootstrapping, and each rung of the race."""
@@ -442,29 +468,5 @@ class _Search:
 
     def _race_record(self, best: Standing, finalists: list[Standing]) -> dict[str, Any]:
         return {**self.plan.describe(), "winner": best.candidate,
-                "finalists": {s.candidate: round(s.plain_mean, 6) for s in finalists}}
-
-    def _test_scores(self, prompt: Any, test_budget: Budget, draws: int) -> tuple[list[float], float | None]:
-        """The winner's test scores (each the mean of ``draws`` answers), and the unoptimized
-        render's mean when ``baseline_test``."""
-        data, status = self.data, self.status
-
-        def answered() -> None:
-            status.answered += 1
-            self.report()
-
-        def testing(phase: str) -> None:
-            status.answered, status.to_answer = 0, len(data.test) * draws
-            self.report(phase)
-
-        testing("scoring the winner on test")
-        evaluator = Evaluator(self.agent, self.metric, self.cache, test_budget, jobs=self.settings.jobs,
-                              complete=self.complete, on_answer=answered)
-        test_scores = evaluator.scores(prompt, data.test, draws) if data.test else []
-        baseline_test = None
-        if self.settings.baseline_test and data.test:
-            testing("scoring the unoptimized render on test")
-            baseline = evaluator.scores(self.base_prompt, data.test, draws)
-            baseline_test = sum(baseline) / len(baseline)
-        return test_scores, baseline_test
+                "finalists": {s.candidate: round(s.plain_mean, 6) for s in finalists}, "tie_order": self.ties}
 

@@ -13,7 +13,11 @@ set, forwards or reversed; set -1 means the definition's own demos, and set -2 (
 :meth:`SearchSpace.candidates` lists a race's candidates: the unoptimized render, the plain k-shot
 prompt and the nearest-demos prompt first (the baselines every search compares with), then one
 candidate per other demo set, with a count and order drawn for it and, now and then, another
-instruction or format knob.
+instruction or format knob, and the nearest-demos prompt at smaller counts among them.
+
+:meth:`SearchSpace.kind` names what a candidate is, so that a winner says whether the search found
+it or it was there whatever the seed: *seeded* kinds (:data:`SEEDED`) are the same prompts in every
+search, *drawn* ones depend on the seed.
 """
 
 from __future__ import annotations
@@ -36,6 +40,21 @@ rosetta is not resumed and misread."""
 
 NEAREST = -2
 """The demo set that is not a set: per request, the train rows nearest to it."""
+
+SEEDED = ("unoptimized", "first-k", "nearest-k")
+"""Kinds of candidates every search holds whatever its seed: the unoptimized render, train's first
+k rows as demos, and the k train rows nearest to each request (at every count)."""
+
+DRAWN = ("label-balanced", "diverse", "bootstrapped", "sampled")
+"""Kinds of demo sets drawn with the seed (see :func:`_demo_sets`)."""
+
+FORMAT_KNOBS = ("reasoning", "section_order", "delimiter", "structured_output")
+
+
+def origin(kind: str) -> str:
+    """"seeded" for a kind of candidate every search holds whatever its seed, else "drawn"."""
+    return "seeded" if kind in SEEDED else "drawn"
+
 
 AUTO = "auto"
 """A categorical choice meaning "what the adapter would pick"."""
@@ -62,6 +81,8 @@ class SearchSpace:
     own_demo_ids: tuple[str, ...] = ()  # the definition's own demos (what the unoptimized render uses)
     nearest_pool: tuple[str, ...] = ()  # labeled train rows a nearest-demos prompt picks from (empty: not searched)
     balanced: dict[int, int] = field(default_factory=dict)  # label-balanced demo set → how many labels it cycles
+    set_kinds: tuple[str, ...] = ()  # each demo set's kind: "first-k" for set 0, then one of DRAWN
+    instruction_kinds: tuple[str, ...] = ("definition",)  # each instruction's source: definition, terse, proposed
     notes: tuple[str, ...] = ()
 
     def suggest(self, trial: Any) -> dict[str, Any]:
@@ -154,6 +175,22 @@ class SearchSpace:
             params[name] = rng.choice(values[1:])
         return params
 
+    def kind(self, params: dict[str, Any]) -> str:
+        """What the candidate with ``params`` is: its demos' kind (:data:`SEEDED` or :data:`DRAWN`;
+        none for the definition's own demos), then each other choice it changes (``proposed-instruction``,
+        ``terse-instruction``, a format knob), joined by " + "; "unoptimized" when it changes nothing."""
+        parts: list[str] = []
+        demo_set = params.get("demo_set", -1)
+        if demo_set == NEAREST:
+            parts.append("nearest-k")
+        elif demo_set >= 0:
+            parts.append(self.set_kinds[demo_set])
+        instruction = params.get("instruction", 0)
+        if instruction:
+            parts.append(f"{self.instruction_kinds[instruction]}-instruction")
+        parts += [name.replace("_", "-") for name in FORMAT_KNOBS if params.get(name, AUTO) != AUTO]
+        return " + ".join(parts) or "unoptimized"
+
     def knobs(self, params: dict[str, Any]) -> Knobs:
         """Renderer knobs for a trial's params (absent params keep the adapter's choice)."""
         values: dict[str, Any] = {}
@@ -216,11 +253,12 @@ def build_space(signature: Any, model: Any, adapter: Any, train: tuple[Any, ...]
     pool = labeled + tuple(bootstrapped)
     sets: tuple[tuple[str, ...], ...] = ()
     balanced: dict[int, int] = {}
+    set_kinds: tuple[str, ...] = ()
     nearest_pool: tuple[str, ...] = ()
     if high > 0 and pool:
         high = min(high, len(pool))
         low = min(low, high)
-        sets, balanced = _demo_sets(labeled, bootstrapped, high, demo_sets, seed, label_of)
+        sets, balanced, set_kinds = _demo_sets(labeled, bootstrapped, high, demo_sets, seed, label_of)
         if nearest and len(labeled) > high:  # choosing needs more rows than a request gets
             nearest_pool = tuple(d.id for d in labeled)
     elif high == 0:
@@ -241,32 +279,35 @@ def build_space(signature: Any, model: Any, adapter: Any, train: tuple[Any, ...]
     # context text (constraints and format stay); long rules often drown a small model's few-shot cues
     terse = (signature.description,) if signature.description and high > 0 else ()
     texts = (None, *dict.fromkeys(t for t in (*terse, *instructions) if t))
+    sources = ("definition", *("terse" if text in terse else "proposed" for text in texts[1:]))
     return SearchSpace(instructions=texts, demo_sets=sets, demo_counts=(low, high), reasoning=reasoning,
                        section_orders=orders, delimiters=delimiters, structured_outputs=structured,
                        demos=signature.demos + pool, own_demo_ids=tuple(d.id for d in signature.demos),
-                       nearest_pool=nearest_pool, balanced=balanced, notes=tuple(notes))
+                       nearest_pool=nearest_pool, balanced=balanced, set_kinds=set_kinds,
+                       instruction_kinds=sources, notes=tuple(notes))
 
 
 def _demo_sets(labeled: tuple[Demo, ...], bootstrapped: tuple[Demo, ...], size: int, count: int,
-               seed: int, label_of: Any) -> tuple[tuple[tuple[str, ...], ...], dict[int, int]]:
+               seed: int, label_of: Any) -> tuple[tuple[tuple[str, ...], ...], dict[int, int], tuple[str, ...]]:
     """Train's first ``size`` rows as listed (curated datasets often open with their clearest
     cases), then seeded draws taking turns: label-balanced (when the output has a label), diverse,
     bootstrapped (when there are any) and plain samples. Also which sets are label-balanced, and
-    over how many labels."""
+    over how many labels, and each set's kind ("first-k", then one of :data:`DRAWN`)."""
     rng = random.Random(seed)
     sets: list[tuple[str, ...]] = [tuple(d.id for d in labeled[:size])] if labeled else []
+    kinds_of: list[str] = ["first-k"] if labeled else []
     balanced: dict[int, int] = {}
     groups: dict[str, list[Demo]] = defaultdict(list)
     for demo in labeled:
         groups[label_of(demo.output) if label_of else ""].append(demo)
-    kinds = [kind for kind, usable in (("balanced", len(groups) > 1), ("diverse", len(labeled) > size),
-                                       ("bootstrapped", bool(bootstrapped)), ("sample", True)) if usable]
+    kinds = [kind for kind, usable in (("label-balanced", len(groups) > 1), ("diverse", len(labeled) > size),
+                                       ("bootstrapped", bool(bootstrapped)), ("sampled", True)) if usable]
     words = {d.id: _words(d.inputs) for d in labeled}
     attempts = 0
     while len(sets) < count and attempts < count * 20:
         kind = kinds[attempts % len(kinds)]
         attempts += 1
-        if kind == "balanced":
+        if kind == "label-balanced":
             chosen = _balanced(groups, size, rng)
         elif kind == "diverse":
             chosen = _diverse(labeled, words, size, rng)
@@ -277,10 +318,11 @@ def _demo_sets(labeled: tuple[Demo, ...], bootstrapped: tuple[Demo, ...], size: 
             chosen = rng.sample(list(labeled), min(size, len(labeled)))
         candidate = tuple(d.id for d in chosen)
         if candidate and candidate not in sets:
-            if kind == "balanced":
+            if kind == "label-balanced":
                 balanced[len(sets)] = len(groups)
             sets.append(candidate)
-    return tuple(sets), balanced
+            kinds_of.append(kind)
+    return tuple(sets), balanced, tuple(kinds_of)
 
 
 def _balanced(groups: dict[str, list[Demo]], size: int, rng: random.Random) -> list[Demo]:

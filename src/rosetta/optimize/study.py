@@ -9,7 +9,9 @@
    nearest-demos prompt first), successive halving on one fixed dev order. Each trial of the
    study is one *unit* — one candidate answering one rung's rows — so several processes can
    share a rung (``--worker``), and a killed study resumes from its finished units.
-4. The winner among the finalists, scored once on test.
+4. The winner among the finalists, chosen on dev alone. Test is not read here: the caller decides
+   on dev whether the winner replaces the active artifact, then scores it once on test, for the
+   report (see :mod:`rosetta.optimize.target`).
 
 Everything that costs a model call goes through the evaluation cache; the study lives in a
 journal file by default, or any optuna RDB URL shared by several workers. ``--force`` starts a
@@ -105,35 +107,38 @@ class SearchStatus:
 
 @dataclass
 class SearchOutcome:
-    """The winner and everything the artifact records about how it was found."""
+    """The winner and everything the artifact records about how it was found. The search fills in
+    what dev says; the test fields stay empty until the test pass, which comes after every choice."""
 
     prompt: Any  # RenderedPrompt
     params: dict[str, Any]
     dev_score: float
     baseline_dev: float | None
-    test_score: float | None
-    baseline_test: float | None
     trials: int  # candidates raced
     pruned: int  # eliminated by the race
     calls: int
     cost: float
     paid_calls: int
-    test_calls: int
     proposals: Proposals
     space: dict[str, Any]
     study: str
     storage: str
     stopped: str | None = None
     notes: list[str] = field(default_factory=list)
+    test_calls: int = 0  # outside the budget: the test pass, and with --baseline the unoptimized render's dev rows
+    test_score: float | None = None
+    baseline_test: float | None = None
     test_per_example: list[float] = field(default_factory=list)  # each test example's score (mean over draws)
     test_draws: int = 1  # answers per test example behind test_score (more than 1 only for a sampling model)
     phases: dict[str, Any] = field(default_factory=dict)  # calls per phase: proposals, bootstrap, each rung
     cut_short: int = 0  # candidates the budget stopped before their rung was done
-    dev_interval: tuple[float, float] | None = None  # 95% interval of the winner's dev score
+    dev_interval: tuple[float, float] | None = None  # 95% interval of the winner's dev score, ignoring selection
     dev_examples: int = 0  # dev rows behind dev_score
+    dev_rows: tuple[str, ...] = ()  # their ids: the rows the active artifact is compared on when re-scored
     race: dict[str, Any] = field(default_factory=dict)  # the plan, and how the winner ranked
     study_run: str = ""  # the study this run used: ``study``, or ``study~N`` after --force
     scoring: str = "metric"  # what the race compared: "metric", or "label odds" (the correct label's probability)
+    kind: str | None = None  # the winner's kind (space.SearchSpace.kind); None for DSPy's choice
 
 
 class Surplus(Exception):
@@ -235,7 +240,7 @@ def fail_stale_trials(study: Any) -> None:
         except Exception:  # another process failed it first
             continue
         if "candidate" in trial.user_attrs:
-            unit = {key: trial.user_attrs[key] for key in UNIT if key in trial.user_attrs}
+            unit = {key: trial.user_attrs[key] for key in (*UNIT, "kind") if key in trial.user_attrs}
             study.enqueue_trial(dict(trial.params), user_attrs={**unit, "resumed_from": trial.number})
         log.info("trial %d was interrupted (process %s is gone); it runs again", trial.number, pid)
 

@@ -4,6 +4,10 @@ An optimized artifact has the same ``inputs_sha256`` as the plain render of the 
 adapter and model — so a plain ``rosetta compile`` keeps it while those are unchanged — and records
 in its provenance what the search used (dataset hash, metric, seed, settings) and found (knobs,
 dev and test scores, calls and cost). ``--optimize`` re-runs only when one of those changed.
+
+Every choice is made on dev: the race, the winner, and whether the winner replaces the active
+artifact (compared on the same dev rows). Test is scored once, after all of them, for the report:
+a score that chose nothing is an honest estimate of the next rows' (``optimizer.chosen_on``).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from rosetta.optimize.context import Context, load_context
 from rosetta.optimize.evaluation import draws_for, interval95, sampling_seed
 from rosetta.optimize.metrics import Metric
 from rosetta.optimize.search import run_search
-from rosetta.optimize.study import SearchSettings, SearchStatus
+from rosetta.optimize.space import origin
+from rosetta.optimize.study import SearchOutcome, SearchSettings, SearchStatus
 from rosetta.errors import Location, Problem, UsageError
 from rosetta.providers.local_revision import answerer_build, answerer_revision
 
@@ -38,7 +43,7 @@ class OptimizeRequest:
     optimizer: str = "rosetta"
     force: bool = False
     dry_run: bool = False
-    activate: bool = False  # replace the active artifact even when it scored better (or on other data)
+    activate: bool = False  # replace the active artifact even when it scored better on dev (or on other data)
 
 
 @dataclass
@@ -52,7 +57,8 @@ class OptimizeReport:
     outcome: Any = None
     plan: CallPlan | None = None  # the calls planned, the same for the dry run and the search
     cost_usd: float = 0.0  # a dry run's estimate for the most calls it states (0 when litellm knows no price)
-    rescoring: int = 0  # test answers the active artifact gives first, scored on other data (outside the budget)
+    rescoring: int = 0  # dev answers the active artifact gives first, scored on other data (outside the budget)
+    rescoring_why: str = ""  # what the active artifact's recorded dev score was measured on instead
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     activation: str | None = None  # how the new artifact compared with the active one, when they were compared
@@ -63,9 +69,10 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
     """Run one optimization and write its artifact (see the module docstring). Long on purpose: its
     steps (context, identity, dry run, the up-to-date check, the search, the artifact) read in order."""
     from rosetta.compile.compiler import CompileOptions
+    from rosetta.optimize.cache import EvalCache
     from rosetta.render.renderer import render
     from rosetta.signature import source_digest
-    from rosetta.store.artifact import artifact_path, dump_artifact, model_fingerprint, target_inputs
+    from rosetta.store.artifact import artifact_path, dump_artifact, model_fingerprint, read_header, target_inputs
     from rosetta.store.publish import publish, publish_version
     from rosetta.store.verify import artifact_of, expected_provenance
 
@@ -91,7 +98,7 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
     report = OptimizeReport(signature.name, model.id, "", str(path), plan=plan)
     if request.dry_run:
         report.status = "dry run"
-        report.rescoring = 0 if request.activate else _rescored_rows(path, context)
+        report.rescoring, report.rescoring_why = (0, "") if request.activate else _rescored_rows(path, context)
         most = (plan.search_calls() or 0) + plan.dspy_dev * plan.per_answer + plan.test_calls() \
             + report.rescoring * plan.per_answer
         report.cost_usd = _cost_estimate(context, unoptimized, most)
@@ -103,12 +110,26 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
         return report
     study_identity = {"dataset": context.data.sha256, "metric": context.metric.describe(), "source": source_sha,
                       "model": model_fingerprint(model), **({"answerer": answerer} if answerer else {})}
-    outcome = _search(request, context, study_identity, plan, on_status=on_status, complete=complete,
+    cache = EvalCache(context.project_state / "eval-cache.sqlite")
+    shown: list[SearchStatus] = []  # the search's live status, which the test pass goes on updating
+
+    def show(status: SearchStatus) -> None:
+        shown[:] = [status]
+        if on_status is not None:
+            on_status(status)
+
+    outcome = _search(request, context, study_identity, plan, cache=cache, on_status=show, complete=complete,
                       proposer_complete=proposer_complete)
-    report.wall_s = time.monotonic() - started
     if outcome is None:
+        report.wall_s = time.monotonic() - started
         report.status = "worker done"
         return report
+    # every choice is made before test is read: the winner (above), then whether it replaces the active one
+    decision = Activation(False) if request.activate else _compare_with_active(path, outcome, context, complete)
+    baseline = unoptimized if search.baseline_test and request.optimizer == "rosetta" else None  # as the plan says
+    _score_test(outcome, context, search, cache, baseline, complete=complete,
+                status=shown[0] if shown else SearchStatus(), on_status=on_status)
+    report.wall_s = time.monotonic() - started
     provenance = replace(
         expected_provenance(context.definition, model, adapter, settings.root, options.section_roles, source_sha),
         knobs=_chosen_knobs(outcome), dataset_sha256=context.data.sha256, scores=_scores(outcome, context),
@@ -117,9 +138,8 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
     text = dump_artifact(artifact)
     report.outcome = outcome
     report.notes = list(outcome.notes)
-    stays, report.activation = (False, None) if request.activate else _compare_with_active(
-        path, text, context, complete)
-    if stays:
+    report.activation = decision.said(read_header(text).content_sha256)
+    if decision.stays:
         report.status, report.artifact = "kept as a version", str(publish_version(path, text, settings.compiled_dir))
     else:
         publish(path, text, settings.compiled_dir)
@@ -127,50 +147,107 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
     return report
 
 
-def _compare_with_active(path: Path, text: str, context: Context, complete: Any) -> tuple[bool, str | None]:
-    """Whether the active artifact at ``path`` stays (the new one, ``text``, is kept as a version),
-    and what was compared. An optimized artifact gives way only to one scoring at least as well on
-    test on the same rows: a search on a few rows, or on other data, must not silently replace a
-    measured better prompt. When the data differ, the active prompt is first scored on this search's
-    test rows (its calls are said)."""
+@dataclass(frozen=True)
+class Activation:
+    """Whether the active artifact stays (the new one is then kept as a version), and what the
+    comparison on dev found (None: nothing was compared)."""
+
+    stays: bool
+    found: str | None = None
+
+    def said(self, version: str) -> str | None:
+        """What to tell: the finding, and for a kept version its id and how to use it anyway."""
+        from rosetta.store.versions import short_id
+
+        if not self.stays or self.found is None:
+            return self.found
+        return (f"{self.found}; kept as version {short_id(version)}. Pass --activate to replace it anyway, or test "
+                "it with `rosetta experiment start`")
+
+
+def _compare_with_active(path: Path, outcome: SearchOutcome, context: Context, complete: Any) -> Activation:
+    """Whether the winner replaces the active artifact at ``path``, decided on dev alone. An optimized
+    artifact gives way only to one scoring at least as well on the same dev rows: a search on a few
+    rows, or on other data, must not silently replace a measured better prompt, and a choice made
+    on test would leave the test score no honest estimate. When the active artifact's dev score was
+    measured on other rows (:func:`_measured_elsewhere`), it is first scored on the rows the winner
+    was scored on (its calls are said; the dry run counts them)."""
     from rosetta.errors import RosettaError
-    from rosetta.store.artifact import ArtifactError, parse_artifact, read_artifact
-    from rosetta.store.versions import short_id
+    from rosetta.store.artifact import ArtifactError, read_artifact
 
     try:
         active = read_artifact(path)
     except (OSError, ArtifactError):
-        return False, None
-    new = parse_artifact(text, path=str(path))
-    old, now = active.provenance.scores.get("test"), new.provenance.scores.get("test")
+        return Activation(False)
+    old, now = active.provenance.scores.get("dev"), round(outcome.dev_score, 6)
     if old is None or active.provenance.dataset_sha256 is None:
-        return False, None  # an unoptimized render, or one never scored on test: nothing measured to lose
-    rows, version, measured = len(context.data.test), short_id(new.content_sha256), ""
-    if _scored_elsewhere(active, new.provenance.dataset_sha256):
+        return Activation(False)  # an unoptimized render, or an import never scored: nothing measured to lose
+    rows, measured = len(outcome.dev_rows), ""
+    elsewhere = _measured_elsewhere(active, context)
+    if elsewhere:
+        chosen = set(outcome.dev_rows)
+        examples = [example for example in context.data.dev if example.id in chosen]
         try:
             scored = [_score_example(context.agent, active.prompt, context.metric, example, 0, complete=complete,
-                                     label="the active artifact", draws=1) for example in context.data.test]
+                                     label="the active artifact", draws=1) for example in examples]
         except RosettaError as error:
-            return True, (f"not activated: the active artifact was scored on other data, and scoring it on these "
-                          f"{rows} test rows failed ({error.problems[0].message}); kept as version {version}. Pass "
-                          "--activate to replace it")
+            return Activation(True, f"not activated: the active artifact was scored on {elsewhere}, and scoring it "
+                                    f"on these {rows} dev rows failed ({error.problems[0].message})")
         old = round(sum(row["score"] for row in scored) / len(scored), 6) if scored else 0.0
-        measured = (f" (the active artifact was scored on other data; on these rows it scores {old}, "
+        measured = (f" (the active artifact was scored on {elsewhere}; on these rows it scores {old}, "
                     f"{sum(row['calls'] for row in scored)} calls)")
-    if now is not None and now >= old:
-        return False, (f"activated: it scores {now} on test, at least the active artifact's {old} on the same "
-                       f"{rows} rows{measured}")
-    return True, (f"not activated: it scores {now} on test, below the active artifact's {old} on the same {rows} "
-                  f"rows{measured}; kept as version {version}. Pass --activate to replace it anyway, or test it with "
-                  "`rosetta experiment start`")
+    elif rows < len(context.data.dev):
+        return Activation(True, f"not activated: it scores {now} on dev, but on only {rows} of the "
+                                f"{len(context.data.dev)} dev rows the active artifact's {old} was measured on "
+                                f"(the race stopped early: {outcome.stopped or 'cut short'})")
+    if now >= old:
+        return Activation(False, f"activated: it scores {now} on dev, at least the active artifact's {old} on the "
+                                 f"same {rows} dev rows{measured}")
+    return Activation(True, f"not activated: it scores {now} on dev, below the active artifact's {old} on the same "
+                            f"{rows} dev rows{measured}")
 
 
-def _search(request: OptimizeRequest, context: Any, identity: dict[str, Any], plan: CallPlan, *, on_status: Any,
-            complete: Any, proposer_complete: Any) -> Any:
+def _score_test(outcome: SearchOutcome, context: Context, search: SearchSettings, cache: Any, baseline: Any, *,
+                complete: Any, status: SearchStatus, on_status: Any) -> None:
+    """Score the winner on test (each row ``draws`` times; the ``baseline`` prompt too, the
+    unoptimized render with ``--baseline``) into ``outcome``: once, after every choice, for the
+    report only. Its calls come on top of the search's budget, as the call plan says."""
+    from rosetta.optimize.evaluation import Budget, Evaluator
+
+    data = context.data
+    budget, draws = Budget(), draws_for(outcome.prompt, search.repeats)
+
+    def answered() -> None:
+        status.answered += 1
+        if on_status is not None:
+            on_status(status)
+
+    def testing(phase: str) -> None:
+        status.phase, status.answered, status.to_answer = phase, 0, len(data.test) * draws
+        if on_status is not None:
+            on_status(status)
+
+    evaluator = Evaluator(context.agent, context.metric, cache, budget, jobs=search.jobs, complete=complete,
+                          on_answer=answered)
+    if data.test:
+        testing("scoring the winner on test")
+        outcome.test_per_example = evaluator.scores(outcome.prompt, data.test, draws)
+        outcome.test_score = sum(outcome.test_per_example) / len(outcome.test_per_example)
+        outcome.test_draws = draws
+    if baseline is not None and data.test:
+        testing("scoring the unoptimized render on test")
+        scores = evaluator.scores(baseline, data.test, draws)
+        outcome.baseline_test = sum(scores) / len(scores)
+    outcome.test_calls += budget.calls
+    outcome.paid_calls += budget.paid_calls
+    status.phase, status.to_answer = "done", 0
+    if on_status is not None:
+        on_status(status)
+
+
+def _search(request: OptimizeRequest, context: Any, identity: dict[str, Any], plan: CallPlan, *, cache: Any,
+            on_status: Any, complete: Any, proposer_complete: Any) -> Any:
     """The chosen optimizer's outcome (None for a worker that joined someone else's study)."""
-    from rosetta.optimize.cache import EvalCache
-
-    cache = EvalCache(context.project_state / "eval-cache.sqlite")
     if request.optimizer != "rosetta":
         from rosetta.optimize.dspy_backend import run_dspy
 
@@ -258,7 +335,11 @@ def _budget(outcome: Any) -> dict[str, Any]:
 
 
 def _optimizer(name: str, identity: dict[str, Any], outcome: Any) -> dict[str, Any]:
-    return {"name": name, "identity": identity, "study": outcome.study, "trials": outcome.trials,
+    """How the winner was found: by whom, on which split (always dev: test chose nothing), what kind
+    of candidate it is, and the race behind it."""
+    return {"name": name, "identity": identity, "chosen_on": "dev",
+            **({"kind": outcome.kind, "origin": origin(outcome.kind)} if outcome.kind else {}),
+            "study": outcome.study, "trials": outcome.trials,
             "pruned": outcome.pruned, **({"cut_short": outcome.cut_short} if outcome.cut_short else {}),
             **({"race": outcome.race, "scoring": outcome.scoring} if outcome.race else {}),
             "space": outcome.space, "proposer": outcome.proposals.describe(),
@@ -281,16 +362,17 @@ def _scores(outcome: Any, context: Context) -> dict[str, Any]:
                               "test_examples": len(context.data.test)}
     if outcome.dev_examples and outcome.dev_examples != len(context.data.dev):  # the budget cut the final rung
         scores["dev_scored"] = outcome.dev_examples
-    if outcome.dev_interval is not None:
-        scores["dev_ci95"] = list(outcome.dev_interval)
+    if outcome.dev_interval is not None:  # named for what it is: dev chose the winner, so it is optimistic
+        scores[SELECTED_DEV_CI] = list(outcome.dev_interval)
+    test_interval = interval95(outcome.test_per_example)
+    if test_interval is not None:  # test chose nothing: the honest estimate of the next rows' score
+        scores["test_ci95"] = list(test_interval)
     if outcome.baseline_dev is not None:
         scores["baseline_dev"] = rounded(outcome.baseline_dev)
     if outcome.baseline_test is not None:
         scores["baseline_test"] = rounded(outcome.baseline_test)
     if not outcome.prompt.sampling_params:  # the model cannot decode greedily: an estimate, not a constant
-        interval = interval95(outcome.test_per_example)
-        scores.update({"decoding": "sampled", "repeats": outcome.test_draws,
-                       **({"test_ci95": list(interval)} if interval else {})})
+        scores.update({"decoding": "sampled", "repeats": outcome.test_draws})
     revision = answerer_revision(context.model.id)
     if revision:  # the embedded model: which decoder build gave the scored answers
         scores["answerer_sha256"] = revision
@@ -298,23 +380,42 @@ def _scores(outcome: Any, context: Context) -> dict[str, Any]:
     return scores
 
 
-def _scored_elsewhere(active: Any, dataset_sha: str) -> bool:
-    """Whether the active artifact's test score was measured on other data than ``dataset_sha``'s:
-    before the two are compared, it is then scored on this search's test rows."""
-    recorded = active.provenance.dataset_sha256
-    return active.provenance.scores.get("test") is not None and recorded is not None and recorded != dataset_sha
+SELECTED_DEV_CI = "dev_ci95_ignoring_selection"
+"""The winner's dev score's 95% interval, under a name that says what it leaves out: the race chose
+the winner for scoring high on those rows, so the interval is optimistic (``test_ci95`` is not)."""
 
 
-def _rescored_rows(path: Path, context: Context) -> int:
-    """Test answers the active artifact at ``path`` will give before a new one may replace it (see
-    :func:`_compare_with_active`): all of test when it was scored on other data, else none."""
+def _measured_elsewhere(active: Any, context: Context) -> str | None:
+    """What the optimized active artifact's recorded dev score was measured on, when it is not this
+    search's dev rows under this metric: then it is scored on them before a winner may replace it.
+    None when the recorded score compares as it is (or the artifact records none: nothing to lose)."""
+    provenance = active.provenance
+    if provenance.dataset_sha256 is None or provenance.scores.get("dev") is None:
+        return None
+    if provenance.dataset_sha256 != context.data.sha256:
+        return "other data"
+    recorded = (provenance.optimizer.get("identity") or {}).get("metric") or {"name": provenance.scores.get("metric")}
+    if recorded != context.metric.describe():
+        return f"another metric ({recorded.get('name')})"
+    if provenance.scores.get("dev_scored", len(context.data.dev)) != len(context.data.dev):
+        return f"only {provenance.scores['dev_scored']} of these dev rows"
+    if provenance.scores.get("answerer_sha256", "") != (answerer_revision(context.model.id) or ""):
+        return "another decoder build"
+    return None
+
+
+def _rescored_rows(path: Path, context: Context) -> tuple[int, str]:
+    """Dev answers the active artifact at ``path`` gives before a new one may replace it (see
+    :func:`_compare_with_active`), at most: all of dev when its dev score was measured elsewhere,
+    else none; and what it was measured on."""
     from rosetta.store.artifact import ArtifactError, read_artifact
 
     try:
         active = read_artifact(path)
     except (OSError, ArtifactError):
-        return 0
-    return len(context.data.test) if _scored_elsewhere(active, context.data.sha256) else 0
+        return 0, ""
+    elsewhere = _measured_elsewhere(active, context)
+    return (len(context.data.dev), elsewhere) if elsewhere else (0, "")
 
 
 def _cost_estimate(context: Context, prompt: Any, calls: int) -> float:
@@ -387,7 +488,8 @@ def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "
         recorded = artifact.provenance.scores.get(split)
     scores_then = artifact.provenance.scores if artifact is not None else {}
     draws = draws_for(prompt, repeats or int(scores_then.get("repeats", 1)))
-    interval = scores_then.get(f"{split}_ci95") if scores_then.get("decoding") == "sampled" else None
+    recorded_interval = scores_then.get(SELECTED_DEV_CI if split == "dev" else "") or scores_then.get(f"{split}_ci95")
+    interval = recorded_interval if scores_then.get("decoding") == "sampled" else None  # how far a draw may move it
     done = 0
 
     def one(item: tuple[Any, int]) -> dict[str, Any]:
