@@ -34,6 +34,10 @@ rubric reviews (the rubric-reviewer agent's schema), criterion by criterion:
 
 ``scripted/unsure-judge`` answers every criterion indeterminate.
 
+``scripted/contrast`` answers like ``scripted/toy`` only when its demos show more than one label
+(it trusts examples only when they contrast); otherwise it answers ``alpha``. So plain nearest demos
+(all about the question's topic, one label) lose to retrieval that takes the labels in turn.
+
 ``scripted/dice`` samples: at temperature 0 it answers like ``scripted/toy``; above 0 it answers a
 label drawn at random, from ``random.Random(seed)`` when the request carries a seed, else from
 fresh randomness (so only seeded requests repeat).
@@ -113,6 +117,14 @@ def toy_answer(messages: list[dict[str, Any]]) -> str:
 def _input_text(message: str) -> str:
     """The example's own text in a rendered user turn (after its input label)."""
     return message.split("TEXT:", 1)[-1] if "TEXT:" in message else message
+
+
+def contrast_answer(messages: list[dict[str, Any]]) -> str:
+    """``scripted/contrast``'s answer (see the module docstring)."""
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    shown = {str(messages[i + 1].get("content")) for i in range(last_user - 1)
+             if messages[i]["role"] == "user" and messages[i + 1]["role"] == "assistant"}
+    return toy_answer(messages) if len(shown) > 1 else json.dumps({"label": "alpha"})
 
 
 def judge_answer(messages: list[dict[str, Any]], unsure: bool = False) -> str:
@@ -214,6 +226,8 @@ class ScriptedLLM(CustomLLM):
             text = toy_answer(messages) if asked % 2 else json.dumps({"label": "delta"})
         elif name in SUBJECTS:
             text = subject_answer(name, messages, kwargs.get("optional_params") or {})
+        elif name == "contrast":
+            text = contrast_answer(messages)
         else:
             text = dspy_format(toy_answer(messages), messages)
         response = kwargs["model_response"]
@@ -259,7 +273,8 @@ def register() -> None:
         "litellm_provider": "scripted", "mode": "chat", "max_input_tokens": 32000, "max_output_tokens": 512,
         "input_cost_per_token": 0.000001, "output_cost_per_token": 0.000002,
         **({"supports_sampling_params": False} if name == "sampler" else {}),
-    } for name in ("toy", "proposer", "garbage", "stutter", "judge", "unsure-judge", "dice", "sampler", *SUBJECTS)})
+    } for name in ("toy", "proposer", "garbage", "stutter", "judge", "unsure-judge", "dice", "sampler", "contrast",
+                 *SUBJECTS)})
 
 
 TOY_AGENT = """\

@@ -15,7 +15,7 @@ from test_optimize import ARTIFACT, scripted, toy  # noqa: F401  (fixtures: the 
 
 from rosetta.config import load_settings
 from rosetta.optimize.context import load_context
-from rosetta.optimize.space import DRAWN, NEAREST, SEEDED, SearchSpace, build_space, label_function, origin
+from rosetta.optimize.space import DRAWN, DRAWN_SETS, NEAREST, SEEDED, SearchSpace, build_space, label_function, origin
 from rosetta.optimize.study import open_storage
 from rosetta.parts import Demo
 from rosetta.store.artifact import read_artifact
@@ -41,8 +41,8 @@ def test_every_candidate_is_named_for_how_it_was_made(toy: Path) -> None:
         for params, kind in zip(candidates, kinds, strict=True):
             demos = kind.split(" + ")[0]
             assert origin(kind) == ("seeded" if kind in SEEDED else "drawn")
-            if params.get("demo_set") == NEAREST:  # seeded: the same in every search, never varied
-                assert kind == "nearest-k"
+            if params.get("demo_set") == NEAREST:  # seeded only as plain nearness at the largest count
+                assert kind == ("nearest-k" if params == space.nearest_params() else "retrieval-policy")
             elif params.get("demo_set", -1) >= 1:  # drawn: the set's own kind, then what else the draw changed
                 assert demos in DRAWN and origin(kind) == "drawn"
                 chosen = space.knobs(params).demo_ids
@@ -53,7 +53,7 @@ def test_every_candidate_is_named_for_how_it_was_made(toy: Path) -> None:
         # the seeded candidates are the same prompts whatever the seed; the drawn ones are not
         seeded = [params for params, kind in zip(candidates, kinds, strict=True) if kind in SEEDED]
         assert seeded == [params for params in space.candidates(2) if space.kind(params) in SEEDED]
-    assert set(space.set_kinds[1:5]) == set(DRAWN)  # the draws take turns
+    assert set(space.set_kinds[1:5]) == set(DRAWN_SETS)  # the draws take turns
     terse, proposed = {**space.default_params(), "instruction": 1}, {**space.default_params(), "instruction": 2}
     assert space.kind(terse) == "terse-instruction" and space.kind(proposed) == "proposed-instruction"
     assert space.kind({**proposed, "demo_set": 2, "demo_count": 2, "delimiter": "xml"}) == \

@@ -7,13 +7,17 @@ dataset lists them (the plain k-shot prompt, as DSPy's candidate sets start with
 train set), the rest seeded draws of four kinds — label-balanced (labels taken in turn), diverse
 (each row the least like those already chosen), bootstrapped (the model's own correct answers,
 topped up with labeled rows) and plain samples. A candidate uses the first ``demo_count`` of one
-set, forwards or reversed; set -1 means the definition's own demos, and set -2 (``NEAREST``) the
-``demo_count`` labeled train rows nearest to each request (chosen per request).
+set, forwards or reversed; set -1 means the definition's own demos, and set -2 (``NEAREST``)
+demos retrieved per request from a pool under a retrieval policy (:class:`~rosetta.render.prompt.Retrieval`):
+how many (``demo_count``), from which pool (train's labeled rows, or the bootstrapped ones), with
+the neighbours' labels taken in turn or not, how much diversity (MMR) against plain nearness, and
+whether the most similar demo goes next to the request or first.
 
 :meth:`SearchSpace.candidates` lists a race's candidates: the unoptimized render, the plain k-shot
-prompt and the nearest-demos prompt first (the baselines every search compares with), then one
-candidate per other demo set, with a count and order drawn for it and, now and then, another
-instruction or format knob, and the nearest-demos prompt at smaller counts among them.
+prompt and plain nearest demos first (the baselines every search compares with), then fixed demo
+sets (one per other set, with a count and order drawn for it and, now and then, another instruction
+or format knob) in turn with drawn retrieval policies, so the search weighs *how* demos are chosen
+against *which*.
 
 :meth:`SearchSpace.kind` names what a candidate is, so that a winner says whether the search found
 it or it was there whatever the seed: *seeded* kinds (:data:`SEEDED`) are the same prompts in every
@@ -25,15 +29,16 @@ from __future__ import annotations
 import json
 import random
 import re
+from itertools import zip_longest
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from rosetta.parts import Demo
 from rosetta.providers.kinds import Delimiter, StructuredOutput
-from rosetta.render.prompt import Knobs
+from rosetta.render.prompt import RETRIEVAL_ORDERS, Knobs, Retrieval
 
-SPACE_VERSION = 4
+SPACE_VERSION = 5
 """Part of the study's name: bumped when a trial's params come to mean another prompt (as when demo
 set 0 became train's first rows, or trials became a race's units), so a journal from an older
 rosetta is not resumed and misread."""
@@ -43,10 +48,24 @@ NEAREST = -2
 
 SEEDED = ("unoptimized", "first-k", "nearest-k")
 """Kinds of candidates every search holds whatever its seed: the unoptimized render, train's first
-k rows as demos, and the k train rows nearest to each request (at every count)."""
+k rows as demos, and the k train rows nearest to each request (plain nearness at the largest count)."""
 
-DRAWN = ("label-balanced", "diverse", "bootstrapped", "sampled")
-"""Kinds of demo sets drawn with the seed (see :func:`_demo_sets`)."""
+DRAWN_SETS = ("label-balanced", "diverse", "bootstrapped", "sampled")
+"""Kinds of fixed demo sets drawn with the seed (see :func:`_demo_sets`)."""
+
+DRAWN = (*DRAWN_SETS, "retrieval-policy")
+"""Kinds of demos drawn with the seed: fixed demo sets, and retrieval policies other than plain
+nearest demos at the largest count (see :meth:`SearchSpace.candidates`)."""
+
+DIVERSITIES = (0.0, 0.25, 0.5, 0.75)
+"""The MMR weights a drawn retrieval policy takes (0: nearest only)."""
+
+POOLS = ("labeled", "bootstrapped")
+"""Where retrieved demos come from: train's labeled rows, or the rows the model itself answered
+correctly (its own phrasing, DSPy's bootstrapped demos); the second only when there are enough."""
+
+RETRIEVAL = ("retrieval_pool", "retrieval_balance", "retrieval_diversity", "retrieval_order")
+"""A retrieved-demos candidate's policy params, beside ``demo_count``."""
 
 FORMAT_KNOBS = ("reasoning", "section_order", "delimiter", "structured_output")
 
@@ -80,8 +99,10 @@ class SearchSpace:
     demos: tuple[Demo, ...] = field(default=(), repr=False)  # every demo a set may name
     own_demo_ids: tuple[str, ...] = ()  # the definition's own demos (what the unoptimized render uses)
     nearest_pool: tuple[str, ...] = ()  # labeled train rows a nearest-demos prompt picks from (empty: not searched)
+    bootstrapped_pool: tuple[str, ...] = ()  # bootstrapped rows, a second pool when more than a request gets
+    balance_field: str | None = None  # the output field whose labels retrieved demos may take in turn
     balanced: dict[int, int] = field(default_factory=dict)  # label-balanced demo set → how many labels it cycles
-    set_kinds: tuple[str, ...] = ()  # each demo set's kind: "first-k" for set 0, then one of DRAWN
+    set_kinds: tuple[str, ...] = ()  # each demo set's kind: "first-k" for set 0, then one of DRAWN_SETS
     instruction_kinds: tuple[str, ...] = ("definition",)  # each instruction's source: definition, terse, proposed
     notes: tuple[str, ...] = ()
 
@@ -96,11 +117,25 @@ class SearchSpace:
             low, high = self.demo_counts
             params["demo_count"] = trial.suggest_int("demo_count", low, high) if high > low else low
             params["demo_order"] = trial.suggest_categorical("demo_order", ["forward", "reverse"])
+            if params["demo_set"] == NEAREST:
+                for name, choices in self._policy_choices().items():
+                    params[name] = trial.suggest_categorical(name, list(choices))
         for name, choices in (("reasoning", self.reasoning), ("section_order", self.section_orders),
                               ("delimiter", self.delimiters), ("structured_output", self.structured_outputs)):
             if len(choices) > 1:
                 params[name] = trial.suggest_categorical(name, list(choices))
         return params
+
+    def _policy_choices(self) -> dict[str, tuple[Any, ...]]:
+        """Each retrieval-policy param this space varies, its first choice plain nearness."""
+        choices: dict[str, tuple[Any, ...]] = {}
+        if self.bootstrapped_pool:
+            choices["retrieval_pool"] = POOLS
+        if self.balance_field:
+            choices["retrieval_balance"] = (False, True)
+        choices["retrieval_diversity"] = DIVERSITIES
+        choices["retrieval_order"] = RETRIEVAL_ORDERS
+        return choices
 
     def default_params(self) -> dict[str, Any]:
         """The params of the unoptimized render (trial 0)."""
@@ -127,27 +162,44 @@ class SearchSpace:
         KNNFewShot idea, the variant most likely to help a small model); None when not searched."""
         if not (self.nearest_pool and self.demo_counts[1] > 0):
             return None
-        return {**self.default_params(), "demo_set": NEAREST, "demo_count": self.demo_counts[1],
-                "demo_order": "forward"}
+        return self._retrieved(self.demo_counts[1], {})
+
+    def _retrieved(self, count: int, policy: dict[str, Any]) -> dict[str, Any]:
+        """The unoptimized render with ``count`` demos retrieved per request under ``policy`` (plain
+        nearness for each param it leaves out)."""
+        plain = {name: choices[0] for name, choices in self._policy_choices().items()}
+        return {**self.default_params(), "demo_set": NEAREST, "demo_count": count, "demo_order": "forward",
+                **plain, **policy}
 
     def candidates(self, seed: int) -> list[dict[str, Any]]:
         """The race's candidates, baselines first: the unoptimized render, the plain k-shot prompt,
-        the nearest-demos prompt, then one per other demo set and a few nearest-demos counts, each
-        with a drawn count and order and, now and then, another instruction or format knob."""
+        plain nearest demos; then one per other demo set, each with a drawn count and order and, now
+        and then, another instruction or format knob, taking turns with drawn retrieval policies."""
         rng = random.Random(seed)
         anchors = [p for p in (self.default_params(), self.few_shot_params(), self.nearest_params()) if p is not None]
         if not (self.demo_sets and self.demo_counts[1] > 0):
             return anchors + [self._vary({**self.default_params()}, rng, always=True) for _ in range(64)]
-        drawn = [self._vary({**self.default_params(), "demo_set": index, "demo_count": self._count(index, rng),
-                             "demo_order": rng.choice(["forward", "reverse"])}, rng)
-                 for index in range(1, len(self.demo_sets))]
+        sets = [self._vary({**self.default_params(), "demo_set": index, "demo_count": self._count(index, rng),
+                            "demo_order": rng.choice(["forward", "reverse"])}, rng)
+                for index in range(1, len(self.demo_sets))]
+        if not self.nearest_pool:
+            return anchors + sets
+        policies: list[dict[str, Any]] = []
+        for _ in range(20 * len(sets)):  # distinct policies, none the seeded plain one
+            if len(policies) == len(sets):
+                break
+            policy = self._policy(rng)
+            if policy not in policies and policy != self.nearest_params():
+                policies.append(policy)
+        turns = zip_longest(policies, sets)
+        return anchors + [params for pair in turns for params in pair if params is not None]
+
+    def _policy(self, rng: random.Random) -> dict[str, Any]:
+        """A drawn retrieval policy: a count from the range (at least one demo) and a value of each
+        policy param, the plain one no likelier than the others."""
         low, high = self.demo_counts
-        if self.nearest_pool:  # per-request demos at smaller counts, placed among the drawn sets
-            for count in range(high - 1, max(low, 1) - 1, -1):
-                drawn.insert(min(len(drawn), 2 * (high - count)),
-                             {**self.default_params(), "demo_set": NEAREST, "demo_count": count,
-                              "demo_order": "forward"})
-        return anchors + drawn
+        policy = {name: rng.choice(choices) for name, choices in self._policy_choices().items()}
+        return self._retrieved(rng.randint(max(low, 1), high), policy)
 
     def _count(self, index: int, rng: random.Random) -> int:
         """A demo count for set ``index``: a whole number of label rounds for a label-balanced set
@@ -182,7 +234,7 @@ class SearchSpace:
         parts: list[str] = []
         demo_set = params.get("demo_set", -1)
         if demo_set == NEAREST:
-            parts.append("nearest-k")
+            parts.append("nearest-k" if params == self.nearest_params() else "retrieval-policy")
         elif demo_set >= 0:
             parts.append(self.set_kinds[demo_set])
         instruction = params.get("instruction", 0)
@@ -197,8 +249,10 @@ class SearchSpace:
         instruction = self.instructions[params.get("instruction", 0)]
         if instruction is not None:
             values["instructions"] = instruction
-        if params.get("demo_set") == NEAREST:  # the order is the similarity's: demo_order does not apply
-            values.update(demo_ids=self.nearest_pool, demo_count=params["demo_count"], demo_selection="nearest")
+        if params.get("demo_set") == NEAREST:  # the order is the policy's: demo_order does not apply
+            pool = self.bootstrapped_pool if params.get("retrieval_pool") == "bootstrapped" else self.nearest_pool
+            values.update(demo_ids=pool, demo_count=params["demo_count"], demo_selection="nearest",
+                          retrieval=self.retrieval(params))
         elif params.get("demo_set", -1) >= 0:
             chosen = list(self.demo_sets[params["demo_set"]][: params["demo_count"]])
             if params.get("demo_order") == "reverse":
@@ -218,13 +272,24 @@ class SearchSpace:
                 values[name] = value
         return Knobs(**values)
 
+    def retrieval(self, params: dict[str, Any]) -> Retrieval | None:
+        """The retrieval policy of a retrieved-demos candidate; None for plain nearness (so its
+        prompt keeps the bytes it had before policies existed)."""
+        policy = Retrieval(diversity=params.get("retrieval_diversity", 0.0),
+                           balance=self.balance_field if params.get("retrieval_balance") else None,
+                           order=params.get("retrieval_order", RETRIEVAL_ORDERS[0]))
+        return None if policy == Retrieval() else policy
+
     def size(self) -> int:
         """How many distinct prompts the space holds (for progress text)."""
         total = len(self.instructions) * len(self.reasoning) * len(self.section_orders) * len(self.delimiters) \
             * len(self.structured_outputs)
         if self.demo_sets and self.demo_counts[1] > 0:
             counts = self.demo_counts[1] - self.demo_counts[0] + 1
-            total *= len(self.demo_sets) * counts * 2 + 1 + (counts if self.nearest_pool else 0)
+            policies = 1
+            for choices in self._policy_choices().values():
+                policies *= len(choices)
+            total *= len(self.demo_sets) * counts * 2 + 1 + (counts * policies if self.nearest_pool else 0)
         return total
 
     def describe(self) -> dict[str, Any]:
@@ -234,6 +299,8 @@ class SearchSpace:
             "demo_sets": len(self.demo_sets),
             "demo_count": list(self.demo_counts),
             "nearest_demos": len(self.nearest_pool),
+            "retrieval": {name.removeprefix("retrieval_"): list(choices)
+                          for name, choices in self._policy_choices().items()} if self.nearest_pool else {},
             "reasoning": list(self.reasoning),
             "section_order": list(self.section_orders),
             "delimiter": list(self.delimiters),
@@ -255,12 +322,15 @@ def build_space(signature: Any, model: Any, adapter: Any, train: tuple[Any, ...]
     balanced: dict[int, int] = {}
     set_kinds: tuple[str, ...] = ()
     nearest_pool: tuple[str, ...] = ()
+    bootstrapped_pool: tuple[str, ...] = ()
     if high > 0 and pool:
         high = min(high, len(pool))
         low = min(low, high)
         sets, balanced, set_kinds = _demo_sets(labeled, bootstrapped, high, demo_sets, seed, label_of)
         if nearest and len(labeled) > high:  # choosing needs more rows than a request gets
             nearest_pool = tuple(d.id for d in labeled)
+            if len(bootstrapped) > high:
+                bootstrapped_pool = tuple(d.id for d in bootstrapped)
     elif high == 0:
         notes.append("few-shot is disabled in the definition: demos are not searched")
     completion = getattr(model, "prompt_style", "chat") == "completion"
@@ -283,7 +353,9 @@ def build_space(signature: Any, model: Any, adapter: Any, train: tuple[Any, ...]
     return SearchSpace(instructions=texts, demo_sets=sets, demo_counts=(low, high), reasoning=reasoning,
                        section_orders=orders, delimiters=delimiters, structured_outputs=structured,
                        demos=signature.demos + pool, own_demo_ids=tuple(d.id for d in signature.demos),
-                       nearest_pool=nearest_pool, balanced=balanced, set_kinds=set_kinds,
+                       nearest_pool=nearest_pool, bootstrapped_pool=bootstrapped_pool,
+                       balance_field=label_field(signature) if nearest_pool else None,
+                       balanced=balanced, set_kinds=set_kinds,
                        instruction_kinds=sources, notes=tuple(notes))
 
 
@@ -292,7 +364,7 @@ def _demo_sets(labeled: tuple[Demo, ...], bootstrapped: tuple[Demo, ...], size: 
     """Train's first ``size`` rows as listed (curated datasets often open with their clearest
     cases), then seeded draws taking turns: label-balanced (when the output has a label), diverse,
     bootstrapped (when there are any) and plain samples. Also which sets are label-balanced, and
-    over how many labels, and each set's kind ("first-k", then one of :data:`DRAWN`)."""
+    over how many labels, and each set's kind ("first-k", then one of :data:`DRAWN_SETS`)."""
     rng = random.Random(seed)
     sets: list[tuple[str, ...]] = [tuple(d.id for d in labeled[:size])] if labeled else []
     kinds_of: list[str] = ["first-k"] if labeled else []
@@ -358,12 +430,20 @@ def _distance(a: frozenset[str], b: frozenset[str]) -> float:
     return 1.0 - len(a & b) / len(a | b) if a or b else 0.0
 
 
-def label_function(signature: Any) -> Any:
-    """For stratified demo sets: the value of the output's first enum-typed top-level field."""
+def label_field(signature: Any) -> str | None:
+    """The output's first enum-typed top-level field: its label (None when it has none)."""
     schema = signature.output_schema or {}
-    for name, prop in (schema.get("properties") or {}).items():
-        if isinstance(prop, dict) and "enum" in prop:
-            return lambda output, name=name: str(output.get(name)) if isinstance(output, dict) else ""
+    return next((name for name, prop in (schema.get("properties") or {}).items()
+                 if isinstance(prop, dict) and "enum" in prop), None)
+
+
+def label_function(signature: Any) -> Any:
+    """For stratified demo sets: the value of the output's label field (:func:`label_field`), or
+    the output itself when it is an enum."""
+    schema = signature.output_schema or {}
+    name = label_field(signature)
+    if name is not None:
+        return lambda output: str(output.get(name)) if isinstance(output, dict) else ""
     if schema.get("enum"):
         return lambda output: str(output)
     return None
