@@ -5,29 +5,41 @@ choosing its prompt, the test pass excluded; wall time includes the test pass):
 
 - unoptimized render — rosetta's per-model render of the definition, no search;
 - fixed k-shot — the first k train rows as demos (k = the definition's count_range max);
+- k nearest demos, no search — per request, the k train rows nearest to it (rosetta's lexical
+  TF-IDF retrieval, the pool carried in the prompt): retrieval alone, 0 calls;
 - random search — label-balanced random demo sets (labels taken in turn; plain samples where the
   output has no label), each scored on all of dev, as many as 400 calls allow (8 × 50 dev rows,
   10 × 40), the best one on dev;
-- DSPy LabeledFewShot, BootstrapFewShotWithRandomSearch and MIPROv2 (auto="light") on the agent's
-  ``to_dspy()`` signature, run and scored by DSPy in its own prompt formats (parsed = answers
-  DSPy could parse); a crash is reported as such;
-- rosetta — ``compile --optimize`` with ``--max-calls 150``.
+- DSPy LabeledFewShot and KNNFewShot (k nearest train rows as labeled demos, found with the same
+  lexical TF-IDF similarity as rosetta's, no bootstrapping), run and scored by DSPy in its own prompt
+  formats (parsed = answers DSPy could parse);
+- DSPy BootstrapFewShotWithRandomSearch and MIPROv2 (auto="light") on the agent's ``to_dspy()``
+  signature, each twice: run and scored by DSPy in its own formats, and *its choice* (instructions
+  and demos) rendered by rosetta and scored through rosetta's runtime (``program_prompt``), so DSPy's
+  search is measured apart from DSPy's prompt format; a crash is reported as such;
+- rosetta — ``compile --optimize`` with ``--max-calls 150``, with the winner's kind.
+
+rosetta, the random search and DSPy's two searches run once per ``--seeds`` (default 0, 1, 2: the
+search's seed; for BootstrapFewShotWithRandomSearch, which has none, the train order); tables show
+the mean ± sd over seeds. No row sees test before its prompt is fixed.
 
 Everything rosetta scores goes through the runtime (``Agent.run_prompt``) with a cold evaluation
 cache, so no row is helped by another's answers (rosetta's search chooses on dev only; its winner's
 test answers are paid for here, through that same path, after the choice).
 
-A full run takes hours on a small CPU, so each finished row is kept in ``--results`` (JSONL, keyed by
-the agent, data hash and settings). Run the same command again after an interruption and the finished
-rows are reused — the table marks them with the time they were measured — while the rest run now.
-A DSPy row (hours each) also survives interruption inside itself: DSPy's own response cache and the
-row's wall time so far are kept under ``.rosetta/bench/``, so a rerun replays the answers it already
-paid for (still counted as calls) and the row's wall time is the sum over its attempts.
+A full run takes many hours on a small CPU, so each finished row is kept in ``--results`` (JSONL, keyed
+by the agent, seed, data hash and settings). Run the same command again after an interruption and the
+finished rows are reused — the table marks them with the time they were measured — while the rest run
+now. A DSPy row (hours each) also survives interruption inside itself: DSPy's own response cache and
+the row's wall time so far are kept under ``.rosetta/bench/``, so a rerun replays the answers it
+already paid for (still counted as calls) and the row's wall time is the sum over its attempts.
 ``--fresh`` measures everything again.
 
-    python bench/optimizers.py [--agent question-type ...] [--max-calls 150] [--skip-dspy] [--rows KEYS] [--fresh]
+    python bench/optimizers.py [--agent question-type ...] [--seeds 0,1,2] [--max-calls 150] [--skip-dspy]
+                               [--rows KEYS] [--fresh]
 
-With no ``--agent``, the four agents of the measurements in bench/README.md, one table each.
+With no ``--agent``, the four agents of the measurements in bench/README.md, one table each, then
+the targets over all of them.
 """
 
 from __future__ import annotations
@@ -38,7 +50,9 @@ import inspect
 import json
 import os
 import random
+import re
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -58,36 +72,74 @@ def main() -> None:
     parser.add_argument("--max-calls", type=int, default=150)
     parser.add_argument("--trials", type=int, default=None, help="rosetta's candidates (default: as the budget allows)")
     parser.add_argument("--random-calls", type=int, default=400, help="the random search's budget, in dev answers")
-    parser.add_argument("--skip-dspy", action="store_true", help="only the rosetta rows")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-dspy", action="store_true", help="leave out the DSPy rows")
+    parser.add_argument("--seeds", default="0,1,2",
+                        help="seeds of the searches (rosetta, random, DSPy's two searches), comma-separated")
     parser.add_argument("--limit", type=int, default=None,
                         help="smoke run: use only the first N rows of each split (not a measurement)")
     parser.add_argument("--results", type=Path, default=None,
                         help="JSONL file keeping finished rows (default .rosetta/bench/optimizers-AGENT.jsonl)")
     parser.add_argument("--fresh", action="store_true", help="measure every row again, ignoring kept rows")
     parser.add_argument("--rows", default=None,
-                        help="measure only these rows now (comma-separated: unoptimized, fixed-k, random, rosetta, "
-                             "dspy-labeled, dspy-bootstrap, dspy-mipro); kept rows are still shown")
+                        help=f"measure only these rows now (comma-separated: {', '.join(ROWS)}); kept rows are "
+                             "still shown")
     args = parser.parse_args()
+    try:
+        args.seeds = tuple(dict.fromkeys(int(seed) for seed in args.seeds.split(",") if seed.strip()))
+    except ValueError:
+        parser.error(f"--seeds: {args.seeds!r} is not a comma-separated list of integers, e.g. 0,1,2")
+    if not args.seeds:
+        parser.error("--seeds: name at least one seed, e.g. 0")
+    wanted = set(args.rows.split(",")) if args.rows else set(ROWS) - (set(DSPY_ROWS) if args.skip_dspy else set())
+    if wanted - set(ROWS):
+        parser.error(f"--rows: unknown row(s) {', '.join(sorted(wanted - set(ROWS)))}; choose from {', '.join(ROWS)}")
+    args.wanted = wanted
     import logging
 
     logging.disable(logging.WARNING)
+    tables = {}
     for agent in args.agent or AGENTS:
         one = argparse.Namespace(**{**vars(args), "agent": agent})
         one.results = args.results or ROOT / ".rosetta" / "bench" / f"optimizers-{agent}.jsonl"
         with tempfile.TemporaryDirectory() as state:
             rows = run(one, Path(state))
-        print_table(agent, rows, args.limit)
+        tables[agent] = summarize(rows)
+        print_table(agent, tables[agent], args.limit)
+    print_targets(tables)
 
 
 AGENTS = ("question-type", "news-topic", "vuln-triage", "leak-detector")
 """Two pure classification tasks on public data (TREC question type, AG News topic), one
 label-plus-rationale task and one extraction task (see datasets/README.md)."""
 
+ROWS = ("unoptimized", "fixed-k", "nearest-k", "random", "dspy-labeled", "dspy-knn", "dspy-bootstrap", "dspy-mipro",
+        "rosetta")
+"""The rows, in the order they are measured and shown (rosetta last, below the rows it is compared
+with; the cheap rows first, so an interrupted run keeps them)."""
+
+SEEDED_ROWS = ("random", "rosetta", "dspy-bootstrap", "dspy-mipro")
+"""Rows measured once per seed (the searches); the others do not depend on one."""
+
+DSPY_ROWS = ("dspy-labeled", "dspy-knn", "dspy-bootstrap", "dspy-mipro")
+
+DSPY_SEARCHES = ("dspy-bootstrap", "dspy-mipro")
+"""DSPy rows whose choice is also scored through rosetta's runtime (row key ``NAME-runtime``)."""
+
+METHODS = {
+    "unoptimized": "unoptimized render", "nearest-k": "k nearest demos, no search",
+    "random": "random search", "dspy-labeled": "DSPy LabeledFewShot",
+    "dspy-knn": "DSPy KNNFewShot (same retrieval, DSPy's format)",
+    "dspy-bootstrap": "DSPy BootstrapFewShotWithRandomSearch, DSPy's format",
+    "dspy-bootstrap-runtime": "DSPy BootstrapFewShotWithRandomSearch's choice, rosetta's runtime",
+    "dspy-mipro": "DSPy MIPROv2 (auto=light), DSPy's format",
+    "dspy-mipro-runtime": "DSPy MIPROv2 (auto=light)'s choice, rosetta's runtime",
+}
+
 
 def run(args: argparse.Namespace, state: Path) -> list[dict]:
     from rosetta.optimize.cache import EvalCache
     from rosetta.optimize.context import load_context
+    from rosetta.optimize.dspy_backend import program_prompt
     from rosetta.optimize.evaluation import Budget, Evaluator
     from rosetta.optimize.search import run_search
     from rosetta.optimize.space import label_function
@@ -109,58 +161,76 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
     adapters = {adapter.name: adapter}
     low, high = signature.demo_range
     rows: list[dict] = []
-    keys = ("unoptimized", "fixed-k", "random", "rosetta", *DSPY_ROWS)
-    fingerprints = {key: fingerprint(args, data, row="search" if key == "rosetta" else "dspy" if key in DSPY_ROWS
-                                     else "render") for key in keys}
-    kept = Checkpoint(args.results, fingerprints, fresh=args.fresh)
-    wanted = set(args.rows.split(",")) if args.rows else set(keys) - (set(DSPY_ROWS) if args.skip_dspy else set())
-    if wanted - set(keys):
-        raise SystemExit(f"--rows: unknown row(s) {', '.join(sorted(wanted - set(keys)))}; "
-                         f"choose from {', '.join(keys)}")
+    seeds = args.seeds
 
-    def measured(key: str, measure: Callable[[], None], progress: Path | None = None) -> None:
+    def key_of(name: str, seed: int | None) -> str:
+        return name if seed is None else f"{name}@{seed}"
+
+    def kind_of(name: str) -> str:
+        return "search" if name == "rosetta" else "dspy" if name in DSPY_ROWS else "render"
+
+    plan = [(name, seed) for name in ROWS for seed in (seeds if name in SEEDED_ROWS else (None,))]
+    fingerprints = {key_of(name, seed): fingerprint(args, data, row=kind_of(name), seed=seed) for name, seed in plan}
+    for name in DSPY_SEARCHES:  # DSPy's choice through rosetta's runtime: the choice's and the renderer's code
+        for seed in seeds:
+            fingerprints[key_of(f"{name}-runtime", seed)] = hashlib.sha256(
+                (fingerprints[key_of(name, seed)] + fingerprint(args, data, row="render", seed=None)).encode()
+            ).hexdigest()[:16]
+    kept = Checkpoint(args.results, fingerprints, fresh=args.fresh)
+
+    def measured(name: str, seed: int | None, measure: Callable[[], dict], progress: Path | None = None) -> None:
         """Reuse the row measured earlier under the same settings, else measure it now and keep it
         (then a long row's ``progress`` directory is no longer needed)."""
+        key = key_of(name, seed)
         earlier = kept.row(key)
-        if earlier is None and key not in wanted:
+        if earlier is None and name.removesuffix("-runtime") not in args.wanted:
             return
         if earlier is not None:
             rows.append(earlier)
-            print(f"  {earlier['method']}: kept from {earlier['measured_at']}", file=sys.stderr)
+            print(f"  {earlier['method']}{'' if seed is None else f' (seed {seed})'}: kept from "
+                  f"{earlier['measured_at']}", file=sys.stderr)
             return
-        measure()
-        rows[-1]["key"] = key
-        kept.add(rows[-1])
+        row = measure()
+        row.update(key=key, name=name, seed=seed)
+        kept.add(row)
+        rows.append(row)
         if progress is not None:
             shutil.rmtree(progress, ignore_errors=True)
 
     def score(name: str, prompt: object, calls: int, started: float, note: str = "",
-              cache: EvalCache | None = None) -> None:
+              cache: EvalCache | None = None, **extra: object) -> dict:
         evaluator = Evaluator(context.agent, metric, cache or EvalCache(None), Budget())
         answers = evaluator.answers(prompt, data.test)
         scores = [metric.score(a.data, e.output, valid=a.valid) for a, e in zip(answers, data.test, strict=True)]
-        rows.append({"method": name, "test": sum(scores) / len(scores), "parsed": sum(a.valid for a in answers) /
-                     len(answers), "calls": calls, "wall_s": time.monotonic() - started, "note": note})
-        print(f"  {name}: test {rows[-1]['test']:.3f}, {calls} calls, {rows[-1]['wall_s']:.0f}s", file=sys.stderr)
+        row = {"method": name, "test": sum(scores) / len(scores), "parsed": sum(a.valid for a in answers) /
+               len(answers), "calls": calls, "wall_s": time.monotonic() - started, "note": note, **extra}
+        print(f"  {name}: test {row['test']:.3f}, {calls} calls, {row['wall_s']:.0f}s", file=sys.stderr)
+        return row
 
     print(f"{args.agent} on {MODEL}: {data.summary()}", file=sys.stderr)
     train_demos = tuple(_demo(e) for e in data.train)
     with_train = signature.model_copy(update={"demos": train_demos})
     k = max(high, 1)
 
-    def unoptimized() -> None:
+    def unoptimized() -> dict:
         started = time.monotonic()
-        score("unoptimized render", render(signature, model, adapters=adapters), 0, started)
+        return score("unoptimized render", render(signature, model, adapters=adapters), 0, started)
 
-    def fixed_shot() -> None:
+    def fixed_shot() -> dict:
         started = time.monotonic()
         fixed = render(with_train, model, Knobs(demo_ids=tuple(d.id for d in train_demos[:k]), demo_count=k),
                        adapters=adapters)
-        score(f"fixed {k}-shot", fixed, 0, started)
+        return score(f"fixed {k}-shot", fixed, 0, started)
 
-    def random_search() -> None:
+    def nearest() -> dict:
         started = time.monotonic()
-        rng = random.Random(args.seed)
+        retrieved = render(with_train, model, Knobs(demo_ids=tuple(d.id for d in train_demos), demo_count=k,
+                                                    demo_selection="nearest"), adapters=adapters)
+        return score(f"{k} nearest demos, no search", retrieved, 0, started)
+
+    def random_search(seed: int) -> dict:
+        started = time.monotonic()
+        rng = random.Random(seed)
         budget = Budget()
         evaluator = Evaluator(context.agent, metric, EvalCache(None), budget)
         label_of = label_function(signature)
@@ -174,36 +244,54 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
             if best is None or value > best[0]:
                 best = (value, prompt)
         kind = "label-balanced" if label_of else "random"
-        score(f"random search ({sets} {kind} demo sets × {len(data.dev)} dev)", best[1], budget.calls, started)
+        return score(f"random search ({sets} {kind} demo sets × {len(data.dev)} dev)", best[1], budget.calls,
+                     started)
 
-    def rosetta_search() -> None:
+    def rosetta_search(seed: int) -> dict:
         started = time.monotonic()
-        search = SearchSettings(trials=args.trials, max_calls=args.max_calls, seed=args.seed, proposer=MODEL)
-        cache = EvalCache(state / "cache.sqlite")
+        search = SearchSettings(trials=args.trials, max_calls=args.max_calls, seed=seed, proposer=MODEL)
+        cache = EvalCache(state / f"cache-{seed}.sqlite")
         outcome = run_search(context.agent, signature, model, adapter, data, metric, search, cache=cache,
-                             default_storage=state / "study.journal")
+                             default_storage=state / f"study-{seed}.journal")
         # the search chooses on dev only; the winner's test pass is scored here, once, through the runtime
         race = outcome.race
         interval = outcome.dev_interval or (outcome.dev_score, outcome.dev_score)
-        score(f"rosetta (--max-calls {args.max_calls})", outcome.prompt, outcome.calls, started, cache=cache,
-              note=f"{outcome.trials} candidates raced (rows per rung {race['rows']}, kept {race['keep']}), "
-                   f"{outcome.pruned} out, {outcome.cut_short} stopped by the budget; winner: candidate "
-                   f"{race['winner']} ({outcome.kind}), dev {outcome.dev_score:.3f} "
-                   f"[{interval[0]:.3f}, {interval[1]:.3f}] on {outcome.dev_examples} rows; rows scored by "
-                   f"{outcome.scoring}; calls by phase {outcome.phases}" + (f"; {outcome.stopped}" if outcome.stopped
-                                                                            else ""))
+        return score(f"rosetta (--max-calls {args.max_calls})", outcome.prompt, outcome.calls, started, cache=cache,
+                     kind=outcome.kind,
+                     note=f"{outcome.trials} candidates raced (rows per rung {race['rows']}, kept {race['keep']}), "
+                          f"{outcome.pruned} out, {outcome.cut_short} stopped by the budget; winner: candidate "
+                          f"{race['winner']} ({outcome.kind}), dev {outcome.dev_score:.3f} "
+                          f"[{interval[0]:.3f}, {interval[1]:.3f}] on {outcome.dev_examples} rows; rows scored by "
+                          f"{outcome.scoring}; calls by phase {outcome.phases}"
+                          + (f"; {outcome.stopped}" if outcome.stopped else ""))
 
-    # rosetta runs before DSPy's optimizers (the longest rows), so an interrupted run keeps it
-    measured("unoptimized", unoptimized)
-    measured("fixed-k", fixed_shot)
-    measured("random", random_search)
-    measured("rosetta", rosetta_search)
+    def dspy_choice(name: str, seed: int) -> dict:
+        """DSPy's choice (kept with its row) rendered by rosetta and scored through the runtime."""
+        started = time.monotonic()
+        chosen = kept.row(key_of(name, seed))
+        if chosen is None or chosen.get("program") is None:
+            return {"method": METHODS[f"{name}-runtime"], "test": None, "parsed": None, "calls": 0, "wall_s": 0.0,
+                    "note": "not measured: DSPy's row " + ("crashed" if chosen else "is not measured yet")}
+        program = dspy_program(signature, chosen["program"])
+        prompt, demos, instructions = program_prompt(signature, program, model, adapter)
+        return score(METHODS[f"{name}-runtime"], prompt, chosen["calls"], started,
+                     note=f"{len(demos)} demos" + (", DSPy's instructions" if instructions else ""))
+
+    measured("unoptimized", None, unoptimized)
+    measured("fixed-k", None, fixed_shot)
+    measured("nearest-k", None, nearest)
+    for seed in seeds:
+        measured("random", seed, lambda seed=seed: random_search(seed))
     for name in DSPY_ROWS:
-        progress = args.results.parent / f"{args.agent}-{name}-{fingerprints[name]}"
-        measured(name, lambda name=name, progress=progress: rows.append(dspy_row(name, context, args.seed, progress)),
-                 progress)
-    ours = [row for row in rows if row["key"] == "rosetta"]
-    return [row for row in rows if row["key"] != "rosetta"] + ours  # shown last, below the rows it is compared with
+        for seed in seeds if name in SEEDED_ROWS else (None,):
+            progress = args.results.parent / f"{args.agent}-{name}-{fingerprints[key_of(name, seed)]}"
+            measured(name, seed, lambda name=name, seed=seed, progress=progress:
+                     dspy_row(name, context, seed, progress), progress)
+            if name in DSPY_SEARCHES:
+                measured(f"{name}-runtime", seed, lambda name=name, seed=seed: dspy_choice(name, seed))
+    for seed in seeds:
+        measured("rosetta", seed, lambda seed=seed: rosetta_search(seed))
+    return rows
 
 
 SEARCH_CODE = ("search.py", "study.py", "space.py", "race.py", "label_odds.py", "proposer.py")
@@ -221,12 +309,13 @@ DSPy formats its own prompts, so improving rosetta's renderer or search does not
 rows, which take hours each; DSPy's and litellm's versions count instead."""
 
 
-def fingerprint(args: argparse.Namespace, data: object, *, row: str) -> str:
+def fingerprint(args: argparse.Namespace, data: object, *, row: str, seed: int | None) -> str:
     """What a kept row must have been measured under to be reused: the same code, decoder build, data,
     model and settings. ``row`` says which code counts: ``search`` (rosetta's row) all of rosetta;
     ``render`` (the unoptimized, k-shot and random-search rows) all but the search's own modules, so
     improving the search re-measures rosetta's row alone; ``dspy`` only ``DSPY_CODE``. No row counts
-    ``NEVER_RUN``'s packages, and only the DSPy rows count ``DSPY_ONLY`` and ``dspy_row``."""
+    ``NEVER_RUN``'s packages, and only the DSPy rows count ``DSPY_ONLY`` and the bench's DSPy functions
+    (:data:`DSPY_BENCH`). ``seed`` is the row's seed (None for a row that has none)."""
     from importlib.metadata import version
 
     from rosetta.providers.local_revision import answerer_revision
@@ -237,11 +326,14 @@ def fingerprint(args: argparse.Namespace, data: object, *, row: str) -> str:
         relative = source.relative_to(source_root).as_posix()
         if _runs(row, relative):
             code.update(relative.encode() + b"\0" + source.read_bytes())
-    # the bench's own code: a DSPy row is measured by dspy_row alone, the other rows by the rest of this file
-    bench_code, dspy_code = Path(__file__).resolve().read_text(encoding="utf-8"), inspect.getsource(dspy_row)
-    code.update((dspy_code if row == "dspy" else bench_code.replace(dspy_code, "")).encode())
+    # the bench's own code: a DSPy row is measured by the DSPy functions alone, the other rows by the rest
+    bench_code = Path(__file__).resolve().read_text(encoding="utf-8")
+    dspy_code = "".join(inspect.getsource(function) for function in DSPY_BENCH)
+    for function in (*REPORT, *(DSPY_BENCH if row != "dspy" else ())):  # the report measures nothing
+        bench_code = bench_code.replace(inspect.getsource(function), "")
+    code.update((dspy_code if row == "dspy" else bench_code).encode())
     settings = {"code": code.hexdigest(), "decoder": answerer_revision(MODEL), "agent": args.agent, "model": MODEL,
-                "data": data.sha256, "random_calls": args.random_calls, "seed": args.seed,
+                "data": data.sha256, "random_calls": args.random_calls, "seed": seed,
                 "limit": args.limit, "litellm": version("litellm")}
     if row == "search":
         settings.update(max_calls=args.max_calls, trials=args.trials)
@@ -309,12 +401,10 @@ class Checkpoint:
     def add(self, row: dict) -> None:
         row.update(fingerprint=self.fingerprints[row["key"]], fresh=True,
                    measured_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+        self.rows[row["key"]] = row
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as out:
             out.write(json.dumps({k: v for k, v in row.items() if k != "fresh"}) + "\n")
-
-
-DSPY_ROWS = ("dspy-labeled", "dspy-bootstrap", "dspy-mipro")
 
 
 class RowProgress:
@@ -347,15 +437,14 @@ class RowProgress:
             self._save()
 
 
-def dspy_row(name: str, context: object, seed: int, directory: Path) -> dict:
+def dspy_row(name: str, context: object, seed: int | None, directory: Path) -> dict:
     """One DSPy optimizer, compiled on train/dev and scored by DSPy on test in its own format; its
-    answers go through DSPy's own response cache, kept in ``directory`` until the row is done."""
+    answers go through DSPy's own response cache, kept in ``directory`` until the row is done. The
+    row keeps the compiled program's state, so its choice can be scored through rosetta's runtime."""
     import dspy
 
     from rosetta.optimize.dspy_backend import compile_with_dspy, dspy_examples, dspy_lm, dspy_metric
 
-    labels = {"dspy-labeled": "DSPy LabeledFewShot", "dspy-bootstrap": "DSPy BootstrapFewShotWithRandomSearch",
-              "dspy-mipro": "DSPy MIPROv2 (auto=light)"}
     signature, data, metric = context.signature, context.data, context.metric
     progress = RowProgress(directory)
     dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(directory / "cache"))
@@ -363,16 +452,23 @@ def dspy_row(name: str, context: object, seed: int, directory: Path) -> dict:
     lm.cache = True  # DSPy's default; a cached answer still counts in lm.history, so calls are unchanged
     resumed = f"; resumed {progress.attempts - 1}×, wall time summed over attempts" if progress.attempts > 1 else ""
     train, dev, test = (dspy_examples(signature, split) for split in (data.train, data.dev, data.test))
+    k = max(signature.demo_range[1], 1)
+    if name == "dspy-bootstrap" and seed:  # it has no seed of its own: its candidate sets follow train's order
+        random.Random(seed).shuffle(train)
     try:
-        program = compile_with_dspy(name, signature, train, dev, metric, lm, seed=seed,
-                                    demos=max(signature.demo_range[1], 1))
+        if name == "dspy-knn":  # the k nearest train rows as labeled demos, by rosetta's own similarity
+            fields = tuple(field.name for field in signature.inputs)
+            program = dspy.KNNFewShot(k, train, lexical_vectorizer(fields), max_bootstrapped_demos=0,
+                                      max_labeled_demos=k).compile(dspy.Predict(signature.to_dspy()))
+        else:
+            program = compile_with_dspy(name, signature, train, dev, metric, lm, seed=seed or 0, demos=k)
     except Exception as error:  # MIPROv2's proposer chokes on a weak model: report it
         message = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"[:120]
-        print(f"  {labels[name]}: crashed ({message})", file=sys.stderr)
+        print(f"  {METHODS[name]}: crashed ({message})", file=sys.stderr)
         wall = progress.elapsed()
         progress.stop()
-        return {"method": labels[name], "test": None, "parsed": None, "calls": len(lm.history),
-                "wall_s": wall, "note": f"crashed: {message}{resumed}"}
+        return {"method": METHODS[name], "test": None, "parsed": None, "calls": len(lm.history),
+                "wall_s": wall, "note": f"crashed: {message}{resumed}", "program": None}
     calls = len(lm.history)
     total, parsed, scorer = 0.0, 0, dspy_metric(signature, metric)
     with dspy.context(lm=lm):
@@ -384,11 +480,56 @@ def dspy_row(name: str, context: object, seed: int, directory: Path) -> dict:
             if signature.output_from_dspy(prediction):
                 parsed += 1
                 total += scorer(example, prediction)
-    row = {"method": labels[name], "test": total / len(test), "parsed": parsed / len(test), "calls": calls,
-           "wall_s": progress.elapsed(), "note": f"{len(program.predictors()[0].demos)} demos{resumed}"}
+    demos = f"{k} nearest demos per request" if name == "dspy-knn" else f"{len(program.predictors()[0].demos)} demos"
+    row = {"method": METHODS[name], "test": total / len(test), "parsed": parsed / len(test), "calls": calls,
+           "wall_s": progress.elapsed(), "note": f"{demos}{resumed}",
+           "program": None if name == "dspy-knn" else json.loads(json.dumps(program.dump_state(), default=str))}
     progress.stop()
     print(f"  {row['method']}: test {row['test']:.3f}, parsed {row['parsed']:.0%}, {calls} calls", file=sys.stderr)
     return row
+
+
+def dspy_program(signature: object, state: dict) -> object:
+    """A DSPy program with the state a DSPy row kept (its chosen instructions and demos)."""
+    import dspy
+
+    program = dspy.Predict(signature.to_dspy())
+    program.load_state(state)
+    return program
+
+
+def lexical_vectorizer(fields: tuple[str, ...]) -> object:
+    """rosetta's nearest-demos similarity as a DSPy ``Embedder``: sublinear TF-IDF over the texts of
+    its first call (DSPy's KNN passes the whole train pool first), unit length, so DSPy's dot product
+    is the cosine rosetta ranks by. DSPy's ``field: value | field: value`` text loses its input
+    ``fields``' names first, leaving the words rosetta compares."""
+    from collections import Counter
+
+    import dspy
+    import numpy
+
+    from rosetta.render.nearest import _TOKEN, _index, _vector
+
+    names = re.compile(r"(?:^|\s\|\s)(?:" + "|".join(re.escape(name) for name in fields) + r"): ")
+    fitted: dict[str, object] = {}
+
+    def embed(texts: list[str]) -> object:
+        texts = [names.sub("\n", text) for text in texts]
+        if not fitted:
+            idf, _ = _index(tuple(texts))
+            fitted.update(idf=idf, vocabulary={token: n for n, token in enumerate(sorted(idf))})
+        idf, vocabulary = fitted["idf"], fitted["vocabulary"]
+        matrix = numpy.zeros((len(texts), len(vocabulary)), dtype=numpy.float32)
+        for row, text in enumerate(texts):
+            for token, weight in _vector(Counter(_TOKEN.findall(text.lower())), idf).items():
+                matrix[row, vocabulary[token]] = weight
+        return matrix
+
+    return dspy.Embedder(embed, caching=False)
+
+
+DSPY_BENCH = (dspy_row, dspy_program, lexical_vectorizer)
+"""The bench's functions a DSPy row runs (part of its fingerprint; no other row's)."""
 
 
 def _demo(example: object) -> object:
@@ -397,27 +538,90 @@ def _demo(example: object) -> object:
     return Demo(id=f"train:{example.id}", inputs=example.inputs, output=example.output)
 
 
-def print_table(agent: str, rows: list[dict], limit: int | None = None) -> None:
-    print(f"\n{agent} on {MODEL} ({os.cpu_count()} CPUs); test score = the agent's metric on its test split"
-          + (f" — SMOKE RUN on {limit} rows per split, not a measurement" if limit else ""))
-    print(f"{'method':<52} {'test':>6} {'parsed':>7} {'calls':>6} {'wall s':>7}  note")
+def summarize(rows: list[dict]) -> list[dict]:
+    """One line per method: the mean and sd of its test score over the seeds it ran with (rows that
+    crashed left out), its mean calls, wall time and parse rate; in the order of :data:`ROWS`, each
+    DSPy search's runtime line after its own."""
+    order = [name for row_name in ROWS for name in (row_name, f"{row_name}-runtime")]
+    groups: dict[str, list[dict]] = {}
     for row in rows:
-        test = "—" if row["test"] is None else f"{row['test']:.3f}"
-        parsed = "—" if row["parsed"] is None else f"{row['parsed']:.0%}"
-        note = row["note"] if row.get("fresh", True) else f"{row['note']} [kept: measured {row['measured_at']}]".strip()
-        print(f"{row['method']:<52} {test:>6} {parsed:>7} {row['calls']:>6} {row['wall_s']:>7.0f}  {note}")
-    if not rows or rows[-1].get("key") != "rosetta":
-        print("\ntarget: not judged — rosetta's row has not been measured yet")
+        groups.setdefault(row.get("name") or row["key"].partition("@")[0], []).append(row)
+    lines = []
+    for name in sorted(groups, key=lambda n: order.index(n) if n in order else len(order)):
+        group = sorted(groups[name], key=lambda r: (r.get("seed") is None, r.get("seed") or 0))
+        scored = [r for r in group if r["test"] is not None]
+        tests = [r["test"] for r in scored]
+        mean = statistics.fmean(tests) if tests else None
+        lines.append({
+            "name": name, "method": group[0]["method"], "rows": group, "mean": mean,
+            "sd": statistics.stdev(tests) if len(tests) > 1 else None, "seeds": [r.get("seed") for r in scored],
+            "parsed": statistics.fmean(r["parsed"] for r in scored) if scored else None,
+            "calls": statistics.fmean(r["calls"] for r in group), "wall_s": statistics.fmean(r["wall_s"] for r in group),
+            "kinds": [r.get("kind") for r in scored if r.get("kind")],
+            "kept": not any(r.get("fresh", True) for r in group)})
+    return lines
+
+
+def print_table(agent: str, lines: list[dict], limit: int | None = None) -> None:
+    print(f"\n{agent} on {MODEL} ({os.cpu_count()} CPUs); test score = the agent's metric on its test split, "
+          "mean ± sd over seeds" + (f" — SMOKE RUN on {limit} rows per split, not a measurement" if limit else ""))
+    print(f"{'method':<66} {'test':>13} {'seeds':>5} {'parsed':>7} {'calls':>6} {'wall s':>7}  note")
+    for line in lines:
+        test = "—" if line["mean"] is None else f"{line['mean']:.3f}" + (
+            f" ± {line['sd']:.3f}" if line["sd"] is not None else "")
+        parsed = "—" if line["parsed"] is None else f"{line['parsed']:.0%}"
+        seeded = [r for r in line["rows"] if r.get("seed") is not None]
+        if seeded:
+            note = "per seed " + ", ".join(f"{r['seed']}: " + ("—" if r["test"] is None else f"{r['test']:.3f}")
+                                           for r in seeded)
+            note += f"; winners: {', '.join(line['kinds'])}" if line["kinds"] else ""
+        else:
+            note = line["rows"][0]["note"]
+        if line["kept"]:
+            note += f" [kept: measured {max(r['measured_at'] for r in line['rows'])}]"
+        print(f"{line['method'][:66]:<66} {test:>13} {len(line['seeds']):>5} {parsed:>7} {line['calls']:>6.0f} "
+              f"{line['wall_s']:>7.0f}  {note}")
+    for row in next((line["rows"] for line in lines if line["name"] == "rosetta"), []):
+        print(f"  rosetta, seed {row['seed']}: {row['note']}")
+    verdict = judge(lines)
+    print(f"\ntarget: {verdict['text']}")
+
+
+def judge(lines: list[dict]) -> dict:
+    """This agent's targets: rosetta's mean at least the best other row's mean less one sd (the larger
+    of the two rows' sds), and above the no-search nearest-demos row by more than rosetta's sd."""
+    ours = next((line for line in lines if line["name"] == "rosetta" and line["mean"] is not None), None)
+    if ours is None:
+        return {"best": None, "above_nearest": None, "text": "not judged — rosetta's row has not been measured yet"}
+    others = [line for line in lines if line["name"] != "rosetta" and line["mean"] is not None]
+    best = max(others, key=lambda line: line["mean"], default=None)
+    sd = ours["sd"] or 0.0
+    within = best is None or ours["mean"] >= best["mean"] - max(sd, best["sd"] or 0.0)
+    nearest = next((line for line in others if line["name"] == "nearest-k"), None)
+    above = None if nearest is None else ours["mean"] - nearest["mean"] > sd
+    text = (f"rosetta {ours['mean']:.3f} ± {sd:.3f} ({len(ours['seeds'])} seeds) against the best other row"
+            + (f", {best['method']} {best['mean']:.3f}" if best else " (none)")
+            + f": {'met' if within else 'MISSED'} (within one sd); "
+            + ("above the no-search nearest-demos row by more than the sd: "
+               + ("—" if nearest is None else f"{'yes' if above else 'no'} ({ours['mean'] - nearest['mean']:+.3f})")))
+    return {"best": within, "above_nearest": above, "text": text}
+
+
+def print_targets(tables: dict[str, list[dict]]) -> None:
+    """The targets over every agent measured: within one sd of the best other row on each, and above
+    the nearest-demos row by more than the sd on at least two."""
+    verdicts = {agent: judge(lines) for agent, lines in tables.items()}
+    if len(verdicts) < 2:
         return
-    ours = rows[-1]
-    others = [r for r in rows[:-1] if r["test"] is not None]
-    if ours["test"] is not None and others:
-        beaten = all(ours["test"] >= r["test"] for r in others)
-        random_row = next((r for r in rows if r["method"].startswith("random search")), None)
-        above = random_row is not None and ours["test"] > random_row["test"] and ours["calls"] <= 150
-        print(f"\ntarget: rosetta ≥ every other row: {'met' if beaten else 'MISSED'}; "
-              f"strictly above the {random_row['calls'] if random_row else '—'}-call random search with ≤ 150 calls: "
-              f"{'yes' if above else 'no'} (needed on three of the four agents)")
+    within = [agent for agent, v in verdicts.items() if v["best"]]
+    above = [agent for agent, v in verdicts.items() if v["above_nearest"]]
+    print(f"\ntargets over {len(verdicts)} agents: rosetta within one sd of the best other row on "
+          f"{len(within)} ({', '.join(within) or 'none'}; needed: all); above k nearest demos by more than the sd on "
+          f"{len(above)} ({', '.join(above) or 'none'}; needed: two)")
+
+
+REPORT = (summarize, print_table, judge, print_targets)
+"""The bench's functions that only report rows: editing them measures nothing again."""
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """``bench/optimizers.py`` keeps working as the code it measures changes: a smoke run (two rows per
-split) of a DSPy row on the embedded model reaches the table, with its answers parsed and scored."""
+split) of the DSPy rows on the embedded model reaches the table, with their answers parsed and
+scored, and DSPy's search's choice scored again through rosetta's runtime; the KNNFewShot row
+retrieves what rosetta's nearest demos do."""
 
 from __future__ import annotations
 
@@ -11,14 +13,43 @@ from pathlib import Path
 from conftest import REPO
 
 
-def test_a_dspy_row_of_the_optimizer_bench_runs_on_the_embedded_model(tmp_path: Path, local_model: str) -> None:
+def test_the_dspy_rows_of_the_optimizer_bench_run_on_the_embedded_model(tmp_path: Path, local_model: str) -> None:
     results = tmp_path / "rows.jsonl"
     done = subprocess.run([sys.executable, str(REPO / "bench" / "optimizers.py"), "--agent", "question-type",
-                           "--limit", "2", "--rows", "dspy-labeled", "--results", str(results)],
-                          capture_output=True, text=True, timeout=600, check=False)
+                           "--limit", "2", "--rows", "dspy-labeled,dspy-knn,dspy-bootstrap", "--seeds", "1",
+                           "--results", str(results)], capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "SMOKE RUN on 2 rows" in done.stdout
-    row = json.loads(results.read_text(encoding="utf-8").splitlines()[-1])
-    assert row["key"] == "dspy-labeled" and row["method"] == "DSPy LabeledFewShot"
-    assert row["parsed"] > 0 and 0.0 <= row["test"] <= 1.0, row  # answers were parsed and scored
-    assert row["note"] == "4 demos"
+    rows = {row["key"]: row for row in map(json.loads, results.read_text(encoding="utf-8").splitlines())}
+    assert set(rows) == {"dspy-labeled", "dspy-knn", "dspy-bootstrap@1", "dspy-bootstrap-runtime@1"}
+    for row in rows.values():
+        assert row["parsed"] > 0 and 0.0 <= row["test"] <= 1.0, row  # answers were parsed and scored
+    assert rows["dspy-labeled"]["method"] == "DSPy LabeledFewShot" and rows["dspy-labeled"]["note"] == "4 demos"
+    assert rows["dspy-knn"]["note"] == "8 nearest demos per request" and rows["dspy-knn"]["calls"] == 0
+    chosen = rows["dspy-bootstrap@1"]
+    assert chosen["program"]["demos"] is not None and chosen["seed"] == 1
+    runtime = rows["dspy-bootstrap-runtime@1"]  # DSPy's choice, rendered by rosetta: its calls are the choice's
+    assert runtime["method"].endswith("rosetta's runtime") and runtime["calls"] == chosen["calls"]
+    assert runtime["note"].startswith(f"{len(chosen['program']['demos'])} demos")
+
+
+def test_the_knn_row_retrieves_what_rosetta_s_nearest_demos_do() -> None:
+    """DSPy's KNN over the bench's vectorizer picks rosetta's k nearest train rows (ties aside, which
+    each breaks its own way)."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import optimizers
+    from dspy.predict.knn import KNN
+
+    from rosetta.config import load_settings
+    from rosetta.optimize.context import load_context
+    from rosetta.optimize.dspy_backend import dspy_examples
+    from rosetta.render.nearest import input_text, rank
+
+    context = load_context(REPO / "signatures" / "news-topic.md", optimizers.MODEL, settings=load_settings(REPO))
+    signature, data = context.signature, context.data
+    k = signature.demo_range[1]
+    knn = KNN(k, dspy_examples(signature, data.train), optimizers.lexical_vectorizer(tuple(field.name for field in signature.inputs)))
+    pool = [input_text(row.inputs) for row in data.train]
+    for row in data.dev:
+        ours = [data.train[i].id for i in rank(input_text(row.inputs), pool, k)]
+        assert [demo.rosetta_id for demo in knn(**row.inputs)] == ours
