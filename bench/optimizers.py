@@ -556,7 +556,8 @@ def summarize(rows: list[dict]) -> list[dict]:
             "name": name, "method": group[0]["method"], "rows": group, "mean": mean,
             "sd": statistics.stdev(tests) if len(tests) > 1 else None, "seeds": [r.get("seed") for r in scored],
             "parsed": statistics.fmean(r["parsed"] for r in scored) if scored else None,
-            "calls": statistics.fmean(r["calls"] for r in group), "wall_s": statistics.fmean(r["wall_s"] for r in group),
+            "calls": statistics.fmean(r["calls"] for r in group),
+            "wall_s": statistics.fmean(r["wall_s"] for r in group),
             "kinds": [r.get("kind") for r in scored if r.get("kind")],
             "kept": not any(r.get("fresh", True) for r in group)})
     return lines
