@@ -29,9 +29,9 @@ from __future__ import annotations
 import json
 import random
 import re
-from itertools import zip_longest
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any
 
 from rosetta.parts import Demo
@@ -63,9 +63,6 @@ DIVERSITIES = (0.0, 0.25, 0.5, 0.75)
 POOLS = ("labeled", "bootstrapped")
 """Where retrieved demos come from: train's labeled rows, or the rows the model itself answered
 correctly (its own phrasing, DSPy's bootstrapped demos); the second only when there are enough."""
-
-RETRIEVAL = ("retrieval_pool", "retrieval_balance", "retrieval_diversity", "retrieval_order")
-"""A retrieved-demos candidate's policy params, beside ``demo_count``."""
 
 FORMAT_KNOBS = ("reasoning", "section_order", "delimiter", "structured_output")
 
