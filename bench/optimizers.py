@@ -453,7 +453,7 @@ def dspy_row(name: str, context: object, seed: int | None, directory: Path) -> d
     resumed = f"; resumed {progress.attempts - 1}×, wall time summed over attempts" if progress.attempts > 1 else ""
     train, dev, test = (dspy_examples(signature, split) for split in (data.train, data.dev, data.test))
     k = max(signature.demo_range[1], 1)
-    if name == "dspy-bootstrap" and seed:  # it has no seed of its own: its candidate sets follow train's order
+    if name == "dspy-bootstrap":  # it has no seed of its own: its candidate sets follow train's order
         random.Random(seed).shuffle(train)
     try:
         if name == "dspy-knn":  # the k nearest train rows as labeled demos, by rosetta's own similarity
