@@ -35,7 +35,7 @@ def main() -> None:
     import shutil
 
     import rosetta
-    from rosetta.providers.litellm_offline import import_litellm
+    from rosetta.local.litellm_offline import import_litellm
 
     litellm = import_litellm()
     with tempfile.TemporaryDirectory() as tmp, FaultServer([("ok", ANSWER)]) as server:

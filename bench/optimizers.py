@@ -137,6 +137,7 @@ METHODS = {
 
 
 def run(args: argparse.Namespace, state: Path) -> list[dict]:
+    from rosetta.config import load_settings
     from rosetta.optimize.cache import EvalCache
     from rosetta.optimize.context import load_context
     from rosetta.optimize.dspy_backend import program_prompt
@@ -144,7 +145,6 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
     from rosetta.optimize.search import run_search
     from rosetta.optimize.space import label_function
     from rosetta.optimize.study import SearchSettings
-    from rosetta.config import load_settings
     from rosetta.render.prompt import Knobs
     from rosetta.render.renderer import render
 
@@ -318,7 +318,7 @@ def fingerprint(args: argparse.Namespace, data: object, *, row: str, seed: int |
     (:data:`DSPY_BENCH`). ``seed`` is the row's seed (None for a row that has none)."""
     from importlib.metadata import version
 
-    from rosetta.providers.local_revision import answerer_revision
+    from rosetta.local.revision import answerer_revision
 
     source_root = ROOT / "src" / "rosetta"
     code = hashlib.sha256()

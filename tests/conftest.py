@@ -153,19 +153,23 @@ def tree(tmp_path: Path) -> Path:
 
 
 LOCAL_MODEL = "local/gemma-3-270m"
-"""The embedded model every offline end-to-end test runs on."""
+"""The embedded model every offline end-to-end test runs on (a base model: completion prompts)."""
+CHAT_LOCAL_MODEL = "local/smollm2-135m-instruct"
+"""The second embedded model: instruction-tuned, another family and chat template."""
+LOCAL_MODELS = (LOCAL_MODEL, CHAT_LOCAL_MODEL)
 
 
 @pytest.fixture(scope="session")
 def local_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache directory holding the assembled, verified Gemma GGUF, shared by the whole session
-    (the model then loads once per process, keyed by its file)."""
-    from rosetta.providers.local_weights import model_path
+    """A cache directory holding both embedded models' assembled, verified GGUFs, shared by the whole
+    session (each model then loads once per process, keyed by its file)."""
+    from rosetta.local.weights import model_path
 
     cache = tmp_path_factory.mktemp("rosetta-cache")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ROSETTA_CACHE_DIR", str(cache))
-        model_path(LOCAL_MODEL)
+        for model in LOCAL_MODELS:
+            model_path(model)
     return cache
 
 

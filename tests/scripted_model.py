@@ -71,7 +71,7 @@ import threading
 import time
 from typing import Any
 
-from rosetta.providers.litellm_offline import import_litellm
+from rosetta.local.litellm_offline import import_litellm
 
 litellm = import_litellm()  # rosetta's way in: the offline model map, no network at import
 
@@ -262,7 +262,7 @@ def register() -> None:
     """Install the provider (idempotent); rosetta's own litellm set-up keeps it."""
     from litellm.utils import custom_llm_setup
 
-    from rosetta.providers.litellm_offline import import_litellm
+    from rosetta.local.litellm_offline import import_litellm
 
     module = import_litellm()
     if not any(entry.get("provider") == "scripted" for entry in module.custom_provider_map or []):

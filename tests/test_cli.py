@@ -174,7 +174,7 @@ def test_render_errors_exit_2(cli):
     agent = REPO / "signatures" / "vuln-triage.md"
     unknown = cli("render", agent, "-m", "gpt-99")
     assert unknown.exit_code == 2 and "nearest catalog names" in unknown.output
-    small = cli("render", agent, "-m", "ollama/gemma2")
+    small = cli("render", REPO / "signatures" / "advisory-extractor.md", "-m", "ollama/gemma2")  # needs 32,000
     assert small.exit_code == 2 and "context window" in small.output
     bad_input = cli("render", agent, "-m", "sonnet", "-i", "nokey")
     assert bad_input.exit_code == 2 and "NAME=VALUE" in bad_input.output

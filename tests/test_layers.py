@@ -1,4 +1,4 @@
-"""The package's layer order (DESIGN: definition → signature → providers → render → store → runtime
+"""The package's layer order (DESIGN: definition → signature → providers → local → render → store → runtime
 → compile → optimize / rollout / verify → cli), checked on the source: every import, function-local ones
 included, goes down the order (or stays in its own package); no import cycle between modules; no
 import of another package's underscore names."""
@@ -16,6 +16,7 @@ LAYERS = (
     {"schema_types", "config"},
     {"signature", "datasets"},  # labeled data: splits, loading, hashing (lint, compile, store checks, verify)
     {"providers"},
+    {"local"},  # the embedded engine behind the local/ provider, and litellm with it registered
     {"render"},
     {"store"},
     {"runtime"},

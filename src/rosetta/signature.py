@@ -84,7 +84,7 @@ class Signature(BaseModel):
         the role, expertise, the definition's sections and its forbidden actions.
 
         To run it on the embedded model (``dspy.LM("local/gemma-3-270m")``), register the ``local/``
-        provider with litellm first: ``rosetta.providers.local_llm.register()``.
+        provider with litellm first: ``rosetta.local.provider.register()``.
         """
         import dspy
 

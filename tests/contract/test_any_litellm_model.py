@@ -108,7 +108,7 @@ CASES = [
 def test_a_hosted_model_renders_compiles_and_runs(model: str, path: str, form: Callable[[dict[str, Any]], None],
                                                   temperature: float | None, tree: Path, cli: Any,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from rosetta.providers.litellm_offline import import_litellm
+    from rosetta.local.litellm_offline import import_litellm
 
     sent: list[dict[str, Any]] = []
 

@@ -17,8 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cloud_credentials import (AWS_KEY_ID, AWS_REGION, AZURE_API_VERSION, FAKE_KEY, VERTEX_LOCATION, VERTEX_PROJECT,
-                               api_base_for, cloud_env)
+from cloud_credentials import (
+    AWS_KEY_ID,
+    AWS_REGION,
+    AZURE_API_VERSION,
+    FAKE_KEY,
+    VERTEX_LOCATION,
+    VERTEX_PROJECT,
+    api_base_for,
+    cloud_env,
+)
 from vendor_recorder import Recorded, VendorRecorder, event_stream_frame
 
 ANSWER = {"label": "a", "why": "recorded"}
@@ -91,7 +99,7 @@ def served(offline: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 def _complete(model: str, server: VendorRecorder, mode: str) -> tuple[str, list[Any]]:
     """Call litellm; return the text and the tool calls it parsed (joined, when streamed)."""
-    from rosetta.providers.litellm_offline import import_litellm
+    from rosetta.local.litellm_offline import import_litellm
     from rosetta.runtime.drive import _close_stream
 
     litellm = import_litellm()

@@ -76,9 +76,10 @@ def test_notebook_runs_top_to_bottom(path: Path, kernel_dir: Path, local_model: 
     assert _tree_digest(*protected) == before, "the notebook wrote into the repository's compiled/, datasets/ " \
                                                "or .rosetta/"
     rich = [o for o in outputs if o.output_type in ("display_data", "execute_result")]
-    if path.stem == "02-optimize-local":  # history, importances, Pareto front, score bars; the diff
-        assert sum("image/png" in o.data for o in rich) >= 4
+    if path.stem == "02-optimize-local":  # history, importances, Pareto front, score bars, heatmap; the diff
+        assert sum("image/png" in o.data for o in rich) >= 5
         assert any("diff_" in o.data.get("text/html", "") for o in rich)
+        assert any("prompt of local/smollm2-135m-instruct" in o.data.get("text/html", "") for o in rich)
         assert any("done ·" in o.data.get("text/plain", "") for o in rich)  # the live display's last state
 
 

@@ -17,11 +17,11 @@ from conftest import REPO
 from scripted_model import write_toy_project
 
 from rosetta.cli.search import SearchFlags
+from rosetta.config import load_settings
+from rosetta.errors import UsageError
 from rosetta.optimize.evaluation import Budget, BudgetExhausted
 from rosetta.optimize.study import SearchSettings
 from rosetta.optimize.target import OptimizeRequest, optimize
-from rosetta.config import load_settings
-from rosetta.errors import UsageError
 from rosetta.store.artifact import parse_artifact
 
 LOCAL = "local/gemma-3-270m"
@@ -49,7 +49,7 @@ class Recorder:
         self.answer, self.phase, self.calls = answer, "", {"search": 0, "test": 0}
 
     def __call__(self, **request: Any) -> Any:
-        from rosetta.providers.litellm_offline import import_litellm
+        from rosetta.local.litellm_offline import import_litellm
 
         self.calls["test" if self.phase.startswith(TEST_PHASES) else "search"] += 1
         return import_litellm().ModelResponse(model=request.get("model"), choices=[

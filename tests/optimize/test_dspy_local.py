@@ -21,7 +21,7 @@ LABELS = {"abbreviation", "description", "entity", "human", "location", "number"
 def test_a_dspy_optimizer_on_the_embedded_model_round_trips_through_rosetta(tmp_path: Path, local_model: str):
     import dspy
 
-    from rosetta.providers.local_llm import register
+    from rosetta.local.provider import register
 
     project = tmp_path / "project"
     (project / "signatures").mkdir(parents=True)

@@ -16,11 +16,11 @@ import pytest
 import scripted_model
 from scripted_model import RULEBOOK, write_toy_project
 
+from rosetta.config import load_settings
+from rosetta.errors import RosettaError
 from rosetta.optimize.context import load_context
 from rosetta.optimize.study import SearchSettings
 from rosetta.optimize.target import OptimizeRequest, evaluate, optimize, score_differences
-from rosetta.config import load_settings
-from rosetta.errors import RosettaError
 from rosetta.store.artifact import parse_artifact
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -528,9 +528,9 @@ def test_judge_metric_grades_with_the_rubric_reviewer_and_caches_its_verdicts(to
 
 
 def test_a_judge_verdict_starts_only_when_its_retries_fit_the_budget() -> None:
+    from rosetta.datasets import Example
     from rosetta.optimize.cache import Answer, EvalCache
     from rosetta.optimize.evaluation import Budget, BudgetExhausted, Evaluator
-    from rosetta.datasets import Example
     from rosetta.optimize.metrics import Metric
 
     graded: list[object] = []
@@ -549,8 +549,8 @@ def test_cached_local_answers_belong_to_the_decoder_build_that_gave_them(tmp_pat
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A change to the embedded decoder (its loop check, its grammar) must not be answered from a
     cache the old one filled: the recorded score would then not reproduce. Hosted keys stay put."""
+    from rosetta.local import revision
     from rosetta.optimize import cache
-    from rosetta.providers import local_revision
 
     class Prompt:
         def __init__(self, model: str) -> None:
@@ -559,20 +559,25 @@ def test_cached_local_answers_belong_to_the_decoder_build_that_gave_them(tmp_pat
         def to_dict(self) -> dict[str, object]:
             return {**dict.fromkeys(cache.SENT, "same"), "model": self.model}
 
-    decoder = tmp_path / "local_llm.py"
-    decoder.write_text("LOOP_WINDOW = 96\n")
-    monkeypatch.setattr(local_revision, "DECODER_MODULES", (str(decoder),))  # absolute: replaces the package path
+    engine = tmp_path / "engine"
+    engine.mkdir()
+    (engine / "decoder.py").write_text("LOOP_WINDOW = 96\n")
+    (engine / "weights.py").write_text("PREFIX = 'local/'\n")
+    monkeypatch.setattr(revision, "PACKAGE", engine)
     local, hosted = Prompt("local/gemma-3-270m"), Prompt("openai/gpt-4o")
-    local_revision.decoder_revision.cache_clear()
+    revision.engine_revision.cache_clear()
     try:
         before = cache.prompt_key(local), cache.prompt_key(hosted)
         assert cache.prompt_key(local) == before[0]  # stable while nothing changes
-        decoder.write_text("LOOP_WINDOW = 64\n")
-        local_revision.decoder_revision.cache_clear()
+        (engine / "weights.py").write_text("PREFIX = 'embedded/'\n")  # finds the file, answers nothing
+        revision.engine_revision.cache_clear()
+        assert cache.prompt_key(local) == before[0]
+        (engine / "decoder.py").write_text("LOOP_WINDOW = 64\n")
+        revision.engine_revision.cache_clear()
         assert cache.prompt_key(local) != before[0]
         assert cache.prompt_key(hosted) == before[1]
     finally:
-        local_revision.decoder_revision.cache_clear()  # later tests hash the real modules again
+        revision.engine_revision.cache_clear()  # later tests hash the real modules again
 
 
 def test_an_artifact_names_the_decoder_build_it_was_scored_on(toy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -771,8 +776,8 @@ def test_a_dspy_program_round_trips_into_an_artifact_version(toy: Path, cli: obj
 
 def test_a_fifo_or_symlink_at_the_study_journal_is_refused_not_waited_on(toy: Path, tmp_path: Path) -> None:
     """Issue 52: the default journal under .rosetta/ is a trusted file, read and written only when plain."""
-    from rosetta.optimize.target import default_journal
     from rosetta.errors import UsageError
+    from rosetta.optimize.target import default_journal
 
     journal = default_journal(toy, "toy-sorter", "scripted/toy")
     journal.parent.mkdir(parents=True)

@@ -75,7 +75,7 @@ def test_the_key_is_read_from_its_variable_at_call_time_and_never_another_provid
 
 
 def test_overriding_a_built_in_window_changes_the_render_budget(tmp_path):
-    signature = lower(load_definition(REPO / "signatures" / "vuln-triage.md"))  # needs a 16,000-token window
+    signature = lower(load_definition(REPO / "signatures" / "vuln-triage.md"))  # needs an 8,192-token window
     adapters = bundled_adapters()
     built_in = load_catalog().resolve("openai/gpt-4o")
     settings = load_settings(_project(tmp_path, """
@@ -94,7 +94,7 @@ def test_overriding_a_built_in_window_changes_the_render_budget(tmp_path):
     # a window below what the agent needs is refused, naming both
     settings = load_settings(_project(tmp_path / "tiny", '[tool.rosetta.models."openai/gpt-4o"]\n'
                                                          'context_window = 3000\nmax_output_tokens = 1000\n'))
-    with pytest.raises(RenderError, match="needs a 16,000-token context window; openai/gpt-4o has 3,000"):
+    with pytest.raises(RenderError, match="needs a 8,192-token context window; openai/gpt-4o has 3,000"):
         render(signature, catalog_for(settings.root, settings.models).resolve("gpt-4o"))
 
 

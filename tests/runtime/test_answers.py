@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import REPO
+
 from rosetta.definition import load_definition
 from rosetta.render import Knobs, render
 from rosetta.runtime.answers import (
@@ -30,7 +30,7 @@ def triage():
 
 
 def complete(prompt, **mock):
-    from rosetta.providers.litellm_offline import import_litellm
+    from rosetta.local.litellm_offline import import_litellm
 
     litellm = import_litellm()
     return litellm.completion(**prompt.to_litellm({"report": "SQLi in login"}), **mock).choices[0].message
@@ -110,6 +110,7 @@ def test_validation_stops_at_the_depth_bound():
 
 def test_a_deep_answer_from_the_wire_is_an_invalid_result(tree):
     from fault_server import FaultServer
+
     from rosetta.runtime.agent import load
     from rosetta.runtime.invoke import RetryPolicy
 

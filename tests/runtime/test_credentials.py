@@ -21,8 +21,8 @@ import pytest
 from conftest import make_project
 from fault_server import FaultServer
 
+from rosetta.local.litellm_offline import import_litellm
 from rosetta.providers.credentials import MissingCredentials, check_credentials
-from rosetta.providers.litellm_offline import import_litellm
 from rosetta.runtime.agent import load
 from rosetta.runtime.drive import drive
 from rosetta.runtime.invoke import ModelCallError, RetryPolicy, classify, plan

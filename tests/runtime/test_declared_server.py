@@ -112,7 +112,7 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(local_model_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    from rosetta.providers.local_weights import model_path
+    from rosetta.local.weights import model_path
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ROSETTA_CACHE_DIR", str(local_model_cache))

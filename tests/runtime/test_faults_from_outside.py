@@ -273,7 +273,7 @@ def test_cancelled_async_runs_end_their_spans_at_once_and_detach_every_context(a
 # -- 7. what an error means: by status, the same on every provider ------------------------------------
 
 def litellm_error(model: str, status: int) -> Exception:
-    from rosetta.providers.litellm_offline import import_litellm
+    from rosetta.local.litellm_offline import import_litellm
 
     with FaultServer([("status", status)]) as server:
         try:

@@ -15,8 +15,8 @@ import pytest
 from conftest import REPO
 
 import rosetta
+from rosetta.local.provider import completion_prompt
 from rosetta.store.artifact import read_header
-from rosetta.providers.local_llm import completion_prompt
 
 REPORTS = [
     "SQL injection in the login form of the customer portal: the `username` field is concatenated into "

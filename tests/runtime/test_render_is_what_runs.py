@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import REPO
 from typer.testing import CliRunner
 from vendor_recorder import VendorRecorder
 
-from conftest import REPO
 from rosetta.definition import load_many
 from rosetta.errors import RosettaError
 from rosetta.providers.catalog import load_catalog
@@ -78,7 +78,7 @@ def rendered(project: Path, agent: str, model: str) -> RenderedPrompt | str:
 @pytest.mark.parametrize("model", MODELS)
 def test_render_shows_what_run_sends(project: Path, recorder: VendorRecorder, model: str) -> None:
     import rosetta
-    from rosetta.providers.litellm_offline import import_litellm
+    from rosetta.local.litellm_offline import import_litellm
 
     litellm = import_litellm()
     provider = model.split("/", 1)[0]

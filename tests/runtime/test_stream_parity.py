@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rosetta.providers.litellm_offline import import_litellm
+from rosetta.local.litellm_offline import import_litellm
 from rosetta.runtime.agent import load
 from rosetta.runtime.invoke import RetryPolicy
 

@@ -217,7 +217,7 @@ def test_a_cancelled_waiter_leaves_the_line_and_passes_on_a_slot_handed_to_it():
 
 def completion(url: str, timeout: object, **extra) -> object:
     """One blocking litellm call to ``url``: its response, or the exception it raised."""
-    from rosetta.providers.litellm_offline import import_litellm
+    from rosetta.local.litellm_offline import import_litellm
 
     try:
         return import_litellm().completion(**litellm_request(url, timeout, **extra))
@@ -227,7 +227,7 @@ def completion(url: str, timeout: object, **extra) -> object:
 
 async def acompletion(url: str, timeout: object, **extra) -> object:
     """:func:`completion`, awaited."""
-    from rosetta.providers.litellm_offline import import_litellm
+    from rosetta.local.litellm_offline import import_litellm
 
     try:
         return await import_litellm().acompletion(**litellm_request(url, timeout, **extra))

@@ -7,13 +7,15 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from rosetta.cli.common import err, load_agent, out, project_settings, reports_errors
+from rosetta.cli.common import err, load_agent, out, project_settings, relative, reports_errors
 from rosetta.cli.search import (
     ActivateOpt,
     BaselineOpt,
@@ -75,7 +77,13 @@ def optimize_command(
 def evaluate_command(
     ctx: typer.Context,
     agent: Annotated[str, typer.Argument(help="Agent name or definition path.")],
-    model: Annotated[str, typer.Option("--model", "-m", help="Model to evaluate on.")],
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model to evaluate on.")] = None,
+    cross: Annotated[list[str] | None, typer.Option(
+        "--cross", help="Score every model's prompt on every model (repeatable; with --model, that one too): "
+                        "rows whose prompt, columns which model answered, plus each model's uncompiled render.",
+    )] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="With --cross: also write the matrix as a heatmap "
+                                              "(one HTML file).")] = None,
     split: Annotated[str, typer.Option("--split", help="train | dev | test.")] = "test",
     metric: MetricOpt = None, dataset: DatasetOpt = None, jobs: JobsOpt = 1,
     uncompiled: Annotated[bool, typer.Option("--uncompiled", help="Score the unoptimized render instead of the "
@@ -86,7 +94,9 @@ def evaluate_command(
                                                 "score was measured with")] = None,
 ) -> None:
     """Score what the runtime sends for MODEL (its compiled artifact, else the fallback render) on a
-    labeled split, through the runtime's own call path; compare with the score the artifact recorded."""
+    labeled split, through the runtime's own call path; compare with the score the artifact recorded.
+
+    With --cross: the cross-model matrix, each model's prompt sent as is to every model."""
     from rosetta.optimize.target import evaluate
 
     loaded = load_agent(ctx, agent)
@@ -94,6 +104,20 @@ def evaluate_command(
         raise UsageError(Problem(f"{loaded.name}: no definition found", field="agent"))
     if format not in ("text", "json"):
         raise UsageError(Problem(f"unknown format {format!r}", field="--format", expected="text | json"))
+    if cross:
+        if uncompiled or repeats is not None:
+            raise UsageError(Problem("--cross scores each model's own prompt and uncompiled render, greedily",
+                                     field="--uncompiled" if uncompiled else "--repeats",
+                                     hint="leave it out, or evaluate one --model without --cross"))
+        _cross(ctx, loaded, [*([model] if model else []), *cross], split=split, metric=metric, dataset=dataset,
+               jobs=jobs, format=format, plot=plot)
+        return
+    if model is None:
+        raise UsageError(Problem("name the model to evaluate on", field="--model",
+                                 hint=f"rosetta evaluate {loaded.name} --model local/gemma-3-270m, or --cross "
+                                      "MODEL twice or more for the cross-model matrix"))
+    if plot is not None:
+        raise UsageError(Problem("--plot draws the cross-model matrix", field="--plot", hint="add --cross MODEL ..."))
     with Progress(TextColumn("[bold]evaluating"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True,
                   disable=not err.is_terminal) as progress, InvalidAnswers():
@@ -127,6 +151,80 @@ def evaluate_command(
         out.print(f"[{style}]recorded at compile time: {report.recorded:.4f} — {verdict}[/{style}]")
         for reason in report.differences:
             out.print(f"  [yellow]•[/yellow] {escape(reason)}", highlight=False)
+
+
+def _cross(ctx: typer.Context, loaded: Any, models: list[str], *, split: str, metric: str | None,
+           dataset: str | None, jobs: int, format: str, plot: Path | None) -> None:
+    """``evaluate --cross``: the matrix as a table (each column's best marked), JSON, or a heatmap."""
+    from rich.table import Table
+
+    from rosetta.optimize.cross import cross_evaluate
+    from rosetta.store.cross import UNCOMPILED
+
+    with Progress(TextColumn("[bold]cross-evaluating"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True,
+                  disable=not err.is_terminal) as progress, InvalidAnswers():
+        task = progress.add_task("cross", total=None)
+        lines = _PlainProgress(f"cross-evaluating {loaded.name} on {len(models)} models")
+
+        def progressed(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+            if not err.is_terminal:
+                lines.update(done, total)
+
+        matrix = cross_evaluate(loaded.definition_path, models, settings=project_settings(ctx), split=split,
+                                metric=metric, dataset=dataset, jobs=jobs, on_progress=progressed, record=True)
+    err.print(f"recorded in {escape(str(relative(Path(matrix.recorded))))}: a model with no artifact of its own "
+              "is not lent one that scored below its own uncompiled render there")
+    if plot is not None:
+        write_heatmap(matrix, plot)
+        err.print(f"heatmap written to {escape(str(relative(plot)))}")
+    if format == "json":
+        sys.stdout.write(json.dumps(matrix.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        return
+    table = Table(title=escape(f"{matrix.agent} on {split}: {matrix.metric} over {matrix.examples} examples "
+                               "(rows: whose prompt; columns: which model answered; * best in its column)"),
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("Prompt of", overflow="fold")
+    for column in matrix.models:
+        table.add_column(escape(column), justify="right", overflow="fold")
+    for row in [*matrix.models, UNCOMPILED]:
+        cells = []
+        for column in matrix.models:
+            score, best = matrix.scores[row][column], row in matrix.best(column)
+            cells.append(f"[bold]{score:.3f} *[/bold]" if best else f"{score:.3f}")
+        table.add_row(escape(row if row != UNCOMPILED else "uncompiled render (each model its own)"), *cells)
+    out.print(table)
+    for row in matrix.models:
+        out.print(f"[dim]{escape(row)}'s prompt: {escape(matrix.prompts[row])}[/dim]", highlight=False)
+    for column in matrix.models:
+        if not matrix.own_prompt_wins(column):
+            out.print(f"[yellow]{escape(column)} scores higher with another model's prompt than with its own[/yellow]")
+
+
+def write_heatmap(matrix: Any, path: Path) -> None:
+    """The matrix as a plotly heatmap in one self-contained HTML file, written atomically."""
+    try:
+        import plotly.graph_objects as go
+    except ImportError:
+        raise UsageError(Problem("--plot needs plotly", hint="pip install 'rosetta[plots]'")) from None
+    from rosetta.fileio import write_atomic
+    from rosetta.store.cross import UNCOMPILED
+
+    rows = [*matrix.models, UNCOMPILED]
+    values = [[matrix.scores[row][column] for column in matrix.models] for row in rows]
+    marks = [[f"{value:.3f}" + (" *" if row in matrix.best(column) else "") for value, column in
+              zip(line, matrix.models)] for line, row in zip(values, rows)]
+    figure = go.Figure(go.Heatmap(z=values, x=matrix.models, y=[f"prompt of {row}" if row != UNCOMPILED else
+                                                                   "uncompiled render (own)" for row in rows],
+                                  text=marks, texttemplate="%{text}", colorscale="Viridis", zmin=0, zmax=1,
+                                  colorbar={"title": matrix.metric}))
+    figure.update_layout(title=f"{matrix.agent}: {matrix.metric} on {matrix.split} ({matrix.examples} examples); "
+                               "* best in its column", xaxis_title="answered by", yaxis_autorange="reversed")
+    try:
+        write_atomic(path, figure.to_html(full_html=True, include_plotlyjs=True))
+    except OSError as exc:
+        raise UsageError(Problem(f"cannot write {path}: {exc.strerror or exc}", field="--plot")) from None
 
 
 class _PlainProgress:

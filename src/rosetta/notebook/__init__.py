@@ -12,7 +12,16 @@ imported by the functions that need them.
 from __future__ import annotations
 
 from rosetta.notebook.prompts import View, diff, knobs, load, render, render_table, show_prompts
-from rosetta.notebook.search import Evaluation, Optimization, evaluate, optimize, sandbox, score_bars
+from rosetta.notebook.search import (
+    CrossScores,
+    Evaluation,
+    Optimization,
+    cross,
+    evaluate,
+    optimize,
+    sandbox,
+    score_bars,
+)
 
-__all__ = ["Evaluation", "Optimization", "View", "diff", "evaluate", "knobs", "load", "optimize", "render",
-           "render_table", "sandbox", "score_bars", "show_prompts"]
+__all__ = ["CrossScores", "Evaluation", "Optimization", "View", "cross", "diff", "evaluate", "knobs", "load",
+           "optimize", "render", "render_table", "sandbox", "score_bars", "show_prompts"]

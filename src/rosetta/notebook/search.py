@@ -1,5 +1,6 @@
 """Optimizing and scoring in a notebook: a throwaway project copy, an optuna study with a live
-display, its trials as a DataFrame and optuna's plots, per-example evaluations and score bars."""
+display, its trials as a DataFrame and optuna's plots, per-example evaluations, score bars and
+the cross-model matrix."""
 
 from __future__ import annotations
 
@@ -386,3 +387,61 @@ def score_bars(results: Iterable[Evaluation] | Mapping[str, float | Evaluation],
     plt.close(figure)
     return figure
 
+
+@dataclass
+class CrossScores:
+    """The cross-model matrix in a notebook (``rosetta evaluate --cross``): ``frame`` has a row per
+    prompt (whose prompt, then each model's own uncompiled render) and a column per model that
+    answered; each column's best is in bold."""
+
+    matrix: Any  # rosetta.optimize.cross.CrossMatrix
+    frame: Any = field(repr=False)  # pandas.DataFrame
+
+    def _repr_html_(self) -> str:
+        matrix = self.matrix
+        best = {column: set(matrix.best(column)) for column in matrix.models}
+        head = (f"<p><b>{html.escape(matrix.agent)}</b> on {matrix.split}: {html.escape(matrix.metric)} over "
+                f"{matrix.examples} examples — rows: whose prompt; columns: which model answered</p>")
+        cells = "".join(f"<th>{html.escape(column)}</th>" for column in matrix.models)
+        body = ""
+        for label, row in zip(self.frame.index, matrix.scores):
+            values = "".join((f"<td><b>{matrix.scores[row][c]:.3f}</b></td>" if row in best[c] else
+                              f"<td>{matrix.scores[row][c]:.3f}</td>") for c in matrix.models)
+            body += f"<tr><th>{html.escape(label)}</th>{values}</tr>"
+        return f"{head}<table><tr><th>prompt of</th>{cells}</tr>{body}</table>"
+
+    def heatmap(self) -> Any:
+        """The matrix as a matplotlib heatmap, scores written in the cells."""
+        import matplotlib.pyplot as plt
+        import numpy as np
+
+        values = self.frame.to_numpy(dtype=float)
+        figure, axes = plt.subplots(figsize=(1.8 + 1.9 * values.shape[1], 1.2 + 0.6 * values.shape[0]))
+        axes.imshow(values, cmap="viridis", vmin=0, vmax=1, aspect="auto")
+        axes.set_xticks(range(values.shape[1]), [str(c) for c in self.frame.columns], rotation=15)
+        axes.set_yticks(range(values.shape[0]), [str(i) for i in self.frame.index])
+        axes.set_xlabel("answered by")
+        for (i, j), value in np.ndenumerate(values):
+            axes.text(j, i, f"{value:.3f}", ha="center", va="center", color="white" if value < 0.6 else "black")
+        axes.set_title(f"{self.matrix.agent}: {self.matrix.metric} on {self.matrix.split}")
+        figure.tight_layout()
+        plt.close(figure)
+        return figure
+
+
+def cross(agent: Any, models: Iterable[str], *, split: str = "test", project: Any = None, metric: str | None = None,
+          jobs: int = 1, complete: Any = None) -> CrossScores:
+    """Every model's prompt (its artifact, else the runtime's fallback) sent as is to every model of
+    ``models`` and scored on ``split`` — the cross-model matrix of ``rosetta evaluate --cross``."""
+    import pandas as pd
+
+    from rosetta.optimize.cross import cross_evaluate
+    from rosetta.store.cross import UNCOMPILED
+
+    loaded, _, settings = _definition(agent, project)
+    matrix = cross_evaluate(loaded.definition_path, list(models), settings=settings, split=split, metric=metric,
+                            jobs=jobs, complete=complete)
+    labels = [f"prompt of {row}" if row != UNCOMPILED else "uncompiled render (own)" for row in matrix.scores]
+    frame = pd.DataFrame([[matrix.scores[row][column] for column in matrix.models] for row in matrix.scores],
+                         index=labels, columns=matrix.models)
+    return CrossScores(matrix, frame)

@@ -26,9 +26,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from rosetta.optimize.signing import NoSecret, project_secret, sign, verifies
 from rosetta.fileio import NotRegularFile, trusted_path
-from rosetta.providers.local_revision import answerer_revision
+from rosetta.local.revision import answerer_revision
+from rosetta.optimize.signing import NoSecret, project_secret, sign, verifies
 
 log = logging.getLogger("rosetta.optimize")
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rosetta.errors import Problem, UsageError
 from rosetta.optimize.cache import EvalCache
 from rosetta.optimize.evaluation import Budget, Evaluator, interval95
 from rosetta.optimize.proposer import Proposals
 from rosetta.optimize.study import SearchOutcome, SearchSettings, SearchStatus
-from rosetta.errors import Problem, UsageError
 from rosetta.parts import Demo
 from rosetta.render.prompt import Knobs
 
@@ -44,7 +44,7 @@ def dspy_lm(model: Any, signature: Any, **extra: Any) -> Any:
     import dspy
 
     logging.getLogger("dspy").setLevel(logging.WARNING)  # its INFO lines would break the progress display
-    from rosetta.providers.local_llm import register
+    from rosetta.local.provider import register
 
     register()  # the local/ provider, for DSPy's own litellm calls
     params = signature.generation_params.get("default")

@@ -24,11 +24,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from rosetta.datasets import Example
+from rosetta.errors import RosettaError
 from rosetta.optimize.cache import Answer, EvalCache, example_key, prompt_key
 from rosetta.optimize.label_odds import TOP_LOGPROBS, LabelField, label_probability
 from rosetta.optimize.metrics import Metric
-from rosetta.datasets import Example
-from rosetta.errors import RosettaError
 from rosetta.runtime.runner import default_validation_retries
 
 
@@ -39,7 +39,7 @@ def sampling_seed(prompt: Any, example_id: str) -> dict[str, int]:
     generation = prompt.generation
     if "seed" in generation or generation.get("temperature") == 0:
         return {}
-    from rosetta.providers.litellm_offline import import_litellm
+    from rosetta.local.litellm_offline import import_litellm
 
     provider, _, name = prompt.model.partition("/")
     try:
@@ -246,7 +246,7 @@ def gives_logprobs(model: str) -> bool:
     litellm lists them)."""
     if model.startswith("local/"):
         return True
-    from rosetta.providers.litellm_offline import import_litellm
+    from rosetta.local.litellm_offline import import_litellm
 
     provider, _, name = model.partition("/")
     try:

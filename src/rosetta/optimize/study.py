@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rosetta.datasets import LabeledData
+from rosetta.errors import Location, Problem, UsageError
 from rosetta.optimize.cache import Answer, EvalCache
 from rosetta.optimize.evaluation import Budget, BudgetExhausted, Evaluator
 from rosetta.optimize.proposer import Proposals, propose
 from rosetta.optimize.space import label_function
-from rosetta.datasets import LabeledData
-from rosetta.errors import Location, Problem, UsageError
 from rosetta.parts import Demo
 
 log = logging.getLogger("rosetta.optimize")
@@ -400,6 +400,6 @@ def base_model(model: str | None) -> str | None:
 
 
 def completion() -> Any:
-    from rosetta.providers.litellm_offline import import_litellm
+    from rosetta.local.litellm_offline import import_litellm
 
     return import_litellm().completion

@@ -13,11 +13,13 @@ a score that chose nothing is an honest estimate of the next rows' (``optimizer.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from rosetta.errors import Location, Problem, UsageError
+from rosetta.local.revision import answerer_build, answerer_revision
 from rosetta.optimize.budget import CallPlan, call_plan
 from rosetta.optimize.context import Context, load_context
 from rosetta.optimize.evaluation import draws_for, interval95, sampling_seed
@@ -25,8 +27,6 @@ from rosetta.optimize.metrics import Metric
 from rosetta.optimize.search import run_search
 from rosetta.optimize.space import origin
 from rosetta.optimize.study import SearchOutcome, SearchSettings, SearchStatus
-from rosetta.errors import Location, Problem, UsageError
-from rosetta.providers.local_revision import answerer_build, answerer_revision
 
 OPTIMIZERS = ("rosetta", "dspy-mipro", "dspy-bootstrap")
 
@@ -188,7 +188,7 @@ def _compare_with_active(path: Path, outcome: SearchOutcome, context: Context, c
         chosen = set(outcome.dev_rows)
         examples = [example for example in context.data.dev if example.id in chosen]
         try:
-            scored = [_score_example(context.agent, active.prompt, context.metric, example, 0, complete=complete,
+            scored = [score_example(context.agent, active.prompt, context.metric, example, 0, complete=complete,
                                      label="the active artifact", draws=1) for example in examples]
         except RosettaError as error:
             return Activation(True, f"not activated: the active artifact was scored on {elsewhere}, and scoring it "
@@ -421,7 +421,7 @@ def _rescored_rows(path: Path, context: Context) -> tuple[int, str]:
 def _cost_estimate(context: Context, prompt: Any, calls: int) -> float:
     """USD for ``calls`` calls of ``prompt``, from litellm's prices (0 when unknown or local)."""
     try:
-        from rosetta.providers.litellm_offline import import_litellm
+        from rosetta.local.litellm_offline import import_litellm
 
         litellm = import_litellm()
         info = litellm.get_model_info(context.model.id)
@@ -469,8 +469,6 @@ def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "
     """Score what the runtime would send for ``model`` (its artifact, or the fallback render) on a
     split. A model that cannot decode greedily answers each example ``repeats`` times (default: as
     many as the artifact's score was measured with) and is compared within its recorded interval."""
-    from concurrent.futures import ThreadPoolExecutor
-
     context = load_context(definition, model_name, settings=settings, metric=metric, dataset=dataset)
     agent, examples = context.agent, context.data.split(split)
     selection = agent.explain(context.model.id)
@@ -490,22 +488,8 @@ def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "
     draws = draws_for(prompt, repeats or int(scores_then.get("repeats", 1)))
     recorded_interval = scores_then.get(SELECTED_DEV_CI if split == "dev" else "") or scores_then.get(f"{split}_ci95")
     interval = recorded_interval if scores_then.get("decoding") == "sampled" else None  # how far a draw may move it
-    done = 0
-
-    def one(item: tuple[Any, int]) -> dict[str, Any]:
-        nonlocal done
-        row = _score_example(agent, prompt, context.metric, *item, complete=complete, label=used, draws=draws)
-        done += 1
-        if on_progress is not None:
-            on_progress(done, len(examples) * draws)
-        return row
-
-    items = [(example, draw) for draw in range(draws) for example in examples]
-    if jobs > 1:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            rows = list(pool.map(one, items))
-    else:
-        rows = [one(item) for item in items]
+    rows = score_split(agent, prompt, context.metric, examples, draws=draws, jobs=jobs, complete=complete, label=used,
+                       on_progress=on_progress)
     score = sum(r["score"] for r in rows) / len(rows) if rows else 0.0
     report = EvaluationReport(context.signature.name, context.model.id, split, context.metric.name, score,
                               len(examples), sum(1 for r in rows if r["valid"]), sum(r["calls"] for r in rows), used,
@@ -515,8 +499,31 @@ def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "
     return report
 
 
-def _score_example(agent: Any, prompt: Any, metric: Metric, example: Any, draw: int, *, complete: Any, label: str,
-                   draws: int) -> dict[str, Any]:
+def score_split(agent: Any, prompt: Any, metric: Metric, examples: Sequence[Any], *, draws: int = 1, jobs: int = 1,
+                complete: Any = None, label: str, on_progress: Callable[[int, int], None] | None = None,
+                ) -> list[dict[str, Any]]:
+    """One scored row per example and draw (see :func:`score_example`), ``jobs`` answers at a time;
+    ``on_progress(done, total)`` after each answer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    done, items = 0, [(example, draw) for draw in range(draws) for example in examples]
+
+    def one(item: tuple[Any, int]) -> dict[str, Any]:
+        nonlocal done
+        row = score_example(agent, prompt, metric, *item, complete=complete, label=label, draws=draws)
+        done += 1
+        if on_progress is not None:
+            on_progress(done, len(items))
+        return row
+
+    if jobs > 1:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(one, items))
+    return [one(item) for item in items]
+
+
+def score_example(agent: Any, prompt: Any, metric: Metric, example: Any, draw: int, *, complete: Any, label: str,
+                  draws: int) -> dict[str, Any]:
     """One answer to ``example`` (the ``draw``-th of ``draws``) through the runtime's call path, scored;
     a failure of the prompt scores 0, a failure of the provider stops the evaluation."""
     from rosetta.runtime.invoke import ModelCallError

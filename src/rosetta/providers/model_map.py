@@ -6,7 +6,7 @@ Anthropic beta-header table on the first Anthropic call (unless
 ``LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS``), and a Hugging Face tokenizer when counting tokens for
 llama-style names (unless ``disable_hf_tokenizer_download``). rosetta runs offline by default; a
 user's explicit environment settings win. Calls go through
-:func:`rosetta.providers.litellm_offline.import_litellm`, which adds the embedded ``local/`` provider.
+:func:`rosetta.local.litellm_offline.import_litellm`, which adds the embedded ``local/`` provider.
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ def _reply(complete: Callable[..., Any], step: Call) -> Any:
 def _streamed_reply(complete: Callable[..., Any], step: Call) -> Generator[str, None, Any]:
     """The streamed call's text deltas, then litellm's response assembled from its chunks (None
     when there were none: the plan takes that as an empty response)."""
-    from rosetta.providers.litellm_offline import import_litellm
+    from rosetta.local.litellm_offline import import_litellm
 
     chunks, stream, finished = [], None, False
     try:

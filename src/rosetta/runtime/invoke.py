@@ -411,7 +411,7 @@ def _add_usage(total: dict[str, int], response: Any) -> None:
 
 def response_cost(response: Any) -> float:
     try:
-        from rosetta.providers.litellm_offline import import_litellm
+        from rosetta.local.litellm_offline import import_litellm
 
         return float(import_litellm().completion_cost(completion_response=response) or 0.0)
     except Exception:  # unknown price (local and custom models): cost is simply not known

@@ -44,7 +44,7 @@ def default_validation_retries(prompt: RenderedPrompt) -> int:
 
 def litellm() -> Any:
     """litellm, imported on first use (with the embedded provider registered)."""
-    from rosetta.providers.litellm_offline import import_litellm
+    from rosetta.local.litellm_offline import import_litellm
 
     return import_litellm()
 

@@ -6,7 +6,9 @@ adapter with the same system placement and structured-output mechanism as the mo
 Everything else — generation parameters, the output limit, sampling rules, tools and the
 structured-output request — comes from the running model's own render (:func:`refit`), so that what
 runs is what ``rosetta render``/``show``/``diff`` show for that model. A declared model's artifact
-(its own endpoint) never stands in for another id.
+(its own endpoint) never stands in for another id, and an artifact the agent's cross-model matrix
+(``compiled/<agent>/cross.yaml``, written by ``rosetta evaluate --cross``) scored below the running
+model's own uncompiled render on that model is not lent to it (:mod:`rosetta.store.cross`).
 
 An artifact is used only when the store has verified it (see :mod:`rosetta.store.lookup`: it is
 this agent's, for this model, sealed, and built from inputs that hash the same now; in strict mode,
@@ -127,6 +129,8 @@ class Selector:
                 fitted = refit(artifact, own)
                 if isinstance(fitted, str):
                     artifact = f"skipped, {fitted}"
+                elif hurt := self._hurts(model_id, target.id, artifact.content_sha256):
+                    artifact = f"skipped, {hurt}"
             if isinstance(artifact, str):
                 reasons.append(f"{path.name} for {model_id}: {artifact}")
                 continue
@@ -172,6 +176,15 @@ class Selector:
             (provider if kind == "provider" or other.family != target.family else family).append(
                 (kind, model_id, path))
         return exact + family + provider
+
+    def _hurts(self, lender: str, borrower: str, artifact_sha: str) -> str | None:
+        """Why the cross-model matrix forbids lending ``lender``'s artifact to ``borrower`` (None: it
+        does not, or there is no usable matrix; an unusable one is logged and ignored)."""
+        record = self.shelf.cross
+        if isinstance(record, str):
+            log.warning("%s: %s; lending artifacts between models without it", self.name, record)
+            return None
+        return None if record is None else record.hurts(lender, borrower, artifact_sha)
 
     def _fallback(self, model: str, reason: str, strict: bool) -> None:
         if strict:

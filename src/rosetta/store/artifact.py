@@ -99,8 +99,12 @@ def inputs_digest(**parts: Any) -> str:
 def model_fingerprint(model: Any) -> str:
     """sha256 of a catalog entry (what the renderer knows about the model). Fields left unset
     (None) are left out, so that a rule added to the catalog later changes the fingerprint of the
-    models it is set for, not of every model (and their artifacts stay current)."""
-    return inputs_digest(model=_set_fields(asdict(model)))
+    models it is set for, not of every model (and their artifacts stay current). A local model's
+    weights count by their sha256, not by the packages that deliver the file."""
+    data = asdict(model)
+    if data.get("weights"):
+        data["weights"].pop("parts")
+    return inputs_digest(model=_set_fields(data))
 
 
 def _set_fields(data: dict[str, Any]) -> dict[str, Any]:

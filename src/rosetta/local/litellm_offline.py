@@ -9,7 +9,7 @@ from types import ModuleType
 def import_litellm() -> ModuleType:
     """litellm, offline, with ``local/`` models served in-process (cheap to register: llama.cpp
     loads on the first local call)."""
-    from rosetta.providers.local_llm import install
+    from rosetta.local.provider import install
     from rosetta.providers.model_map import offline_litellm
 
     module = offline_litellm()

@@ -21,10 +21,12 @@ import pytest
 from conftest import LOCAL_MODEL as MODEL
 from conftest import REPO
 
+from rosetta.local.decoder import LOOP_WINDOW, looping
+from rosetta.local.kv_cache import reuse
+from rosetta.local.litellm_offline import import_litellm
+from rosetta.local.provider import completion_prompt
+from rosetta.local.weights import resolve
 from rosetta.providers.catalog import load_catalog
-from rosetta.providers.litellm_offline import import_litellm
-from rosetta.providers.local_decoder import LOOP_WINDOW, looping, reuse
-from rosetta.providers.local_llm import completion_prompt
 from rosetta.runtime.invoke import classify
 
 litellm = import_litellm()
@@ -51,7 +53,7 @@ EXTRACTOR = {
     },
     "required": ["service", "error", "tags"],
 }
-PATTERNED = {  # patterns llama-cpp-python's own converter refuses or gets wrong (see local_grammar)
+PATTERNED = {  # patterns llama-cpp-python's own converter refuses or gets wrong (see rosetta.local.gbnf)
     "type": "object",
     "properties": {
         "id": {"type": "string", "maxLength": 24, "pattern": r"^(CVE-\d{4}-\d{4,}|GHSA(-[23456789cfghjmpqrvwx]{4}){3})$"},
@@ -111,27 +113,27 @@ def test_reused_prompt_blocks_give_bit_identical_logits(monkeypatch: pytest.Monk
     bit for bit (a greedy near-tie flips on any difference)."""
     import numpy as np
 
-    from rosetta.providers import local_decoder
+    from rosetta.local import decoder, grammar, models
 
     shared = "Incident log, payments-api, 2024-05-02.\n" + "".join(
         f"{hour:02d}:00 p99 latency {200 + 7 * hour} ms, error rate {hour % 5}.{hour % 3}%\n" for hour in range(12))
     first, second = shared + "Write a long incident summary:", shared + "Which hour had the highest error rate?"
     kept: list[int] = []  # prompt tokens each call reused from the KV cache
-    seen, gate = [], local_decoder.GrammarGate.__call__
+    seen, gate = [], grammar.GrammarGate.__call__
 
     def logits(prompt: str):  # what the grammar gate is handed at the first answer token
         seen.clear()
         ask(prompt, max_tokens=1, response_format={"type": "json_object"})
         return seen[0]
 
-    monkeypatch.setattr(local_decoder.GrammarGate, "__call__",
+    monkeypatch.setattr(grammar.GrammarGate, "__call__",
                         lambda self, ids, scores: seen.append(np.array(scores, copy=True)) or gate(self, ids, scores))
-    monkeypatch.setattr(local_decoder, "reuse", lambda loaded, tokens: 0)
+    monkeypatch.setattr(decoder, "reuse", lambda loaded, tokens: 0)
     expected = logits(second)  # evaluated from position 0
-    monkeypatch.setattr(local_decoder, "reuse", lambda context, tokens: kept.append(reuse(context, tokens)) or kept[-1])
+    monkeypatch.setattr(decoder, "reuse", lambda context, tokens: kept.append(reuse(context, tokens)) or kept[-1])
     ask(first, max_tokens=150)
     assert np.array_equal(logits(second), expected)
-    assert kept[-1] >= 3 * local_decoder.BATCH  # the shared blocks really came from the cache
+    assert kept[-1] >= 3 * models.BATCH  # the shared blocks really came from the cache
 
 
 def test_alternating_prompts_each_keep_their_own_cache(monkeypatch: pytest.MonkeyPatch):
@@ -140,7 +142,7 @@ def test_alternating_prompts_each_keep_their_own_cache(monkeypatch: pytest.Monke
     kind's live cache shares, and its logits are still bit-identical to a from-scratch evaluation."""
     import numpy as np
 
-    from rosetta.providers import local_decoder
+    from rosetta.local import decoder, grammar, kv_cache, models
 
     def instructions(kind: str) -> str:
         return "You are the triage assistant.\n" + "".join(
@@ -152,36 +154,36 @@ def test_alternating_prompts_each_keep_their_own_cache(monkeypatch: pytest.Monke
     kept: list[int] = []  # prompt tokens each call reused from the KV cache
 
     def forget() -> None:  # no cache left from earlier calls
-        for loaded in local_decoder._models.values():
+        for loaded in models._models.values():
             for context in loaded.contexts:
                 context.cached = []
 
-    seen, gate = [], local_decoder.GrammarGate.__call__
+    seen, gate = [], grammar.GrammarGate.__call__
 
     def logits(prompt: str):
         seen.clear()
         ask(prompt, max_tokens=1, response_format={"type": "json_object"})
         return seen[0]
 
-    monkeypatch.setattr(local_decoder.GrammarGate, "__call__",
+    monkeypatch.setattr(grammar.GrammarGate, "__call__",
                         lambda self, ids, scores: seen.append(np.array(scores, copy=True)) or gate(self, ids, scores))
-    monkeypatch.setattr(local_decoder, "reuse", lambda context, tokens: 0)
+    monkeypatch.setattr(decoder, "reuse", lambda context, tokens: 0)
     expected = logits(chat + question)
     forget()
-    monkeypatch.setattr(local_decoder, "reuse", lambda context, tokens: kept.append(reuse(context, tokens)) or kept[-1])
+    monkeypatch.setattr(decoder, "reuse", lambda context, tokens: kept.append(reuse(context, tokens)) or kept[-1])
     ask(chat + "Ticket #17: the search box ignores accents.\nPriority:", max_tokens=40)
     ask(json_retry + question, max_tokens=40)
-    assert kept[-1] < local_decoder.KEEP_MIN  # went to a context of its own: little in common
+    assert kept[-1] < kv_cache.KEEP_MIN  # went to a context of its own: little in common
     assert np.array_equal(logits(chat + question), expected)
-    assert kept[-1] >= 16 * local_decoder.BATCH  # the chat blocks were still cached
-    (loaded,) = local_decoder._models.values()
-    assert 2 <= len(loaded.contexts) <= local_decoder.CONTEXTS
+    assert kept[-1] >= 16 * models.BATCH  # the chat blocks were still cached
+    loaded = models.load_model(resolve(MODEL))
+    assert 2 <= len(loaded.contexts) <= kv_cache.CONTEXTS
 
 
 def test_an_agents_long_inputs_each_reuse_its_instructions(monkeypatch: pytest.MonkeyPatch):
     """Inputs longer than KEEP_MIN after an agent's fixed instructions: each call overwrites the
     previous input in the same KV cache and reuses the instructions' blocks, from the second call on."""
-    from rosetta.providers import local_decoder
+    from rosetta.local import decoder, kv_cache, models
 
     instructions = "You summarize service logs for the on-call engineer.\n" + "".join(
         f"Rule {n}: group errors by service, keep the first timestamp, and name the owning team {n % 5}.\n"
@@ -189,12 +191,12 @@ def test_an_agents_long_inputs_each_reuse_its_instructions(monkeypatch: pytest.M
     logs = ["".join(f"{day:02d}:{minute:02d} host db-{day}-{minute} returned status {500 + (day * minute) % 9}\n"
                     for minute in range(30)) for day in range(4)]
     kept: list[int] = []  # prompt tokens each call reused from the KV cache
-    monkeypatch.setattr(local_decoder, "reuse", lambda context, tokens: kept.append(reuse(context, tokens)) or kept[-1])
+    monkeypatch.setattr(decoder, "reuse", lambda context, tokens: kept.append(reuse(context, tokens)) or kept[-1])
     for log in logs:
         ask(instructions + log + "Summary:", max_tokens=2)
-    (loaded,) = local_decoder._models.values()
-    shared = len(loaded.llm.tokenize(instructions.encode(), add_bos=True)) // local_decoder.BATCH * local_decoder.BATCH
-    assert len(loaded.llm.tokenize(logs[0].encode(), add_bos=False)) > local_decoder.KEEP_MIN
+    loaded = models.load_model(resolve(MODEL))
+    shared = len(loaded.llm.tokenize(instructions.encode(), add_bos=True)) // models.BATCH * models.BATCH
+    assert len(loaded.llm.tokenize(logs[0].encode(), add_bos=False)) > kv_cache.KEEP_MIN
     assert kept[1:] == [shared] * 3
 
 
@@ -369,8 +371,7 @@ GEMMA_CHAT_TEMPLATE = (
 
 
 def test_a_gguf_with_a_chat_template_is_prompted_through_its_template(tmp_path: Path, gguf: Path):
-    from rosetta.providers.local_decoder import load_model
-    from rosetta.providers.local_weights import resolve
+    from rosetta.local.models import load_model
 
     chat = tmp_path / "gemma-chat.gguf"  # the same weights, with a chat template in the metadata
     subprocess.run([sys.executable, "-m", "gguf.scripts.gguf_new_metadata", str(gguf), str(chat),
@@ -445,7 +446,7 @@ def test_registering_keeps_other_providers_and_does_not_load_llama_cpp():
         "import litellm, sys\n"
         "mine = object()\n"
         "litellm.custom_provider_map = [{'provider': 'mine', 'custom_handler': mine}]\n"
-        "from rosetta.providers.litellm_offline import import_litellm\n"
+        "from rosetta.local.litellm_offline import import_litellm\n"
         "import_litellm(); import_litellm()\n"
         "print([e['provider'] for e in litellm.custom_provider_map], 'llama_cpp' in sys.modules)\n"
     )
@@ -458,7 +459,7 @@ def test_registering_keeps_other_providers_and_does_not_load_llama_cpp():
 def test_register_gives_dspy_the_local_provider_in_a_fresh_process():
     script = (
         "import litellm, rosetta\n"
-        "from rosetta.providers.local_llm import register\n"
+        "from rosetta.local.provider import register\n"
         "from rosetta.signature import lower\n"
         f"lower(rosetta.load_definition({str(REPO / 'signatures' / 'vuln-triage.md')!r})).to_dspy()\n"
         "register()\n"
@@ -485,7 +486,7 @@ def test_a_missing_extra_says_what_to_install(tmp_path: Path, missing: str, expe
     script = (
         "import sys\n"
         f"sys.modules[{missing!r}] = None  # as if it were not installed\n"
-        "from rosetta.providers.litellm_offline import import_litellm\n"
+        "from rosetta.local.litellm_offline import import_litellm\n"
         "litellm = import_litellm()\n"
         "try:\n"
         "    litellm.completion(model='local/gemma-3-270m', messages=[{'role': 'user', 'content': 'Hi'}])\n"

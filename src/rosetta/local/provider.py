@@ -2,12 +2,12 @@
 
 ``litellm.completion(model="local/gemma-3-270m", messages=...)`` (or ``local/<name>`` from
 ``[tool.rosetta.local_models]``, or ``local/path/to/model.gguf``) lands in :class:`LocalLLM`.
-:func:`rosetta.providers.litellm_offline.import_litellm` registers it; :func:`register` is the
+:func:`rosetta.local.litellm_offline.import_litellm` registers it; :func:`register` is the
 public way to do the same before handing litellm to other code (``dspy.LM("local/...")``).
 Registering is cheap: ``llama_cpp`` is imported and the model loaded on the first local call.
 
-Design notes (the decoder itself — loading, KV-cache reuse, grammars, the loop check — is
-:mod:`rosetta.providers.local_decoder`):
+Design notes (the engine itself is the rest of :mod:`rosetta.local`: loading in ``models``,
+KV-cache reuse in ``kv_cache``, grammars in ``grammar`` and ``gbnf``, the token loop in ``decoder``):
 
 - Async calls do the locked work in a worker thread, so ``asyncio.gather`` of many calls neither
   blocks the loop nor races; a stream is generated in its own thread, so its reader never holds
@@ -39,20 +39,11 @@ from litellm.llms.custom_llm import CustomLLM  # noqa: E402
 from litellm.types.utils import GenericStreamingChunk, ModelResponse  # noqa: E402
 
 from rosetta.errors import Problem, RosettaError, UsageError  # noqa: E402
+from rosetta.local.decoder import ODDS_TOKENS, Piece, Request, TokenOdds, generate  # noqa: E402
+from rosetta.local.grammar import GrammarGate, grammar_for  # noqa: E402
+from rosetta.local.models import PROVIDER, hard, load_model  # noqa: E402
+from rosetta.local.weights import catalog_models, resolve  # noqa: E402
 from rosetta.providers.kinds import ANSWER_CUE  # noqa: E402
-from rosetta.providers.local_decoder import (  # noqa: E402
-    ODDS_TOKENS,
-    PROVIDER,
-    GrammarGate,
-    Piece,
-    Request,
-    TokenOdds,
-    generate,
-    grammar_for,
-    hard,
-    load_model,
-)
-from rosetta.providers.local_weights import catalog_models, resolve  # noqa: E402
 
 DEFAULT_MAX_TOKENS = 512
 """Answer budget when the caller gives none and the catalog has no ``max_output``."""
