@@ -35,3 +35,15 @@ def test_lazy_names_resolve():
 def test_reading_compiled_prompts_and_the_catalog_needs_no_pydantic():
     loaded = _modules_after("import rosetta.render.prompt, rosetta.providers.catalog as c; c.resolve_model('sonnet')")
     assert "pydantic" not in loaded and not loaded & {"litellm", "dspy", "jsonschema"}
+
+
+def test_what_a_caller_handles_is_importable_from_rosetta_without_the_heavy_stack():
+    """Issue 57: Result, Attempt, the errors a call raises and the options types come from `rosetta`."""
+    loaded = _modules_after("from rosetta import Attempt, Conversation, GuardrailError, ModelCallError, Result, "
+                            "RetryPolicy, Selection")
+    assert not loaded & set(HEAVY)
+    import rosetta
+    from rosetta.errors import RosettaError, UsageError
+
+    assert issubclass(rosetta.ModelCallError, RosettaError) and issubclass(rosetta.GuardrailError, UsageError)
+    assert {"Result", "Attempt", "ModelCallError", "GuardrailError"} <= set(dir(rosetta))

@@ -28,6 +28,14 @@ _LAZY = {
     "load_settings": "rosetta.config",
     "record_outcome": "rosetta.rollout.outcomes",
     "from_dspy": "rosetta.optimize.dspy_backend",
+    # what a caller of run / arun / stream / chat handles
+    "Result": "rosetta.runtime.invoke",
+    "Attempt": "rosetta.runtime.invoke",
+    "RetryPolicy": "rosetta.runtime.invoke",
+    "ModelCallError": "rosetta.runtime.invoke",
+    "GuardrailError": "rosetta.runtime.guardrails",
+    "Conversation": "rosetta.runtime.conversation",
+    "Selection": "rosetta.runtime.selector",
 }
 
 __all__ = [
@@ -42,6 +50,10 @@ if TYPE_CHECKING:
     from rosetta.definition.models import AgentDefinition, AgentSpec
     from rosetta.optimize.dspy_backend import from_dspy
     from rosetta.rollout.outcomes import record_outcome
+    from rosetta.runtime.conversation import Conversation
+    from rosetta.runtime.guardrails import GuardrailError
+    from rosetta.runtime.invoke import Attempt, ModelCallError, Result, RetryPolicy
+    from rosetta.runtime.selector import Selection
 
 
 __getattr__ = lazy_exports(__name__, _LAZY)

@@ -99,8 +99,13 @@ def test_every_current_hosted_model_renders_every_bundled_agent():
 
     catalog = load_catalog()
     agents = [lower(r.definition) for r in load_many([REPO / "signatures"])]
+    rendered: dict[str, int] = {}
     for model in catalog.models:
         if catalog.status(model).state != "current" or model.adapter not in ("anthropic", "openai", "google"):
             continue
         for agent in agents:
-            render(agent, model)  # raises on anything the model cannot express
+            prompt = render(agent, model)  # raises on anything the model cannot express
+            assert prompt.model == model.id and prompt.adapter == model.adapter
+            rendered[model.adapter] = rendered.get(model.adapter, 0) + 1
+    # not vacuous: every vendor's adapter rendered every bundled agent for at least one current model
+    assert len(agents) >= 10 and all(rendered.get(a, 0) >= len(agents) for a in ("anthropic", "openai", "google"))

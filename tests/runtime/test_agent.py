@@ -99,11 +99,13 @@ def test_each_fallback_is_logged_once_per_agent_and_model(compiled, caplog):
 def test_strict_mode_raises_instead_of_falling_back(compiled):
     optimized(compiled, "anthropic/claude-sonnet-5-5", delimiter="markdown")
     agent = load("vuln-triage", project=compiled, strict=True)
-    assert agent.prompt_for("sonnet")
+    assert agent.explain("sonnet").kind == "artifact"
     for model in ("opus", "o3", "gemini/2.5-pro"):
         with pytest.raises(ArtifactError):
             agent.prompt_for(model)
-    assert load("vuln-triage", project=compiled).prompt_for("opus", strict=False)
+    lenient = load("vuln-triage", project=compiled)
+    assert lenient.explain("opus", strict=False).kind == "family"
+    assert lenient.prompt_for("opus", strict=False).model == "anthropic/claude-opus-5-5"
 
 
 def test_tampered_artifact_is_never_used(compiled, caplog):

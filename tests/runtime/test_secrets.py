@@ -18,7 +18,7 @@ from secret_samples import EXAMPLES
 from rosetta.runtime.agent import load
 from rosetta.runtime.guardrails import GuardrailError
 from rosetta.runtime.invoke import ModelCallError, RetryPolicy
-from rosetta.runtime.secrets import SecretStream, find_secrets, redact, rules
+from rosetta.runtime.secrets import ROSETTA_LOGGERS, SecretStream, find_secrets, redact, rules
 
 SAMPLES = {
     "private key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n"
@@ -174,8 +174,7 @@ def test_a_key_sent_to_the_provider_is_not_in_its_error(triage, logs):
     assert not any(leaks(a.error or "") for a in caught.value.attempts)
 
 
-@pytest.mark.parametrize("name", ["rosetta", "rosetta.runtime", "rosetta.config", "rosetta.local.llama_cpp",
-                                  "rosetta.not_yet_written"])
+@pytest.mark.parametrize("name", ROSETTA_LOGGERS)  # every logger the source names is listed there (issue 57)
 def test_every_rosetta_logger_redacts_at_every_level(logs, name):
     log = logging.getLogger(name)
     log.debug("using %s", SAMPLES["jwt"])

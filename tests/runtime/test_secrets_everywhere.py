@@ -166,3 +166,42 @@ def test_a_redacting_filter_on_a_handler_covers_any_logger_at_any_time():
     finally:
         log.removeHandler(handler)
     assert written == ["calling with [redacted sendgrid key]"]
+
+
+def test_importing_rosetta_leaves_the_processs_logging_set_up_alone():
+    """Issue 57: redaction is a filter on rosetta's own loggers, not a replaced record factory."""
+    import subprocess
+    import sys
+
+    script = ("import logging\nfactory = logging.getLogRecordFactory()\nimport rosetta\n"
+              "assert logging.getLogRecordFactory() is factory, 'the record factory was replaced'\n"
+              "assert not logging.getLogger('myapp').filters and not logging.getLogger().filters\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_every_logger_rosetta_logs_to_redacts_every_record(caplog):
+    """Each logger the source names is one of ROSETTA_LOGGERS, and a credential logged on any of them,
+    at any level, reaches no handler."""
+    import ast
+    from pathlib import Path
+
+    import rosetta  # noqa: F401  (installs the filters)
+    from rosetta.runtime.secrets import ROSETTA_LOGGERS
+
+    named = set()
+    for path in (Path(rosetta.__file__).parent).rglob("*.py"):
+        module = ".".join(path.relative_to(Path(rosetta.__file__).parents[1]).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "getLogger" and node.args:
+                arg = node.args[0]
+                name = module if isinstance(arg, ast.Name) and arg.id == "__name__" else getattr(arg, "value", None)
+                if isinstance(name, str) and name.split(".")[0] == "rosetta":
+                    named.add(name)
+    assert named and named <= set(ROSETTA_LOGGERS), named - set(ROSETTA_LOGGERS)
+    planted = EXAMPLES["sendgrid-api-token"][0]
+    caplog.set_level(logging.DEBUG)
+    for name in ROSETTA_LOGGERS:
+        logging.getLogger(name).debug("calling with %s", planted)
+    assert len(caplog.records) == len(ROSETTA_LOGGERS)
+    assert not leaks(caplog.text) and caplog.text.count("[redacted sendgrid key]") == len(ROSETTA_LOGGERS)

@@ -334,26 +334,22 @@ def _redact_record(record: logging.LogRecord) -> None:
         record.exc_text = redact(record.exc_text)
 
 
+ROSETTA_LOGGERS = ("rosetta", "rosetta.config", "rosetta.local", "rosetta.local.llama_cpp", "rosetta.optimize",
+                   "rosetta.providers.adapter", "rosetta.providers.catalog", "rosetta.runtime")
+"""Every logger rosetta logs to (a test checks the source names no other)."""
+
+
 def redact_logs() -> None:
-    """Redact every log record of the ``rosetta`` logger and its children, at any level, before any
-    filter or handler sees it (installed once, when rosetta is imported).
-
-    A record factory rather than a filter on ``rosetta``: a logger's filters never see the records
-    of its children, and rosetta's loggers log outside calls too (compiling, the CLI). Records of
-    other loggers are left as they are; :func:`redacting_logs` covers the call's libraries.
+    """Redact every record of rosetta's own loggers, at any level, before any handler sees it
+    (installed once, when rosetta is imported): a :class:`RedactingFilter` on each of
+    :data:`ROSETTA_LOGGERS`. A logger's filters see only the records logged on it, never its
+    children's, hence one per logger. The process's record factory and the application's own
+    loggers and handlers are left alone; :func:`redacting_logs` covers the call's libraries.
     """
-    previous = logging.getLogRecordFactory()
-    if getattr(previous, "redacts_rosetta", False):
-        return
-
-    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = previous(*args, **kwargs)
-        if record.name == "rosetta" or record.name.startswith("rosetta."):
-            _redact_record(record)
-        return record
-
-    factory.redacts_rosetta = True  # type: ignore[attr-defined]
-    logging.setLogRecordFactory(factory)
+    for name in ROSETTA_LOGGERS:
+        logger = logging.getLogger(name)
+        if _OWN not in logger.filters:
+            logger.addFilter(_OWN)
 
 
 class RedactingFilter(logging.Filter):
@@ -367,7 +363,8 @@ class RedactingFilter(logging.Filter):
         return True
 
 
-_FILTER = RedactingFilter()
+_FILTER = RedactingFilter()  # on the call's libraries' loggers, while calls run
+_OWN = RedactingFilter()  # on rosetta's own loggers, always
 _calls = 0  # calls running now, in every thread and event loop
 _filtered: list[logging.Logger] = []
 _lock = threading.Lock()
