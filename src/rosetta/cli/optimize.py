@@ -172,10 +172,13 @@ def _cross(ctx: typer.Context, loaded: Any, models: list[str], *, split: str, me
             if not err.is_terminal:
                 lines.update(done, total)
 
-        matrix = cross_evaluate(loaded.definition_path, models, settings=project_settings(ctx), split=split,
-                                metric=metric, dataset=dataset, jobs=jobs, on_progress=progressed, record=True)
-    err.print(f"recorded in {escape(str(relative(Path(matrix.recorded))))}: a model with no artifact of its own "
-              "is not lent one that scored below its own uncompiled render there")
+        settings = project_settings(ctx)
+        matrix = cross_evaluate(loaded.definition_path, models, settings=settings, split=split, metric=metric,
+                                dataset=dataset, jobs=jobs, on_progress=progressed, record=True)
+    kept = Path(matrix.recorded)
+    kept = kept.relative_to(settings.root) if kept.is_relative_to(settings.root) else kept
+    err.print(f"recorded in {escape(str(kept))}: a model with no artifact of its own is not lent one that scored "
+              "below its own uncompiled render there")
     if plot is not None:
         write_heatmap(matrix, plot)
         err.print(f"heatmap written to {escape(str(relative(plot)))}")
