@@ -47,9 +47,10 @@ def test_record_outcome_writes_what_the_result_says(versions, tmp_path, monkeypa
     versions.rollout(f"active: {versions.old}\nexperiment: {{id: exp-1, treatment: {versions.new}, share: 1.0}}\n")
     agent = load("vuln-triage", project=versions.tree)
     result = agent.run(REPORT, model=MODEL, user_id="user-1", mock_response=GOOD)
-    monkeypatch.chdir(versions.tree)
+    monkeypatch.chdir(tmp_path)  # issue 57: the agent's project's log, not the working directory's
     path = rosetta.record_outcome(result, success=True, score=0.75)
     assert path == versions.tree / ".rosetta" / "outcomes" / "vuln-triage.jsonl"
+    assert not (tmp_path / ".rosetta").exists()
     rosetta.record_outcome(result, success=False, path=tmp_path / "elsewhere.jsonl")
     line = json.loads(path.read_text())
     assert line["ts"].endswith("+00:00")

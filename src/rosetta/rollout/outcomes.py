@@ -61,7 +61,8 @@ class Outcome:
 
 
 def default_path(agent: str, root: str | os.PathLike[str] | None = None) -> Path:
-    """``<project root>/.rosetta/outcomes/<agent>.jsonl`` (the project holding the working directory)."""
+    """``<project root>/.rosetta/outcomes/<agent>.jsonl`` (default root: the project holding the working
+    directory)."""
     if root is None:
         from rosetta.project import project_dirs
 
@@ -71,7 +72,8 @@ def default_path(agent: str, root: str | os.PathLike[str] | None = None) -> Path
 
 def record_outcome(result: Any, *, success: bool | None = None, score: float | None = None,
                    path: str | os.PathLike[str] | None = None) -> Path:
-    """Append what ``result`` (an ``agent.run`` Result) says about its call to the outcome log,
+    """Append what ``result`` (an ``agent.run`` Result) says about its call to the outcome log — the
+    answering agent's project's (``.rosetta/outcomes/<agent>.jsonl``) unless ``path`` is given —
     with the caller's ``success`` verdict or ``score`` when known; returns the log's path."""
     if success is not None and not isinstance(success, bool):
         raise UsageError(Problem(f"success must be True, False or None, not {success!r}", field="success"))
@@ -92,11 +94,10 @@ def record_outcome(result: Any, *, success: bool | None = None, score: float | N
         score=None if score is None else float(score))
     if path is not None:
         target, root = Path(path), None
-    else:
-        from rosetta.project import project_dirs
-
-        root = project_dirs().root
+    else:  # the answering agent's project, wherever this process runs
+        root = Path(result.project) if getattr(result, "project", None) else None
         target = default_path(agent, root)
+        root = target.parents[2]
     append_line(target, json.dumps(asdict(outcome), ensure_ascii=False, separators=(",", ":")), root=root)
     return target
 

@@ -122,6 +122,7 @@ class Result:
     retried: bool = False  # regenerated once after a failed review (retry_once=True)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # the agent's own tools called, every attempt
     agent: str = ""  # the agent that answered (rosetta.record_outcome logs under its name)
+    project: str | None = None  # that agent's project root (rosetta.record_outcome logs under its .rosetta/)
     version: str | None = None  # content_sha256 of the artifact that answered; None for the uncompiled render
     arm: str | None = None  # "control" | "treatment" when an experiment routed the call (run(..., user_id=...))
     experiment: str | None = None  # that experiment's id

@@ -260,6 +260,7 @@ class Runner:
 
         result.attempts = attempts + result.attempts
         result.agent, result.version = self.agent.name, selection.version
+        result.project = str(self.agent.dirs.root)
         result.arm, result.experiment = selection.arm, selection.experiment
         rules = tuple(spec.guardrails.output_filtering) if spec is not None else ()
         on_secret = options.get("on_secret", "redact")
