@@ -152,6 +152,22 @@ def tree(tmp_path: Path) -> Path:
     return make_project(tmp_path / "project")
 
 
+def question_type_project(root: Path, *, train: int, dev: int, test: int) -> Path:
+    """A project at ``root`` with the bundled question-type agent and the first rows of each split
+    of its public data (no compiled artifacts)."""
+    import shutil
+
+    (root / "signatures").mkdir(parents=True)
+    shutil.copy(REPO / "signatures" / "question-type.md", root / "signatures")
+    (root / "pyproject.toml").write_text("[project]\nname = 'qt'\nversion = '0'\n", encoding="utf-8")
+    data = root / "datasets" / "question-type"
+    data.mkdir(parents=True)
+    for split, rows in (("train", train), ("dev", dev), ("test", test)):
+        lines = (REPO / "datasets" / "question-type" / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
+        (data / f"{split}.jsonl").write_text("\n".join(lines[:rows]) + "\n", encoding="utf-8")
+    return root
+
+
 LOCAL_MODEL = "local/gemma-3-270m"
 """The embedded model every offline end-to-end test runs on (a base model: completion prompts)."""
 CHAT_LOCAL_MODEL = "local/smollm2-135m-instruct"

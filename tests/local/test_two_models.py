@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import CHAT_LOCAL_MODEL, LOCAL_MODEL, LOCAL_MODELS, REPO
+from conftest import CHAT_LOCAL_MODEL, LOCAL_MODEL, LOCAL_MODELS, REPO, question_type_project
 
 import rosetta
 from rosetta.local.revision import answerer_revision
@@ -70,16 +69,7 @@ def test_the_chat_model_gets_its_chat_template_and_the_base_model_plain_text(loc
 @pytest.fixture
 def tiny_project(tmp_path: Path, local_model: str) -> Path:
     """question-type with a few rows of its public data, no compiled artifacts."""
-    root = tmp_path / "qt"
-    (root / "signatures").mkdir(parents=True)
-    shutil.copy(REPO / "signatures" / "question-type.md", root / "signatures")
-    (root / "pyproject.toml").write_text("[project]\nname = 'qt'\nversion = '0'\n", encoding="utf-8")
-    data = root / "datasets" / "question-type"
-    data.mkdir(parents=True)
-    for split, rows in (("train", 8), ("dev", 2), ("test", 3)):
-        lines = (REPO / "datasets" / "question-type" / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
-        (data / f"{split}.jsonl").write_text("\n".join(lines[:rows]) + "\n", encoding="utf-8")
-    return root
+    return question_type_project(tmp_path / "qt", train=8, dev=2, test=3)
 
 
 def _rosetta(project: Path, *args: str) -> subprocess.CompletedProcess[str]:

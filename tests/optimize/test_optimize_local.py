@@ -5,17 +5,16 @@ fresh process reproduces the recorded test score exactly."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import question_type_project
 
+from rosetta.config import load_settings
 from rosetta.optimize.study import SearchSettings
 from rosetta.optimize.target import OptimizeRequest, optimize
-from rosetta.config import load_settings
 from rosetta.store.artifact import parse_artifact
 
 pytestmark = pytest.mark.slow
@@ -24,16 +23,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def project(tmp_path: Path, local_model: str) -> Path:
     """The bundled question-type agent with a small cut of its public data."""
-    root = tmp_path / "qt"
-    (root / "signatures").mkdir(parents=True)
-    shutil.copy(REPO / "signatures" / "question-type.md", root / "signatures")
-    (root / "pyproject.toml").write_text("[project]\nname = 'qt'\nversion = '0'\n", encoding="utf-8")
-    data = root / "datasets" / "question-type"
-    data.mkdir(parents=True)
-    for split, rows in (("train", 24), ("dev", 6), ("test", 4)):
-        lines = (REPO / "datasets" / "question-type" / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
-        (data / f"{split}.jsonl").write_text("\n".join(lines[:rows]) + "\n", encoding="utf-8")
-    return root
+    return question_type_project(tmp_path / "qt", train=24, dev=6, test=4)
 
 
 def test_a_classification_race_scores_rows_by_label_odds_and_evaluate_reproduces_it(project: Path) -> None:

@@ -4,9 +4,11 @@ model, and score what the runtime sends on a labeled split; thin commands over
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -118,17 +120,7 @@ def evaluate_command(
                                       "MODEL twice or more for the cross-model matrix"))
     if plot is not None:
         raise UsageError(Problem("--plot draws the cross-model matrix", field="--plot", hint="add --cross MODEL ..."))
-    with Progress(TextColumn("[bold]evaluating"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True,
-                  disable=not err.is_terminal) as progress, InvalidAnswers():
-        task = progress.add_task("evaluate", total=None)
-        lines = _PlainProgress(f"evaluating {loaded.name} → {model}")
-
-        def progressed(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
-            if not err.is_terminal:
-                lines.update(done, total)
-
+    with _answer_progress("evaluating", f"evaluating {loaded.name} → {model}") as progressed:
         report = evaluate(loaded.definition_path, model, settings=project_settings(ctx), split=split, metric=metric,
                           dataset=dataset, uncompiled=uncompiled, jobs=jobs, repeats=repeats, on_progress=progressed)
     if format == "json":
@@ -161,18 +153,8 @@ def _cross(ctx: typer.Context, loaded: Any, models: list[str], *, split: str, me
     from rosetta.optimize.cross import cross_evaluate
     from rosetta.store.cross import UNCOMPILED
 
-    with Progress(TextColumn("[bold]cross-evaluating"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True,
-                  disable=not err.is_terminal) as progress, InvalidAnswers():
-        task = progress.add_task("cross", total=None)
-        lines = _PlainProgress(f"cross-evaluating {loaded.name} on {len(models)} models")
-
-        def progressed(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
-            if not err.is_terminal:
-                lines.update(done, total)
-
-        settings = project_settings(ctx)
+    settings = project_settings(ctx)
+    with _answer_progress("cross-evaluating", f"cross-evaluating {loaded.name} on {len(models)} models") as progressed:
         matrix = cross_evaluate(loaded.definition_path, models, settings=settings, split=split, metric=metric,
                                 dataset=dataset, jobs=jobs, on_progress=progressed, record=True)
     kept = Path(matrix.recorded)
@@ -228,6 +210,24 @@ def write_heatmap(matrix: Any, path: Path) -> None:
         write_atomic(path, figure.to_html(full_html=True, include_plotlyjs=True))
     except OSError as exc:
         raise UsageError(Problem(f"cannot write {path}: {exc.strerror or exc}", field="--plot")) from None
+
+
+@contextlib.contextmanager
+def _answer_progress(verb: str, title: str) -> Iterator[Callable[[int, int], None]]:
+    """A bar counting answers on a terminal (plain lines elsewhere), with invalid answers counted
+    rather than each logged; yields the ``on_progress(done, total)`` callback."""
+    with Progress(TextColumn(f"[bold]{verb}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True,
+                  disable=not err.is_terminal) as progress, InvalidAnswers():
+        task = progress.add_task(verb, total=None)
+        lines = _PlainProgress(title)
+
+        def progressed(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+            if not err.is_terminal:
+                lines.update(done, total)
+
+        yield progressed
 
 
 class _PlainProgress:
