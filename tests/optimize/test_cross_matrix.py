@@ -41,7 +41,8 @@ def test_the_matrix_scores_every_prompt_on_every_model_and_is_kept_for_the_runti
     assert "plotly" in (toy / "matrix.html").read_text(encoding="utf-8")
     table = cli("-C", toy, "evaluate", "toy-sorter", "--cross", MODELS[0], "--cross", MODELS[1])
     assert table.exit_code == 0 and "*" in table.stdout and "uncompiled render" in table.stdout
-    assert "recorded in compiled/toy-sorter/cross.yaml" in " ".join(table.output.split())
+    said = " ".join(table.output.split())
+    assert "recorded in compiled/toy-sorter/cross.yaml for the report" in said and "--split dev" in said
 
 
 def test_cross_refuses_options_it_cannot_honour(toy: Path, cli: Any) -> None:  # noqa: F811

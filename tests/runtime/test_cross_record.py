@@ -27,9 +27,9 @@ def lending(tree):
     return tree
 
 
-def record(tree, *, lent: float, own: float, sha: str | None = None) -> CrossRecord:
+def record(tree, *, lent: float, own: float, sha: str | None = None, split: str = "dev") -> CrossRecord:
     artifact = load("vuln-triage", project=tree).explain(SONNET)
-    matrix = CrossRecord("vuln-triage", "test", "fields", 40, "d" * 64, "2026-11-27T18:00:00+00:00",
+    matrix = CrossRecord("vuln-triage", split, "fields", 40, "d" * 64, "2026-11-27T18:00:00+00:00",
                          {SONNET: sha or artifact.version, OPUS: None},
                          {SONNET: {SONNET: 0.7, OPUS: lent}, OPUS: {SONNET: 0.5, OPUS: 0.6},
                           UNCOMPILED: {SONNET: 0.4, OPUS: own}})
@@ -42,6 +42,11 @@ def test_an_artifact_the_matrix_scored_below_the_models_own_render_is_not_lent(l
     selection = load("vuln-triage", project=lending).explain("opus")
     assert selection.kind == "uncompiled"
     assert "cross-model matrix" in selection.reason and "0.310" in selection.reason and "0.550" in selection.reason
+
+
+def test_a_matrix_measured_on_test_chooses_nothing(lending):
+    record(lending, lent=0.1, own=0.9, split="test")  # kept for the report only
+    assert load("vuln-triage", project=lending).explain("opus").kind == "family"
 
 
 def test_an_artifact_that_scored_as_well_is_lent(lending):

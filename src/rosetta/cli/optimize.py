@@ -159,8 +159,10 @@ def _cross(ctx: typer.Context, loaded: Any, models: list[str], *, split: str, me
                                 dataset=dataset, jobs=jobs, on_progress=progressed, record=True)
     kept = Path(matrix.recorded)
     kept = kept.relative_to(settings.root) if kept.is_relative_to(settings.root) else kept
-    err.print(f"recorded in {escape(str(kept))}: a model with no artifact of its own is not lent one that scored "
-              "below its own uncompiled render there")
+    err.print(f"recorded in {escape(str(kept))}" + (
+        ": a model with no artifact of its own is not lent one that scored below its own uncompiled render there"
+        if split == "dev" else f" for the report; the runtime's fallback reads only a matrix measured on dev "
+                               f"(--split dev), never one on {split}"))
     if plot is not None:
         write_heatmap(matrix, plot)
         err.print(f"heatmap written to {escape(str(relative(plot)))}")

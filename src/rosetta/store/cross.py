@@ -2,7 +2,8 @@
 each model's prompt sent as is to every model and scored on a labeled split — kept where the
 runtime's fallback reads it.
 
-The runtime asks it one question (:meth:`CrossRecord.hurts`): a model has no artifact of its own
+The runtime asks it one question (:meth:`CrossRecord.hurts`), and only of a matrix measured on dev
+(a test matrix is for the report: test chooses nothing): a model has no artifact of its own
 and another model's could stand in; did that very artifact (by its content sha256) score lower on
 this model than the model's own uncompiled render? Then it is not lent. A record measured on
 another artifact says nothing about this one, and a file that does not parse is ignored, saying
@@ -24,8 +25,8 @@ UNCOMPILED = "uncompiled"
 """The matrix's row of each model's own uncompiled render."""
 MAX_BYTES = 256 * 1024
 _HEADER = ("# rosetta cross-model matrix: each model's prompt (rows) sent as is to each model (columns), scored.\n"
-           "# Written by `rosetta evaluate --cross`; the runtime does not lend a model's artifact to another\n"
-           "# model on which it scored below that model's own uncompiled render.\n")
+           "# Written by `rosetta evaluate --cross`; measured on dev, it keeps the runtime from lending a model's\n"
+           "# artifact to another model on which it scored below that model's own uncompiled render.\n")
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,8 @@ class CrossRecord:
     def hurts(self, lender: str, borrower: str, artifact_sha: str) -> str | None:
         """Why ``lender``'s artifact (``artifact_sha``) must not serve ``borrower``, or None when the
         matrix does not say it scored below ``borrower``'s own uncompiled render there."""
-        if self.prompts.get(lender) != artifact_sha:
-            return None
+        if self.split != "dev" or self.prompts.get(lender) != artifact_sha:
+            return None  # test is scored for the report and chooses nothing; another artifact's record says nothing
         lent, own = self.scores.get(lender, {}).get(borrower), self.scores.get(UNCOMPILED, {}).get(borrower)
         if lent is None or own is None or lent >= own:
             return None
