@@ -65,7 +65,7 @@ def main() -> None:
             async def instant(**_: object) -> object:
                 return prepared
 
-            alone = await timed(lambda: agent.arun(INPUTS, model="openai/gpt-4o", acomplete=instant))
+            alone = await timed(lambda: agent.arun(INPUTS, model="openai/gpt-4o", acomplete=instant, **extra))
             return rosetta_calls, bare_calls, alone
 
         rosetta_calls, bare_calls, alone = asyncio.run(measure())

@@ -50,8 +50,8 @@ def project(root: Path, redacts: bool) -> Path:
 def streamed(agent, server, answer: str) -> float:
     server.script[:] = [("ok", answer)]
     began = time.perf_counter()
-    *chunks, result = agent.stream(INPUTS, "openai/gpt-4o", api_base=server.url, api_key="sk-bench",
-                                   validation_retries=0)
+    stream = agent.stream(INPUTS, "openai/gpt-4o", api_base=server.url, api_key="sk-bench", validation_retries=0)
+    chunks, result = list(stream), stream.result()
     elapsed = time.perf_counter() - began
     assert "".join(chunks) == result.raw == answer, "the bench answers carry no credential"
     return elapsed

@@ -240,6 +240,20 @@ class ScriptedLLM(CustomLLM):
     async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
         return self.completion(*args, **kwargs)
 
+    def streaming(self, *args: Any, **kwargs: Any) -> Any:
+        """The same answer as :meth:`completion`, in pieces of 7 characters."""
+        text = self.completion(*args, **kwargs).choices[0].message.content
+        pieces = [text[start:start + 7] for start in range(0, len(text), 7)] or [""]
+        for number, piece in enumerate(pieces, start=1):
+            last = number == len(pieces)
+            yield {"text": piece, "tool_use": None, "is_finished": last, "finish_reason": "stop" if last else "",
+                   "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15} if last else None,
+                   "index": 0}
+
+    async def astreaming(self, *args: Any, **kwargs: Any) -> Any:
+        for chunk in self.streaming(*args, **kwargs):
+            yield chunk
+
 
 def dspy_format(text: str, messages: list[dict[str, Any]]) -> str:
     """The answer in DSPy's chat format when the prompt is in it: one ``[[ ## field ## ]]`` block per

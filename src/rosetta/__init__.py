@@ -32,6 +32,8 @@ _LAZY = {
     "Result": "rosetta.runtime.invoke",
     "Attempt": "rosetta.runtime.invoke",
     "RetryPolicy": "rosetta.runtime.invoke",
+    "RunOptions": "rosetta.runtime.options",
+    "Stream": "rosetta.runtime.stream",
     "ModelCallError": "rosetta.runtime.invoke",
     "GuardrailError": "rosetta.runtime.guardrails",
     "Conversation": "rosetta.runtime.conversation",
@@ -53,7 +55,9 @@ if TYPE_CHECKING:
     from rosetta.runtime.conversation import Conversation
     from rosetta.runtime.guardrails import GuardrailError
     from rosetta.runtime.invoke import Attempt, ModelCallError, Result, RetryPolicy
+    from rosetta.runtime.options import RunOptions
     from rosetta.runtime.selector import Selection
+    from rosetta.runtime.stream import Stream
 
 
 __getattr__ = lazy_exports(__name__, _LAZY)

@@ -46,7 +46,8 @@ def test_both_models_answer_through_run_arun_and_stream(local_model: str, model:
     assert result.valid and result.model == model, result.attempts
     jsonschema.validate(result.data, schema)
     assert asyncio.run(agent.arun({"report": REPORT}, model=model)).raw == result.raw  # greedy: the same answer
-    *chunks, streamed = list(agent.stream({"report": REPORT}, model=model))
+    stream = agent.stream({"report": REPORT}, model=model)
+    chunks, streamed = list(stream), stream.result()
     assert "".join(chunks) == streamed.raw == result.raw
 
 

@@ -128,7 +128,7 @@ def test_report_refuses_a_log_that_is_not_a_plain_file_under_the_project(cli, ve
 
 @pytest.mark.parametrize("link", ["file", "folder", "state folder"])
 def test_record_outcome_refuses_to_follow_a_link(versions, tmp_path, monkeypatch, link):
-    result = load(AGENT, project=versions.tree).run(REPORT, model=MODEL, mock_response=GOOD)
+    result = load(AGENT, project=versions.tree).run(REPORT, model=MODEL, extra={"mock_response": GOOD})
     monkeypatch.chdir(versions.tree)
     victim = tmp_path / "victim"
     victim.mkdir()
@@ -157,7 +157,7 @@ def test_appending_to_a_fifo_neither_blocks_nor_writes(tmp_path):
 
 
 def test_a_score_no_report_would_read_is_refused_when_recorded(versions, tmp_path):
-    result = load(AGENT, project=versions.tree).run(REPORT, model=MODEL, mock_response=GOOD)
+    result = load(AGENT, project=versions.tree).run(REPORT, model=MODEL, extra={"mock_response": GOOD})
     with pytest.raises(UsageError, match="between"):
         rosetta.record_outcome(result, score=1e308, path=tmp_path / "log.jsonl")
     rosetta.record_outcome(result, score=-1e9, path=tmp_path / "log.jsonl")

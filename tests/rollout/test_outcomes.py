@@ -46,7 +46,7 @@ def test_concurrent_writers_lose_no_line_and_write_only_whole_lines(tmp_path):
 def test_record_outcome_writes_what_the_result_says(versions, tmp_path, monkeypatch):
     versions.rollout(f"active: {versions.old}\nexperiment: {{id: exp-1, treatment: {versions.new}, share: 1.0}}\n")
     agent = load("vuln-triage", project=versions.tree)
-    result = agent.run(REPORT, model=MODEL, user_id="user-1", mock_response=GOOD)
+    result = agent.run(REPORT, model=MODEL, user_id="user-1", extra={"mock_response": GOOD})
     monkeypatch.chdir(tmp_path)  # issue 57: the agent's project's log, not the working directory's
     path = rosetta.record_outcome(result, success=True, score=0.75)
     assert path == versions.tree / ".rosetta" / "outcomes" / "vuln-triage.jsonl"
@@ -65,7 +65,7 @@ def test_record_outcome_writes_what_the_result_says(versions, tmp_path, monkeypa
 
 @pytest.mark.parametrize("bad", [{"success": "yes"}, {"success": 1}, {"score": float("nan")}, {"score": True}])
 def test_record_outcome_refuses_bad_verdicts(versions, tmp_path, bad):
-    result = load("vuln-triage", project=versions.tree).run(REPORT, model=MODEL, mock_response=GOOD)
+    result = load("vuln-triage", project=versions.tree).run(REPORT, model=MODEL, extra={"mock_response": GOOD})
     with pytest.raises(UsageError):
         rosetta.record_outcome(result, path=tmp_path / "log.jsonl", **bad)
     assert not (tmp_path / "log.jsonl").exists()

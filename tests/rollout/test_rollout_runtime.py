@@ -29,7 +29,7 @@ def rollout_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 def test_without_a_rollout_file_the_compiled_artifact_answers_outside_any_experiment(versions, caplog):
     agent = load("vuln-triage", project=versions.tree)
     with caplog.at_level(logging.WARNING, logger="rosetta.runtime"):
-        result = agent.run(REPORT, model=MODEL, user_id="user-1", mock_response=GOOD)
+        result = agent.run(REPORT, model=MODEL, user_id="user-1", extra={"mock_response": GOOD})
     assert result.valid and result.agent == "vuln-triage"
     assert (result.version, result.arm, result.experiment) == (versions.new, None, None)
     assert result.version == result.artifact and not rollout_warnings(caplog)
@@ -43,7 +43,7 @@ def test_a_pinned_active_version_serves_even_after_the_definition_changed(versio
     assert selection.kind == "artifact" and selection.artifact == str(versions_dir(versions.artifact)
                                                                       / f"{versions.old}.yaml")
     assert "is not served" in selection.reason  # the newer compiled artifact waits for an experiment
-    result = agent.run(REPORT, model=MODEL, user_id="user-1", mock_response=GOOD)
+    result = agent.run(REPORT, model=MODEL, user_id="user-1", extra={"mock_response": GOOD})
     assert (result.version, result.arm, result.experiment) == (versions.old, None, None)
 
 
@@ -57,21 +57,21 @@ def test_users_get_their_arm_and_the_result_says_which(versions):
         system = agent.prompt_for(MODEL, user_id=user).system
         assert (NEW_TEXT in system) == (arm == "treatment") and (OLD_TEXT in system) == (arm == "control")
     for user in users[:6]:
-        result = agent.run(REPORT, model=MODEL, user_id=user, mock_response=GOOD)
+        result = agent.run(REPORT, model=MODEL, user_id=user, extra={"mock_response": GOOD})
         expected = versions.new if arms[user] == "treatment" else versions.old
         assert (result.arm, result.version, result.experiment) == (arms[user], expected, "exp-1")
         assert result.artifact == expected
-    anonymous = agent.run(REPORT, model=MODEL, mock_response=GOOD)
+    anonymous = agent.run(REPORT, model=MODEL, extra={"mock_response": GOOD})
     assert (anonymous.arm, anonymous.version, anonymous.experiment) == (None, versions.old, None)
 
 
 def test_streaming_and_conversations_keep_the_users_arm(versions):
     versions.rollout(experiment(versions.old, versions.new, share=1.0))
     agent = load("vuln-triage", project=versions.tree)
-    *_, streamed = agent.stream(REPORT, MODEL, user_id="user-1", mock_response=GOOD)
+    streamed = agent.stream(REPORT, MODEL, user_id="user-1", extra={"mock_response": GOOD}).result()
     assert (streamed.arm, streamed.version) == ("treatment", versions.new)
     chat = agent.chat(MODEL, user_id="user-1")
-    turn = chat.send(REPORT, mock_response=GOOD)
+    turn = chat.send(REPORT, extra={"mock_response": GOOD})
     assert (turn.arm, turn.version) == ("treatment", versions.new)
     assert NEW_TEXT in chat.messages[0]["content"] and chat.to_dict()["user_id"] == "user-1"
 
@@ -98,7 +98,7 @@ def test_a_broken_rollout_file_never_breaks_a_call(versions, caplog, case):
     with caplog.at_level(logging.WARNING, logger="rosetta.runtime"):
         for user in ("user-1", "user-2", None):
             assert agent.prompt_for(MODEL, user_id=user) is agent.prompt_for(MODEL)
-        result = agent.run(REPORT, model=MODEL, user_id="user-1", mock_response=GOOD)
+        result = agent.run(REPORT, model=MODEL, user_id="user-1", extra={"mock_response": GOOD})
     assert result.valid and (result.version, result.arm, result.experiment) == (expected, None, None)
     warnings = rollout_warnings(caplog)
     assert len(warnings) == 1 and said in warnings[0], warnings

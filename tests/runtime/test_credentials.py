@@ -101,8 +101,7 @@ def _run(agent: Any, how: str, chain: list[str], **options: Any) -> Any:
     if how == "arun":
         return asyncio.run(agent.arun(REPORT, first, fallbacks=rest, policy=SLOW, **options))
     if how == "stream":
-        *_, result = agent.stream(REPORT, first, fallbacks=rest, policy=SLOW, **options)
-        return result
+        return agent.stream(REPORT, first, fallbacks=rest, policy=SLOW, **options).result()
     return agent.run(REPORT, first, fallbacks=rest, policy=SLOW, **options)
 
 
@@ -171,7 +170,7 @@ def test_a_key_passed_with_the_run_or_declared_with_the_model_counts_as_present(
                                          'context_window = 128000\nmax_output_tokens = 4096\n', encoding="utf-8")
     own = load("vuln-triage", project=tree).run(REPORT, "openai/own-server", fallbacks=[], policy=SLOW)
     assert own.model == "openai/own-server" and len(unreached.requests) == 2
-    mocked = agent.run(REPORT, GPT, fallbacks=[], policy=SLOW, mock_response=GOOD)
+    mocked = agent.run(REPORT, GPT, fallbacks=[], policy=SLOW, extra={"mock_response": GOOD})
     assert mocked.valid and len(unreached.requests) == 2
 
 
@@ -190,7 +189,7 @@ def test_a_declared_models_unset_key_moves_on_like_a_vendors(agent, tmp_path, se
     assert "$MY_KEY is not set" in str(caught.value) and 'tool.rosetta.models."openai/own-server"' in str(caught.value)
     assert not unreached.requests
     answered = load("vuln-triage", project=tree).run(REPORT, "openai/own-server", fallbacks=[CLAUDE], policy=SLOW,
-                                                     mock_response=GOOD)
+                                                     extra={"mock_response": GOOD})
     assert answered.model == CLAUDE and not unreached.requests
 
 

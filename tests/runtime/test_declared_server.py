@@ -192,7 +192,8 @@ def test_rosetta_run_answers_valid_json_on_the_first_attempt(project, cli, agent
 
 def test_stream_yields_the_answer_as_it_arrives(project):
     agent = _agent(project, "question-type")
-    *chunks, result = agent.stream({"question": "Who painted the Mona Lisa?"}, "my-gemma", fallbacks=[])
+    stream = agent.stream({"question": "Who painted the Mona Lisa?"}, "my-gemma", fallbacks=[])
+    chunks, result = list(stream), stream.result()
     assert result.valid and result.model == MODEL and [a.outcome for a in result.attempts] == ["ok"]
     assert len(chunks) > 1 and "".join(chunks) == result.raw
     assert result.artifact == read_header(Path(agent.explain("my-gemma").artifact).read_text()).content_sha256

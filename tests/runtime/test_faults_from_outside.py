@@ -187,7 +187,7 @@ def test_abandoned_streams_of_the_embedded_model_stop_generating_at_once(tmp_pat
     agent = load("storyteller", project=project)
     for number in range(3):
         for _text in agent.stream({"request": f"A dragon called {number} and its long journey"}, local_model,
-                                  fallbacks=[], max_tokens=1500):
+                                  fallbacks=[], overrides={"max_tokens": 1500}):
             break
         generating = [t for t in threading.enumerate() if t.name == "rosetta-local-stream"]
         for thread in generating:
@@ -215,7 +215,7 @@ def test_a_response_without_choices_is_retried_then_the_next_model_answers(agent
 
 def test_a_stream_without_choices_falls_back_too(agent, monkeypatch):
     with two_providers(monkeypatch, [("empty",)], [("ok", GOOD)]):
-        *_, result = agent.stream(REPORT, PRIMARY, fallbacks=[FALLBACK], policy=FAST)
+        result = agent.stream(REPORT, PRIMARY, fallbacks=[FALLBACK], policy=FAST).result()
     assert result.valid and result.model == FALLBACK and result.attempts[-1].outcome == "ok"
     assert all(a.outcome != "ok" for a in result.attempts[:-1])
 

@@ -90,7 +90,8 @@ def test_concurrent_arun_answers_like_sequential_run(agents, local_model):
 
 def test_stream_yields_the_answer_text_then_the_result(agents, local_model):
     agent = agents["vuln-triage"]
-    *chunks, result = list(agent.stream({"report": REPORTS[2]}, model=local_model))
+    stream = agent.stream({"report": REPORTS[2]}, model=local_model)
+    chunks, result = list(stream), stream.result()
     assert len(chunks) > 1 and all(isinstance(c, str) for c in chunks)
     assert "".join(chunks) == result.raw and result.valid
     assert result.raw == agent.run({"report": REPORTS[2]}, model=local_model).raw

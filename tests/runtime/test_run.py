@@ -193,9 +193,8 @@ def test_context_overflow_moves_to_a_model_whose_window_fits(agent):
 
 def test_stream_yields_text_then_the_result(agent):
     with FaultServer([("ok", GOOD)]) as server:
-        parts = list(agent.stream(REPORT, model="openai/gpt-4o", policy=FAST, api_base=server.url,
-                                  api_key="sk-test"))
-    *chunks, result = parts
+        stream = agent.stream(REPORT, model="openai/gpt-4o", policy=FAST, api_base=server.url, api_key="sk-test")
+        chunks, result = list(stream), stream.result()
     assert len(chunks) > 3 and "".join(chunks) == GOOD
     assert result.valid and result.output.severity == "high" and server.requests[0]["body"]["stream"] is True
 
@@ -203,7 +202,7 @@ def test_stream_yields_text_then_the_result(agent):
 def test_stream_falls_back_to_run_when_the_streamed_attempt_fails(agent):
     bad = json.dumps({"severity": "severe", "rationale": "x"})
     with FaultServer([("ok", bad), ("ok", GOOD)]) as server:
-        *chunks, result = list(agent.stream(REPORT, model="openai/gpt-4o", policy=FAST, api_base=server.url,
-                                            api_key="sk-test"))
+        stream = agent.stream(REPORT, model="openai/gpt-4o", policy=FAST, api_base=server.url, api_key="sk-test")
+        chunks, result = list(stream), stream.result()
     assert "".join(chunks) == bad and result.valid
     assert [a.outcome for a in result.attempts] == ["invalid", "ok"]

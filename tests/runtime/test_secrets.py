@@ -4,6 +4,7 @@ and no file the runtime writes, unless the caller asks for raw transcripts."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -109,11 +110,17 @@ def test_stream_holds_back_only_what_could_become_a_secret():
     assert stream.flush() == ""
 
 
-def test_streamed_answers_never_carry_a_secret(triage, logs):
+@pytest.mark.parametrize("reader", ["for", "async for"])
+def test_streamed_answers_never_carry_a_secret(triage, logs, reader):
     leaky = answer(f"The repository exposes {EVERY}.")
+
+    async def read_async(stream):
+        return [chunk async for chunk in stream], await stream.aresult()
+
     with FaultServer([("ok", leaky)]) as server:
-        *chunks, result = triage.stream(REPORT, "openai/gpt-4o", policy=FAST, api_base=server.url,
-                                        api_key="sk-test-not-a-real-key")
+        stream = triage.stream(REPORT, "openai/gpt-4o", policy=FAST, api_base=server.url,
+                               api_key="sk-test-not-a-real-key")
+        chunks, result = (list(stream), stream.result()) if reader == "for" else asyncio.run(read_async(stream))
     assert len(chunks) > 10 and server.requests[0]["body"]["stream"] is True
     assert "".join(chunks) == result.raw == redact(leaky)  # too long to validate: the run retried, unstreamed
     assert not any(leaks(chunk) for chunk in chunks) and not leaks(result.raw) and not leaks(logged(logs))

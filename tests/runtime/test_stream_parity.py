@@ -35,8 +35,8 @@ def test_stream_sends_the_request_run_sends(tree, adapter):
     ran, streamed = [], []
     agent.run(REPORT, MODELS[adapter], fallbacks=[], policy=policy, validation_retries=0, complete=recorder(ran),
               api_key="sk-test-not-a-real-key")
-    *_, result = agent.stream(REPORT, MODELS[adapter], fallbacks=[], policy=policy, validation_retries=0,
-                              complete=recorder(streamed), api_key="sk-test-not-a-real-key")
+    result = agent.stream(REPORT, MODELS[adapter], fallbacks=[], policy=policy, validation_retries=0,
+                          complete=recorder(streamed), api_key="sk-test-not-a-real-key").result()
     assert streamed[0].pop("stream") is True and "stream" not in ran[0]
     assert streamed[0] == ran[0] and ran[0]["timeout"] == 7.5
     assert result.attempts[0].model == agent.prompt_for(MODELS[adapter]).model
@@ -58,9 +58,9 @@ def test_a_finished_stream_leaves_no_http_response_open(tree, model):
     gc.disable()
     try:
         with VendorRecorder(ANSWER) as server:
-            *chunks, result = agent.stream(REPORT, model, fallbacks=[], policy=RetryPolicy(attempts=1, timeout=5),
-                                           validation_retries=0, api_base=getattr(server, base),
-                                           api_key="sk-test-not-a-real-key")
+            stream = agent.stream(REPORT, model, fallbacks=[], policy=RetryPolicy(attempts=1, timeout=5),
+                                  validation_retries=0, api_base=getattr(server, base), api_key="sk-test-not-a-real-key")
+            chunks, result = list(stream), stream.result()
             assert result.valid and "".join(chunks) == ANSWER
             assert server.requests[0].body.get("stream") is True or "streamGenerateContent" in server.requests[0].path
             left_open = [o for o in gc.get_objects() if isinstance(o, httpx.Response) and not o.is_closed]

@@ -91,7 +91,7 @@ def test_without_opentelemetry_nothing_is_imported(agent, tree):
     code = BLOCK_OTEL + (
         "from rosetta.runtime.agent import load\n"
         f"agent = load('vuln-triage', project={str(tree)!r})\n"
-        f"result = agent.run({REPORT!r}, 'openai/gpt-4o', mock_response={GOOD!r})\n"
+        f"result = agent.run({REPORT!r}, 'openai/gpt-4o', extra={{'mock_response': {GOOD!r}}})\n"
         "assert result.valid\n"
         "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tree)

@@ -6,6 +6,8 @@ model apart, and the exit code says the verification is incomplete."""
 
 from __future__ import annotations
 
+from rosetta import RunOptions
+
 import json
 import os
 import re
@@ -43,7 +45,7 @@ def test_a_model_without_credentials_is_not_run_and_not_failed(tmp_path: Path, s
     waits: list[int] = []
     monkeypatch.setattr(RetryPolicy, "delay", lambda self, retry, after: waits.append(retry) or 0.0)
     root = make_project(tmp_path, rows=ALPHA_NOTES[:2])
-    report = run_verify(root, KEYLESS, "scripted/toy", run_options={"policy": SLOW})
+    report = run_verify(root, KEYLESS, "scripted/toy", run_options=RunOptions(policy=SLOW))
     assert not server.requests and not waits  # nothing sent, no retry planned
     keyless, toy = report.agents[0].models
     assert keyless.not_run == ("no credentials for openai: $OPENAI_API_KEY is not set (export it, or see "
@@ -80,7 +82,7 @@ def test_with_its_key_set_the_same_model_is_verified(tmp_path: Path, server: Fau
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     root = make_project(tmp_path, rows=ALPHA_NOTES[:1])
-    report = run_verify(root, KEYLESS, limit=1, run_options={"policy": SLOW})
+    report = run_verify(root, KEYLESS, limit=1, run_options=RunOptions(policy=SLOW))
     model = report.agents[0].models[0]
     assert model.not_run is None and server.requests and not report.not_run
     assert model.criterion("PV-011").status == "pass"

@@ -5,6 +5,8 @@ fail; the exit code is the CI gate."""
 
 from __future__ import annotations
 
+from rosetta import RunOptions
+
 import json
 import shutil
 from pathlib import Path
@@ -173,11 +175,11 @@ def test_tool_calls_are_checked_against_their_parameter_schemas(tmp_path: Path, 
     root = make_project(tmp_path, tools=True, rows=ALPHA_NOTES[:2])
     answer = json.dumps({"label": "alpha"})
     server.script = [("tool", "lookup", json.dumps({"query": "apples"})), ("ok", answer)]
-    report = run_verify(root, "openai/gpt-4o", limit=2, run_options={"policy": FAST})
+    report = run_verify(root, "openai/gpt-4o", limit=2, run_options=RunOptions(policy=FAST))
     assert statuses(report)["PV-012"] == "pass"
     server.script = [("tool", "lookup", json.dumps({"query": 7})), ("tool", "delete_everything", "{}"),
                      ("ok", answer)]
-    report = run_verify(root, "openai/gpt-4o", limit=2, run_options={"policy": FAST})
+    report = run_verify(root, "openai/gpt-4o", limit=2, run_options=RunOptions(policy=FAST))
     detail = report.agents[0].models[0].criterion("PV-012").detail
     assert statuses(report)["PV-012"] == "fail"
     assert "7 is not of type 'string'" in detail and "'delete_everything', which the agent does not declare" in detail
@@ -186,7 +188,7 @@ def test_tool_calls_are_checked_against_their_parameter_schemas(tmp_path: Path, 
 def test_a_failing_provider_fails_the_run_and_the_exit_code(tmp_path: Path, server: FaultServer, cli) -> None:
     root = make_project(tmp_path, legacy=True, rows=ALPHA_NOTES[:2])
     server.script = [("status", 500)]
-    report = run_verify(root, "openai/gpt-4o", run_options={"policy": FAST})
+    report = run_verify(root, "openai/gpt-4o", run_options=RunOptions(policy=FAST))
     model = report.agents[0].models[0]
     assert statuses(report)["PV-011"] == "fail" and statuses(report)["PV-017"] == "fail"
     assert "500" in model.criterion("PV-011").detail and model.compliance == 0.0

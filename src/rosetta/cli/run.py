@@ -41,12 +41,11 @@ def run(
     """
     loaded = load_agent(ctx, agent)
     values = parse_inputs(inputs or [])
-    if model == "manual":
-        manual, model = True, (fallbacks or [None])[0]
-    if manual:
+    if manual or model == "manual":
         err.print(f"prompt written to {escape(str(prompt_file))}; paste it into any chat, then give the answer"
                   + (f" in {escape(str(answer_file))}" if answer_file else " on standard input (end with Ctrl-D)"))
-        result = loaded.run_manual(values, prompt_file=prompt_file, answer_file=answer_file, model=model)
+        result = loaded.run_manual(values, prompt_file=prompt_file, answer_file=answer_file,
+                                   model=None if model == "manual" else model, fallbacks=fallbacks)
     else:
         with err.status(f"running {loaded.name}…"):
             result = loaded.run(values, model, fallbacks=fallbacks, record_dir=record_dir)

@@ -167,7 +167,7 @@ class Evaluator:
         from rosetta.runtime.invoke import ModelCallError
 
         try:
-            result = self.agent.run_prompt(prompt, example.inputs, complete=self.complete, **options)
+            result = self.agent.run_prompt(prompt, example.inputs, complete=self.complete, extra=options)
         except ModelCallError as error:
             calls = sum(1 for a in error.attempts if a.outcome in ("ok", "invalid"))
             if error.kind in ("transient", "unavailable", "exhausted", "credentials") or not error.attempts:

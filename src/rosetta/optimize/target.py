@@ -530,7 +530,7 @@ def score_example(agent: Any, prompt: Any, metric: Metric, example: Any, draw: i
 
     try:
         result = agent.run_prompt(prompt, example.inputs, complete=complete, label=label,
-                                  **sampling_seed(prompt, example.id + (f"#{draw}" if draw else "")))
+                                  extra=sampling_seed(prompt, example.id + (f"#{draw}" if draw else "")))
         data, valid, error = result.data, result.valid, None
         calls = sum(1 for a in result.attempts if a.outcome in ("ok", "invalid"))
     except ModelCallError as failure:

@@ -277,15 +277,20 @@ class RenderedPrompt:
         """
         if messages is None:
             messages = self.messages(inputs if inputs is not None else {})
-        kwargs: dict[str, Any] = {"model": self.model, "messages": messages, **self.generation}
+        return {"model": self.model, "messages": messages, **self.request_parameters()}
+
+    def request_parameters(self) -> dict[str, Any]:
+        """Every request parameter this prompt decides besides model and messages: generation
+        parameters, tools, structured output and the adapter's other request parameters."""
+        params: dict[str, Any] = dict(self.generation)
         tools = [_openai_tool(spec) for spec in self.tool_specs]
         extra = dict(self.request_params)
         if "tools" in extra:
             tools += extra.pop("tools")
         if tools:
-            kwargs["tools"] = tools
-        kwargs.update(extra)
-        return kwargs
+            params["tools"] = tools
+        params.update(extra)
+        return params
 
     # -- reading -----------------------------------------------------------------------------
 

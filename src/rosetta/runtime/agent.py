@@ -15,16 +15,23 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Location, Problem, UsageError
 from rosetta.project import ProjectDirs, project_dirs
 from rosetta.render.prompt import RenderedPrompt
+from rosetta.runtime.options import RunOptions
 from rosetta.runtime.runner import Runner
 from rosetta.runtime.selector import Selection, Selector
+from rosetta.runtime.stream import Stream
 from rosetta.runtime.traffic import traffic_for
+
+if TYPE_CHECKING:
+    from rosetta.runtime.conversation import Conversation
+    from rosetta.runtime.invoke import Result
 
 log = logging.getLogger("rosetta.runtime")
 
@@ -85,107 +92,133 @@ class Agent:
         """Choose (without caching) and say why; raises in strict mode when it would fall back."""
         return self.selector.route(model, self.strict if strict is None else strict).pick(user_id)
 
-    def run(self, inputs: Mapping[str, Any], model: str | None = None, *, fallbacks: list[str] | None = None,
-            record_dir: str | os.PathLike[str] | None = None, complete: Any = None, user_id: object | None = None,
-            raw_transcripts: bool = False, **options: Any) -> Any:
+    def run(self, inputs: Mapping[str, Any], model: str | None = None, options: RunOptions | None = None, *,
+            complete: Any = None, **keywords: Any) -> Result:
         """Answer ``inputs``: the first model of the chain that succeeds, each with its own prompt.
 
         Transient errors retry with backoff, then move to the next model (``fallbacks`` or the
         remaining model preferences), re-selecting that model's own compiled prompt; hard errors
         (authentication, bad request, content policy) stop at once; providers cooling down after
-        repeated failures are skipped. Options: ``policy`` (RetryPolicy), ``validation_retries``,
-        ``retry_temperature``, ``on_secret`` ("redact" | "fail"), ``limiter``, ``health``; any other
-        keyword goes to litellm. ``model="manual"`` is :meth:`run_manual`; ``record_dir`` writes
-        the prompt, the answer and the conversation JSON there, credentials redacted (inputs
-        included) unless ``raw_transcripts=True``. Returns a ``Result``.
-
-        ``review=RUBRIC`` (criteria as lines, a list, or a :class:`~rosetta.runtime.review.Rubric`)
-        has the project's rubric-reviewer grade the answer (on ``review_model``, default the model
-        that answered) into ``Result.review``; with ``retry_once=True`` a failed review regenerates
-        once on the same model, with the reviewer's issues and suggested fixes injected, and the
-        second answer is reviewed again (``Result.retried``).
-
-        ``user_id`` puts the caller in an experiment's arm (see :meth:`prompt_for`); the Result says
-        which (``arm``, ``experiment``) and which version answered (``version``).
+        repeated failures are skipped. ``options`` (a :class:`~rosetta.runtime.options.RunOptions`,
+        or its fields as keywords, which replace its own) says how: retries, corrections, review,
+        recording, experiment arm, endpoint, provider parameters (``extra``) and explicit
+        ``overrides`` of compiled ones; any other keyword is a UsageError, raised before anything
+        is sent. ``model="manual"`` is :meth:`run_manual` (its keywords included). ``complete`` replaces
+        ``litellm.completion``. Returns a :class:`~rosetta.runtime.invoke.Result`.
         """
-        review, retry_once = options.pop("review", None), bool(options.pop("retry_once", False))
-        review_model = options.pop("review_model", None)
-        if retry_once and review is None:
-            raise UsageError(Problem("retry_once needs a rubric to review against", field="review",
-                                     hint="pass review=[...criteria...] as well"))
-        if model == "manual":
-            return self.run_manual(inputs, model=fallbacks[0] if fallbacks else None, user_id=user_id, **options)
-        if record_dir is not None:
-            result = self.chat(model, fallbacks=fallbacks, record_dir=record_dir, user_id=user_id,
-                               raw_transcripts=raw_transcripts).send(inputs, complete=complete, **options)
-        else:
-            chain = self.runner.chain(inputs, model, fallbacks)
-            result = self.runner.run(inputs, chain, complete=complete, user_id=user_id, **options)
-        if review is None:
-            return result
-        from rosetta.runtime.review import review_and_retry
+        if model == "manual":  # run_manual's own keywords (prompt_file, answer, answer_file) pass on
+            return self.run_manual(inputs, options, complete=complete, **keywords)
+        opts = RunOptions.of(options, keywords)
+        if opts.record_dir is not None:
+            return self.chat(model, opts).send(inputs, complete=complete)
+        result = self.runner.run(inputs, self.runner.chain(inputs, model, opts.fallbacks), opts, complete=complete)
+        return self.reviewed(result, inputs, opts, complete=complete)
 
-        return review_and_retry(self, result, inputs, review, reviewer=judge_reviewer(
-            self.dirs.root, review_model or result.model, complete=complete), retry_once=retry_once,
-            complete=complete, user_id=user_id, **options)
-
-    async def arun(self, inputs: Mapping[str, Any], model: str | None = None, *, fallbacks: list[str] | None = None,
-                   record_dir: str | os.PathLike[str] | None = None, acomplete: Any = None,
-                   user_id: object | None = None, raw_transcripts: bool = False, **options: Any) -> Any:
-        """:meth:`run` for asyncio (litellm's ``acompletion``; same retries, fallbacks and Result)."""
+    async def arun(self, inputs: Mapping[str, Any], model: str | None = None, options: RunOptions | None = None, *,
+                   acomplete: Any = None, **keywords: Any) -> Result:
+        """:meth:`run` for asyncio (litellm's ``acompletion``; the same options, retries, fallbacks,
+        review and Result). ``acomplete`` replaces ``litellm.acompletion``."""
+        opts = RunOptions.of(options, keywords)
         if model == "manual":
             raise UsageError(Problem("manual mode waits for a person: use run(..., model='manual'), not arun",
                                      field="model"))
-        if record_dir is not None:
-            return await self.chat(model, fallbacks=fallbacks, record_dir=record_dir, user_id=user_id,
-                                   raw_transcripts=raw_transcripts).asend(inputs, acomplete=acomplete, **options)
-        chain = self.runner.chain(inputs, model, fallbacks)
-        return await self.runner.arun(inputs, chain, acomplete=acomplete, user_id=user_id, **options)
+        if opts.record_dir is not None:
+            return await self.chat(model, opts).asend(inputs, acomplete=acomplete)
+        chain = self.runner.chain(inputs, model, opts.fallbacks)
+        result = await self.runner.arun(inputs, chain, opts, acomplete=acomplete)
+        return await self.areviewed(result, inputs, opts, acomplete=acomplete)
 
-    def stream(self, inputs: Mapping[str, Any], model: str | None = None, *, complete: Any = None,
-               user_id: object | None = None, **options: Any) -> Iterator[Any]:
-        """Yield the answer's text as it arrives, then the final ``Result``.
+    def stream(self, inputs: Mapping[str, Any], model: str | None = None, options: RunOptions | None = None, *,
+               complete: Any = None, acomplete: Any = None, **keywords: Any) -> Stream:
+        """A :class:`~rosetta.runtime.stream.Stream`: iterate it (``for`` or ``async for``) for the
+        answer's text as it arrives; ``.result()`` (``await .aresult()``) returns the Result.
 
-        The first call streams, with exactly the request :meth:`run` would send. If it fails or its
-        answer does not validate, the rest happens as in :meth:`run` (retries, corrections,
-        fallbacks), with the streamed attempt recorded first; text already yielded then belonged
-        to the discarded attempt.
+        The first call streams, with exactly the request :meth:`run` would send, and the same
+        options. If it fails or its answer does not validate, the rest happens as in :meth:`run`
+        (retries, corrections, fallbacks, review), with the streamed attempt recorded first; text
+        already read then belonged to the discarded attempt. Nothing runs before the first read.
         """
-        chain = self.runner.chain(inputs, model, options.pop("fallbacks", None))
-        return self.runner.stream(inputs, chain, complete=complete, user_id=user_id, **options)
+        opts = RunOptions.of(options, keywords)
+        if model == "manual":
+            raise UsageError(Problem("manual mode waits for a person: use run(..., model='manual'), not stream",
+                                     field="model"))
+        if opts.record_dir is not None:
+            return self.chat(model, opts).stream(inputs, complete=complete, acomplete=acomplete)
+        chain = self.runner.chain(inputs, model, opts.fallbacks)
+        return Stream(lambda: self.runner.text(inputs, chain, opts, complete=complete),
+                      lambda: self.runner.atext(inputs, chain, opts, acomplete=acomplete),
+                      lambda result: self.reviewed(result, inputs, opts, complete=complete),
+                      lambda result: self.areviewed(result, inputs, opts, acomplete=acomplete))
 
-    def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], *, complete: Any = None,
-                   label: str = "candidate", **options: Any) -> Any:
+    def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], options: RunOptions | None = None, *,
+                   complete: Any = None, label: str = "candidate", **keywords: Any) -> Result:
         """Answer ``inputs`` with an explicit ``prompt`` on its own model, and no fallback chain."""
-        return self.runner.run_prompt(prompt, inputs, complete=complete, label=label, **options)
+        return self.runner.run_prompt(prompt, inputs, RunOptions.of(options, keywords), complete=complete, label=label)
 
-    def run_manual(self, inputs: Mapping[str, Any], *, prompt_file: str | os.PathLike[str] | None = None,
-                   answer: str | None = None, answer_file: str | os.PathLike[str] | None = None,
-                   model: str | None = None, user_id: object | None = None) -> Any:
+    def run_manual(self, inputs: Mapping[str, Any], options: RunOptions | None = None, *,
+                   prompt_file: str | os.PathLike[str] | None = None, answer: str | None = None,
+                   answer_file: str | os.PathLike[str] | None = None, model: str | None = None,
+                   complete: Any = None, **keywords: Any) -> Result:
         """Manual (copy/paste) mode: write the readable prompt to ``prompt_file`` (default
         ``<agent>-prompt.md`` here), then read the answer from ``answer``, ``answer_file`` or standard
-        input, and validate it like any other. ``model`` picks whose prompt is written."""
-        chain = self.runner.chain(inputs, model, None)
-        return self.runner.run_manual(inputs, chain, prompt_file=prompt_file, answer=answer, answer_file=answer_file,
-                                      user_id=user_id)
+        input, and validate it like any other. ``model`` (default: the first of the chain) picks
+        whose prompt is written. The options are those of :meth:`run`; those about calling a model
+        (retries, endpoint, parameters) have nothing to do here, and a review (``review_model``,
+        or the first model of the chain) grades the pasted answer."""
+        opts = RunOptions.of(options, keywords)
+        if opts.retry_once:
+            raise UsageError(Problem("retry_once regenerates the answer on its model; a pasted answer has none",
+                                     field="retry_once", hint="review a manual answer without retry_once"))
+        chain = self.runner.chain(inputs, model, opts.fallbacks)
+        result = self.runner.run_manual(inputs, chain, opts, prompt_file=prompt_file, answer=answer,
+                                        answer_file=answer_file)
+        return self.reviewed(result, inputs, replace(opts, review_model=opts.review_model or chain[0]),
+                             complete=complete)
 
-    def chat(self, model: str | None = None, *, fallbacks: list[str] | None = None,
-             record_dir: str | os.PathLike[str] | None = None,
-             resume: str | os.PathLike[str] | Mapping[str, Any] | None = None, user_id: object | None = None,
-             raw_transcripts: bool = False) -> Any:
+    def chat(self, model: str | None = None, options: RunOptions | None = None, *,
+             resume: str | os.PathLike[str] | Mapping[str, Any] | None = None, **keywords: Any) -> Conversation:
         """A multi-turn :class:`~rosetta.runtime.conversation.Conversation` with this agent.
 
         Its first turn may fall back along the chain; every later turn stays on the model that
-        answered it. ``resume`` continues a conversation saved as JSON (a path or the loaded dict);
+        answered it. ``options`` apply to every turn (a turn's own replace them for that turn);
+        ``resume`` continues a conversation saved as JSON (a path or the loaded dict);
         ``user_id`` keeps every turn on that user's experiment arm. ``record_dir`` records every
         turn there with credentials redacted; ``raw_transcripts=True`` records them as they were.
         """
         from rosetta.runtime.conversation import Conversation
 
+        opts = RunOptions.of(options, keywords)
         if resume is not None:
-            return Conversation.resume(self, resume, record_dir=record_dir, raw_transcripts=raw_transcripts)
-        return Conversation(self, model=model, fallbacks=fallbacks, record_dir=record_dir, user_id=user_id,
-                            raw_transcripts=raw_transcripts)
+            return Conversation.resume(self, resume, opts)
+        return Conversation(self, model, opts)
+
+    def reviewed(self, result: Result, inputs: Mapping[str, Any], options: RunOptions, *,
+                 messages: list[dict[str, Any]] | None = None, complete: Any = None) -> Result:
+        """``result`` graded against ``options.review`` by the project's rubric-reviewer (on
+        ``review_model``, default the model that answered) into ``Result.review``; with
+        ``retry_once`` a failed review regenerates once on the same model, with the reviewer's
+        issues and suggested fixes injected after ``messages`` (default: the rendered turn), and
+        the second answer is reviewed again (``Result.retried``). Without a review, ``result``."""
+        if options.review is None:
+            return result
+        from rosetta.runtime.review import review_and_retry
+
+        reviewer = judge_reviewer(self.dirs.root, options.review_model or result.model, complete=complete)
+        return review_and_retry(self, result, inputs, options, reviewer=reviewer, messages=messages, complete=complete)
+
+    async def areviewed(self, result: Result, inputs: Mapping[str, Any], options: RunOptions, *,
+                        messages: list[dict[str, Any]] | None = None, acomplete: Any = None) -> Result:
+        """:meth:`reviewed` for asyncio: the review runs in a worker thread (the reviewer is an
+        agent run like any other), its calls through ``acomplete`` made on this event loop, which
+        is never blocked."""
+        if options.review is None:
+            return result
+        import asyncio
+
+        loop = asyncio.get_running_loop()  # the judge's calls run on this loop, as the answer's did
+        complete = None if acomplete is None else (
+            lambda **kwargs: asyncio.run_coroutine_threadsafe(acomplete(**kwargs), loop).result())
+        return await asyncio.to_thread(self.reviewed, result, inputs, options, messages=messages, complete=complete)
 
 
 def judge_reviewer(root: Path, model: str, *, complete: Any = None, kind: type | None = None) -> Any:

@@ -27,10 +27,17 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Location, Problem, UsageError
+from rosetta.runtime.options import RunOptions
 from rosetta.runtime.secrets import redact, redact_data
+from rosetta.runtime.stream import Stream
+
+if TYPE_CHECKING:
+    from rosetta.runtime.agent import Agent
+    from rosetta.runtime.invoke import Result
 
 FORMAT = 1
 """Version of the saved JSON; bumped when its shape changes."""
@@ -39,15 +46,14 @@ FORMAT = 1
 class Conversation:
     """Turns with one agent, pinned to the model that answered the first one."""
 
-    def __init__(self, agent: Any, *, model: str | None = None, fallbacks: list[str] | None = None,
-                 record_dir: str | os.PathLike[str] | None = None, user_id: object | None = None,
-                 raw_transcripts: bool = False) -> None:
+    def __init__(self, agent: Agent, model: str | None = None, options: RunOptions | None = None) -> None:
         self.agent = agent
-        self.user_id = user_id  # keeps every turn on this user's experiment arm
+        self.options = options or RunOptions()  # every turn's; a turn's own replace them for that turn
+        self.user_id = self.options.user_id  # keeps every turn on this user's experiment arm
         self.model = model  # requested; after the first turn, the model that answered
-        self.fallbacks = list(fallbacks) if fallbacks is not None else None
-        self.record_dir = Path(record_dir) if record_dir is not None else None
-        self.raw_transcripts = raw_transcripts  # record_dir files as sent and received, credentials included
+        self.fallbacks = list(self.options.fallbacks) if self.options.fallbacks is not None else None
+        self.record_dir = Path(self.options.record_dir) if self.options.record_dir is not None else None
+        self.raw_transcripts = self.options.raw_transcripts  # record_dir files as sent, credentials included
         self.artifact = ""
         self.messages: list[dict[str, Any]] = []  # exactly what the model has seen and said
         self.state: dict[str, Any] = {}  # the provider's latest state (response id, thinking, signatures)
@@ -63,21 +69,60 @@ class Conversation:
 
     # -- turns -------------------------------------------------------------------------------
 
-    def send(self, message: Mapping[str, Any] | str, *, complete: Any = None, **options: Any) -> Any:
-        """Take one turn: ``message`` is the agent's inputs, or (after the first turn) free text too."""
+    def send(self, message: Mapping[str, Any] | str, options: RunOptions | None = None, *, complete: Any = None,
+             **keywords: Any) -> Result:
+        """Take one turn: ``message`` is the agent's inputs, or (after the first turn) free text too.
+        ``options`` / keywords replace the conversation's own for this turn (see
+        :class:`~rosetta.runtime.options.RunOptions`)."""
+        opts = self._options(options, keywords)
         inputs, chain, messages = self._prepare(message)
         self._record_prompt(chain[0], inputs, messages)
-        result = self.agent.runner.run(inputs, chain, complete=complete, messages=messages, user_id=self.user_id,
-                                       **options)
+        result = self.agent.runner.run(inputs, chain, opts, complete=complete, messages=messages)
+        result = self.agent.reviewed(result, inputs, opts, messages=messages, complete=complete)
         return self._commit(message, inputs, messages, result)
 
-    async def asend(self, message: Mapping[str, Any] | str, *, acomplete: Any = None, **options: Any) -> Any:
+    async def asend(self, message: Mapping[str, Any] | str, options: RunOptions | None = None, *,
+                    acomplete: Any = None, **keywords: Any) -> Result:
         """:meth:`send` for asyncio."""
+        opts = self._options(options, keywords)
         inputs, chain, messages = self._prepare(message)
         self._record_prompt(chain[0], inputs, messages)
-        result = await self.agent.runner.arun(inputs, chain, acomplete=acomplete, messages=messages,
-                                              user_id=self.user_id, **options)
+        result = await self.agent.runner.arun(inputs, chain, opts, acomplete=acomplete, messages=messages)
+        result = await self.agent.areviewed(result, inputs, opts, messages=messages, acomplete=acomplete)
         return self._commit(message, inputs, messages, result)
+
+    def stream(self, message: Mapping[str, Any] | str, options: RunOptions | None = None, *, complete: Any = None,
+               acomplete: Any = None, **keywords: Any) -> Stream:
+        """:meth:`send`, streamed: a :class:`~rosetta.runtime.stream.Stream` whose Result is this turn's
+        (recorded and added to the conversation once the stream has ended)."""
+        opts = self._options(options, keywords)
+        inputs, chain, messages = self._prepare(message)
+        runner = self.agent.runner
+
+        def start() -> Any:
+            self._record_prompt(chain[0], inputs, messages)
+            return runner.text(inputs, chain, opts, complete=complete, messages=messages)
+
+        def astart() -> Any:
+            self._record_prompt(chain[0], inputs, messages)
+            return runner.atext(inputs, chain, opts, acomplete=acomplete, messages=messages)
+
+        def finish(result: Result) -> Result:
+            reviewed = self.agent.reviewed(result, inputs, opts, messages=messages, complete=complete)
+            return self._commit(message, inputs, messages, reviewed)
+
+        async def afinish(result: Result) -> Result:
+            reviewed = await self.agent.areviewed(result, inputs, opts, messages=messages, acomplete=acomplete)
+            return self._commit(message, inputs, messages, reviewed)
+
+        return Stream(start, astart, finish, afinish)
+
+    def _options(self, options: RunOptions | None, keywords: Mapping[str, Any]) -> RunOptions:
+        """A turn's options: the conversation's, replaced by the turn's own; the turn's model chain,
+        arm and recording stay the conversation's."""
+        opts = RunOptions.of(options or self.options, keywords)
+        return replace(opts, fallbacks=self.options.fallbacks, user_id=self.options.user_id,
+                       record_dir=self.options.record_dir, raw_transcripts=self.options.raw_transcripts)
 
     def _prepare(self, message: Mapping[str, Any] | str) -> tuple[dict, list[str], list | None]:
         agent = self.agent
@@ -155,9 +200,10 @@ class Conversation:
         return Path(path)
 
     @classmethod
-    def resume(cls, agent: Any, saved: str | os.PathLike[str] | Mapping[str, Any],
-               record_dir: str | os.PathLike[str] | None = None, raw_transcripts: bool = False) -> Conversation:
-        """A conversation continued from :meth:`save`'s file or :meth:`to_dict`'s data."""
+    def resume(cls, agent: Agent, saved: str | os.PathLike[str] | Mapping[str, Any],
+               options: RunOptions | None = None) -> Conversation:
+        """A conversation continued from :meth:`save`'s file or :meth:`to_dict`'s data; its saved
+        fallbacks and experiment arm replace those of ``options``."""
         where = None if isinstance(saved, Mapping) else str(saved)
         data = saved if isinstance(saved, Mapping) else _read_json(Path(saved))
         if not isinstance(data, Mapping) or data.get("rosetta_conversation") != FORMAT:
@@ -167,8 +213,8 @@ class Conversation:
             raise UsageError(Problem(f"this conversation is with {data.get('agent')!r}, not {agent.name!r}",
                                      Location(where), field="agent", hint=f"rosetta.load({data.get('agent')!r})"))
         try:
-            conversation = cls(agent, model=data["model"], fallbacks=data.get("fallbacks"), record_dir=record_dir,
-                               user_id=data.get("user_id"), raw_transcripts=raw_transcripts)
+            conversation = cls(agent, data["model"], replace(options or RunOptions(), fallbacks=data.get("fallbacks"),
+                                                             user_id=data.get("user_id")))
             conversation.artifact = str(data.get("artifact") or "")
             conversation.messages = [dict(m) for m in data["messages"]]
             conversation.state = dict(data.get("state") or {})

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Generator
+from collections.abc import AsyncGenerator, Callable, Generator
 from typing import Any
 
 from rosetta.runtime.invoke import Call, Wait, classify, response_cost
 from rosetta.runtime.limits import GateTimeout
+from rosetta.runtime.stream import Finished
 from rosetta.runtime.tracing import annotate, span, usage_attributes
 
 log = logging.getLogger("rosetta.runtime")
@@ -35,36 +36,14 @@ async def adrive(steps: Steps, *, acomplete: Callable[..., Any]) -> Any:
     """:func:`drive` for asyncio. A cancelled run closes its plan at once, in its own task, so the
     run's span ends (and its context is detached) where it began, not in whatever context the
     garbage collector later runs in."""
-    import asyncio
-
-    reply: Any = None
+    silent = adrive_streaming(steps, acomplete=acomplete, stream=False)
     try:
-        while True:
-            step = steps.send(reply)
-            if isinstance(step, Wait):
-                await asyncio.sleep(step.seconds)
-                reply = None
-                continue
-            try:  # queueing for a slot costs none of the call's timeout
-                if step.gate is not None:
-                    await step.gate.acquire_async(step.queue_timeout)
-            except GateTimeout as error:  # nothing was sent: the plan decides what comes next
-                reply = error
-                continue
-            try:
-                with span("rosetta.llm_call", **_call_attributes(step)) as current:
-                    try:
-                        reply = await acomplete(**step.kwargs)
-                    except Exception as error:  # litellm raises many classes; classify() sorts them
-                        reply = error
-                    _annotate_call(current, reply)
-            finally:
-                if step.gate is not None:
-                    step.gate.release()
-    except StopIteration as done:
-        return done.value
+        async for item in silent:
+            if isinstance(item, Finished):
+                return item.value
     finally:
-        steps.close()  # a no-op once the plan returned or raised
+        await silent.aclose()
+    raise AssertionError("a plan's driver ends with Finished")
 
 
 def drive_streaming(steps: Steps, *, complete: Callable[..., Any], sleep: Callable[[float], None] = time.sleep,
@@ -108,6 +87,53 @@ def drive_streaming(steps: Steps, *, complete: Callable[..., Any], sleep: Callab
         steps.close()  # a no-op once the plan returned or raised
 
 
+async def adrive_streaming(steps: Steps, *, acomplete: Callable[..., Any],
+                           stream: bool = True) -> AsyncGenerator[str | Finished, None]:
+    """:func:`drive_streaming` for asyncio: yields the first call's text as it arrives, then one
+    :class:`~rosetta.runtime.stream.Finished` holding the plan's value."""
+    import asyncio
+
+    reply: Any = None
+    pending = stream
+    try:
+        while True:
+            try:
+                step = steps.send(reply)
+            except StopIteration as done:
+                yield Finished(done.value)
+                return
+            if isinstance(step, Wait):
+                await asyncio.sleep(step.seconds)
+                reply = None
+                continue
+            try:  # queueing for a slot costs none of the call's timeout
+                if step.gate is not None:
+                    await step.gate.acquire_async(step.queue_timeout)
+            except GateTimeout as error:  # nothing was sent: the plan decides what comes next
+                reply = error
+                continue
+            try:
+                marks = {"rosetta.stream": pending} if stream else {}
+                with span("rosetta.llm_call", **_call_attributes(step), **marks) as current:
+                    if pending:  # the slot stays held until the stream ends
+                        pending = False
+                        collected: list[Any] = []
+                        async for text in _astreamed_reply(acomplete, step, collected):
+                            yield text
+                        reply = collected[0]
+                    else:
+                        try:
+                            reply = await acomplete(**step.kwargs)
+                        except Exception as error:  # litellm raises many classes; classify() sorts them
+                            reply = error
+                    _annotate_call(current, reply)
+            finally:
+                if step.gate is not None:
+                    step.gate.release()
+    finally:
+        steps.close()  # a no-op once the plan returned or raised
+
+
 def _reply(complete: Callable[..., Any], step: Call) -> Any:
     try:
         return complete(**step.kwargs)
@@ -134,6 +160,49 @@ def _streamed_reply(complete: Callable[..., Any], step: Call) -> Generator[str, 
         return error
     finally:  # also when the reader stops early (GeneratorExit): then the rest is not read
         _close_stream(stream, finished=finished)
+
+
+async def _astreamed_reply(acomplete: Callable[..., Any], step: Call,
+                           collected: list[Any]) -> AsyncGenerator[str, None]:
+    """:func:`_streamed_reply` for asyncio: yields the text deltas, and leaves the assembled
+    response (or the error) in ``collected``."""
+    from rosetta.local.litellm_offline import import_litellm
+
+    chunks, stream, finished = [], None, False
+    try:
+        stream = await acomplete(**{**step.kwargs, "stream": True})
+        async for chunk in stream:
+            chunks.append(chunk)
+            text = getattr(chunk.choices[0].delta, "content", None) if chunk.choices else None
+            if text:
+                yield text
+        finished = True
+        collected.append(import_litellm().stream_chunk_builder(chunks, messages=step.kwargs.get("messages")))
+    except Exception as error:  # classified like any call; the plan retries
+        collected.append(error)
+    finally:  # also when the reader stops early: then the rest is not read
+        await _aclose_stream(stream, finished=finished)
+
+
+async def _aclose_stream(stream: Any, *, finished: bool) -> None:
+    """:func:`_close_stream` for an asynchronous stream: the same parts, closed by awaiting their
+    ``aclose()`` or ``close()`` (OpenAI's ``AsyncStream.close`` is a coroutine)."""
+    import inspect
+
+    inner = getattr(stream, "completion_stream", None)
+    lines = getattr(inner, "streaming_response", None)
+    try:
+        if finished and hasattr(lines, "__anext__"):
+            async for _ in lines:
+                pass
+        for part in (lines, inner):
+            close = getattr(part, "aclose", None) or getattr(part, "close", None)
+            if callable(close):
+                closing = close()
+                if inspect.isawaitable(closing):
+                    await closing
+    except Exception as error:  # noqa: BLE001 (best effort: the answer, or the error, is already in hand)
+        log.debug("closing a stream failed: %s", error)
 
 
 def _close_stream(stream: Any, *, finished: bool) -> None:

@@ -127,6 +127,7 @@ class Result:
     arm: str | None = None  # "control" | "treatment" when an experiment routed the call (run(..., user_id=...))
     experiment: str | None = None  # that experiment's id
     logprobs: list[dict[str, Any]] | None = None  # the answer's tokens with their log-probabilities, when asked for
+    overrides: dict[str, Any] = field(default_factory=dict)  # compiled request parameters this call replaced
 
     @property
     def valid(self) -> bool:

@@ -226,7 +226,7 @@ class Reviewer:
         from rosetta.runtime.invoke import ModelCallError
 
         try:
-            result = self.agent().run({"artifact": "\n\n".join(parts), "rubric": rubric.text()}, model=self.model,
+            result = self.agent().run({"artifact": "\n\n".join(parts), "rubric": rubric.text()}, self.model,
                                       fallbacks=[], complete=self.complete)
         except ModelCallError as error:
             if error.kind != "invalid":  # the judge could not be reached: not a verdict
@@ -243,21 +243,21 @@ class Reviewer:
         return read_review(redact_data(data) if valid else None, rubric, valid=valid, model=model, calls=calls)
 
 
-def review_and_retry(agent: Any, result: Any, inputs: Mapping[str, Any], rubric: Any, *, reviewer: Reviewer,
-                     retry_once: bool, complete: Any, user_id: object | None, **options: Any) -> Any:
-    """Generate → review → retry: grade ``result``; on a failed review (and ``retry_once``),
-    regenerate once on the same model with the reviewer's critique in the conversation, and grade
+def review_and_retry(agent: Any, result: Any, inputs: Mapping[str, Any], options: Any, *, reviewer: Reviewer,
+                     messages: list[dict[str, Any]] | None, complete: Any) -> Any:
+    """Generate → review → retry: grade ``result`` against ``options.review``; on a failed review
+    (and ``options.retry_once``), regenerate once on the same model with the reviewer's critique
+    after the conversation that produced it (``messages``, default the rendered turn), and grade
     the new answer."""
-    rubric = Rubric.of(rubric)
+    rubric = Rubric.of(options.review)
     task = f"{agent.name}: {agent.spec.description}" if agent.spec is not None else agent.name
     result.review = reviewer.review(result.data if result.data is not None else result.raw, rubric, context=task)
-    if result.review.passed or not retry_once:
+    if result.review.passed or not options.retry_once:
         return result
-    prompt = agent.prompt_for(result.model, user_id=user_id)
-    messages = [*prompt.messages(inputs), {"role": "assistant", "content": result.raw or ""},
+    sent = messages if messages is not None else agent.prompt_for(result.model, user_id=options.user_id).messages(inputs)
+    messages = [*sent, {"role": "assistant", "content": result.raw or ""},
                 {"role": "user", "content": result.review.feedback()}]
-    retried = agent.runner.run(inputs, [result.model], complete=complete, messages=messages, user_id=user_id,
-                               **options)
+    retried = agent.runner.run(inputs, [result.model], options, complete=complete, messages=messages)
     retried.attempts = result.attempts + retried.attempts
     retried.review = reviewer.review(retried.data if retried.data is not None else retried.raw, rubric, context=task)
     retried.retried = True

@@ -12,27 +12,27 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Problem, UsageError
 from rosetta.providers.catalog import CatalogModel, MissingKey
 from rosetta.render.prompt import RenderedPrompt
+from rosetta.runtime.options import RunOptions
 from rosetta.runtime.selector import Selection
+from rosetta.runtime.stream import Finished
 from rosetta.runtime.traffic import Traffic
+
+if TYPE_CHECKING:
+    from rosetta.runtime.invoke import Attempt, Result
 
 log = logging.getLogger("rosetta.runtime")
 
 INVALID_ANSWER = "invalid_answer"
 """The ``rosetta_event`` of the warning logged per answer that does not validate, so commands that
 score many answers can count these warnings instead of printing each."""
-
-RUN_OPTIONS = frozenset({"fallbacks", "policy", "validation_retries", "retry_temperature", "on_secret", "limiter",
-                         "health"})
-"""Keyword options of a run that are not litellm parameters."""
-
 
 def default_validation_retries(prompt: RenderedPrompt) -> int:
     """Corrections after an answer that does not validate, when the caller sets none: the runtime
@@ -105,41 +105,59 @@ class Runner:
 
     # -- drivers ---------------------------------------------------------------------------
 
-    def run(self, inputs: Mapping[str, Any], chain: list[str], *, complete: Any = None,
-            messages: list[dict[str, Any]] | None = None, user_id: object | None = None, **options: Any) -> Any:
+    def run(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *, complete: Any = None,
+            messages: list[dict[str, Any]] | None = None) -> Result:
         """The first model of ``chain`` that answers (blocking)."""
         from rosetta.runtime.drive import drive
 
-        return drive(self.steps(inputs, chain, options, messages, user_id), complete=complete or litellm().completion)
+        return drive(self.steps(inputs, chain, options, messages), complete=complete or litellm().completion)
 
-    async def arun(self, inputs: Mapping[str, Any], chain: list[str], *, acomplete: Any = None,
-                   messages: list[dict[str, Any]] | None = None, user_id: object | None = None,
-                   **options: Any) -> Any:
+    async def arun(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *,
+                   acomplete: Any = None, messages: list[dict[str, Any]] | None = None) -> Result:
         """:meth:`run` for asyncio."""
         from rosetta.runtime.drive import adrive
 
-        return await adrive(self.steps(inputs, chain, options, messages, user_id),
-                            acomplete=acomplete or litellm().acompletion)
+        return await adrive(self.steps(inputs, chain, options, messages), acomplete=acomplete or litellm().acompletion)
 
-    def stream(self, inputs: Mapping[str, Any], chain: list[str], *, complete: Any = None,
-               user_id: object | None = None, **options: Any) -> Iterator[Any]:
-        """The first call's text as it arrives, then the final Result (see
+    def text(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *, complete: Any = None,
+             messages: list[dict[str, Any]] | None = None) -> Generator[str, None, Result]:
+        """The first call's text as it arrives, then (as the generator's value) the Result (see
         :func:`~rosetta.runtime.drive.drive_streaming`). Under ``no_secrets_in_output`` the text is
-        redacted as it streams, as the Result is (with ``on_secret="fail"`` the Result then raises)."""
+        redacted as it streams, as the Result is (with ``on_secret="fail"`` the Result then raises).
+        A model that cannot stream sends its answer whole."""
         from rosetta.runtime.drive import drive, drive_streaming
+
+        steps, complete = self.steps(inputs, chain, options, messages), complete or litellm().completion
+        if not self.agent.selector.target(chain[0]).capabilities.streaming:
+            return drive(steps, complete=complete)
+        text = drive_streaming(steps, complete=complete)
+        return (yield from (_redacted(text) if self._redacts() else text))
+
+    async def atext(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *,
+                    acomplete: Any = None, messages: list[dict[str, Any]] | None = None,
+                    ) -> AsyncGenerator[str | Finished, None]:
+        """:meth:`text` for asyncio: the text, then one :class:`~rosetta.runtime.stream.Finished`."""
+        from rosetta.runtime.drive import adrive, adrive_streaming
+
+        steps, acomplete = self.steps(inputs, chain, options, messages), acomplete or litellm().acompletion
+        if not self.agent.selector.target(chain[0]).capabilities.streaming:
+            yield Finished(await adrive(steps, acomplete=acomplete))
+            return
+        text = adrive_streaming(steps, acomplete=acomplete)
+        try:
+            async for item in (_aredacted(text) if self._redacts() else text):
+                yield item
+        finally:
+            await text.aclose()
+
+    def _redacts(self) -> bool:
         from rosetta.runtime.guardrails import NO_SECRETS
 
-        steps, complete = self.steps(inputs, chain, options, None, user_id), complete or litellm().completion
-        if self.agent.selector.target(chain[0]).capabilities.streaming:
-            text, spec = drive_streaming(steps, complete=complete), self.agent.spec
-            redacts = spec is not None and NO_SECRETS in spec.guardrails.output_filtering
-            result = yield from (_redacted(text) if redacts else text)
-        else:  # the model cannot stream: its answer comes whole
-            result = drive(steps, complete=complete)
-        yield result
+        spec = self.agent.spec
+        return spec is not None and NO_SECRETS in spec.guardrails.output_filtering
 
-    def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], *, complete: Any = None,
-                   label: str = "candidate", **options: Any) -> Any:
+    def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], options: RunOptions, *,
+                   complete: Any = None, label: str = "candidate") -> Result:
         """Answer ``inputs`` with an explicit ``prompt`` on its own model, and no fallback chain:
         the optimizer scores candidates here, so a prompt scores the same at compile time as when
         the runtime later serves it from its artifact."""
@@ -153,8 +171,9 @@ class Runner:
                        complete=complete or litellm().completion)
         return self.finish(result, selection, spec, [], options)
 
-    def run_manual(self, inputs: Mapping[str, Any], chain: list[str], *, prompt_file: str | os.PathLike[str] | None,
-                   answer: str | None, answer_file: str | os.PathLike[str] | None, user_id: object | None) -> Any:
+    def run_manual(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *,
+                   prompt_file: str | os.PathLike[str] | None, answer: str | None,
+                   answer_file: str | os.PathLike[str] | None) -> Result:
         """Manual (copy/paste) mode: write the readable prompt of ``chain[0]`` to ``prompt_file``,
         read the answer from ``answer``, ``answer_file`` or standard input, and validate it."""
         import sys
@@ -165,7 +184,7 @@ class Runner:
         from rosetta.runtime.invoke import Attempt, Result, typed
 
         spec = self.agent.spec  # the input rules ran when the chain was made
-        selection = self.agent.selector.select(chain[0], None, user_id)
+        selection = self.agent.selector.select(chain[0], None, options.user_id)
         prompt_file = Path(prompt_file or f"{self.agent.name}-prompt.md")
         write_atomic(prompt_file, encodable(selection.prompt.render_for_display(inputs)))
         log.info("%s: manual mode, prompt written to %s", self.agent.name, prompt_file)
@@ -175,11 +194,11 @@ class Runner:
         result = Result(output=output, raw=answer, data=parsed.data, model="manual", artifact=selection.artifact_id,
                         attempts=[Attempt("manual", "ok" if parsed.valid else "invalid", None, 0.0)],
                         issues=parsed.issues)
-        return self.finish(result, selection, spec, [], {})
+        return self.finish(result, selection, spec, [], options)
 
     # -- the chain -------------------------------------------------------------------------
 
-    def chain(self, inputs: Mapping[str, Any], model: str | None, fallbacks: list[str] | None) -> list[str]:
+    def chain(self, inputs: Mapping[str, Any], model: str | None, fallbacks: Sequence[str] | None) -> list[str]:
         """The models to try, in order, after the input rules passed (no model is called otherwise)."""
         self.check_inputs(inputs)
         preferences = fallbacks if fallbacks is not None else self.agent.model_chain()
@@ -199,8 +218,8 @@ class Runner:
                          source=self.agent.definition_path)
         return spec
 
-    def steps(self, inputs: Mapping[str, Any], chain: list[str], options: Mapping[str, Any],
-              messages: list[dict[str, Any]] | None, user_id: object | None) -> Generator[Any, Any, Any]:
+    def steps(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions,
+              messages: list[dict[str, Any]] | None) -> Generator[Any, Any, Result]:
         """The whole run as plan steps: each model of ``chain`` in turn, on its own selected prompt,
         until one answers; returns the finished Result or raises ModelCallError."""
         from rosetta.runtime.invoke import ModelCallError, plan
@@ -211,7 +230,7 @@ class Runner:
         with span("rosetta.run", **{"rosetta.agent": self.agent.name, "gen_ai.request.model": chain[0]}) as current, \
                 redacting_logs():  # litellm's, openai's and httpx's DEBUG records quote inputs and answers
             for name in chain:
-                selection = self.agent.selector.select(name, None, user_id)
+                selection = self.agent.selector.select(name, None, options.user_id)
                 if state.too_small(selection):
                     continue
                 try:
@@ -223,34 +242,33 @@ class Runner:
                 return _traced(current, self.finish(result, selection, spec, state.attempts, options))
             raise state.error(self.agent.name, "exhausted")
 
-    def plan_options(self, selection: Selection, options: Mapping[str, Any],
+    def plan_options(self, selection: Selection, options: RunOptions,
                      messages: list[dict[str, Any]] | None) -> dict[str, Any]:
-        """The keyword arguments of :func:`~rosetta.runtime.invoke.plan` for one model."""
-        from rosetta.runtime.invoke import RetryPolicy
+        """The keyword arguments of :func:`~rosetta.runtime.invoke.plan` for one model: the model's
+        own endpoint and key (the caller's ``api_base`` / ``api_key`` win), ``extra`` where it
+        replaces nothing the compiled prompt set, then ``overrides``."""
+        from rosetta.runtime.invoke import ModelCallError
+        from rosetta.runtime.options import request_params
 
-        retries = options.get("validation_retries")
+        retries = options.validation_retries
         if retries is None:
             retries = default_validation_retries(selection.prompt)
-        # a declared model's own endpoint and key; a caller's api_base or api_key wins
-        from rosetta.runtime.invoke import ModelCallError
-
-        extra = {k: v for k, v in options.items() if k not in RUN_OPTIONS}
+        params = request_params(options, selection.prompt.request_parameters())
         model = self.model(selection.model)
         try:
             connection = model.connection()
         except MissingKey as missing:
-            if "api_key" not in extra:  # nothing was sent: the next model of the chain is tried
+            if options.api_key is None:  # nothing was sent: the next model of the chain is tried
                 raise ModelCallError(missing.problems, [], "credentials", (missing.variable,)) from None
             base = model.endpoint.url(model.id) if model.endpoint is not None else None
             connection = {"api_base": base} if base else {}
-        params = {**connection, **extra}
-        return {"artifact": selection.artifact_id, "policy": options.get("policy") or RetryPolicy(),
-                "validation_retries": retries, "retry_temperature": options.get("retry_temperature", 0.2),
-                "output_model": self.output_model(selection), "params": params, "messages": messages,
-                "limiter": options.get("limiter") or self.traffic.limiter,
-                "health": options.get("health") or self.traffic.health}
+        return {"artifact": selection.artifact_id, "policy": options.retry_policy(), "validation_retries": retries,
+                "retry_temperature": options.retry_temperature, "output_model": self.output_model(selection),
+                "params": {**connection, **options.connection(), **params}, "messages": messages,
+                "limiter": options.limiter or self.traffic.limiter, "health": options.health or self.traffic.health}
 
-    def finish(self, result: Any, selection: Selection, spec: Any, attempts: list, options: Mapping[str, Any]) -> Any:
+    def finish(self, result: Result, selection: Selection, spec: Any, attempts: list[Attempt],
+               options: RunOptions) -> Result:
         """The Result as the caller gets it: earlier attempts first, who answered, output rules
         applied (credentials redacted from every field the model wrote, not only ``raw``), and the
         agent's fallback_behavior for invalid answers."""
@@ -262,8 +280,9 @@ class Runner:
         result.agent, result.version = self.agent.name, selection.version
         result.project = str(self.agent.dirs.root)
         result.arm, result.experiment = selection.arm, selection.experiment
+        result.overrides = dict(options.overrides)
         rules = tuple(spec.guardrails.output_filtering) if spec is not None else ()
-        on_secret = options.get("on_secret", "redact")
+        on_secret = options.on_secret
         raw, result.post_checks = apply_output_rules(rules, result.raw, on_secret=on_secret)
         if NO_SECRETS in rules:
             raw = _redact_beyond_raw(result, raw, on_secret, selection.prompt)
@@ -361,6 +380,23 @@ def _redacted(text: Generator[str, None, Any]) -> Generator[str, None, Any]:
             if rest:
                 yield rest
             return done.value
+        sent = secrets.feed(chunk)
+        if sent:
+            yield sent
+
+
+async def _aredacted(text: AsyncGenerator[str | Finished, None]) -> AsyncGenerator[str | Finished, None]:
+    """:func:`_redacted` for an asynchronous stream: the held-back end is sent before its Finished."""
+    from rosetta.runtime.secrets import SecretStream
+
+    secrets = SecretStream()
+    async for chunk in text:
+        if isinstance(chunk, Finished):
+            rest = secrets.flush()
+            if rest:
+                yield rest
+            yield chunk
+            return
         sent = secrets.feed(chunk)
         if sent:
             yield sent

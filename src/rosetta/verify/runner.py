@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.errors import RosettaError
+from rosetta.runtime.options import RunOptions
 from rosetta.verify import criteria as rules
 from rosetta.verify.cases import Case, NothingToVerify, adversarial_cases, example_cases
 from rosetta.verify.report import AgentResult, CaseRun, Check, CriterionResult, ModelResult, VerifyReport
@@ -46,7 +47,7 @@ class VerifyOptions:
     dataset: str | None = None
     limit: int | None = None  # examples (and probes) per agent
     degraded_examples: int = 3  # PV-016 runs per model
-    run_options: dict[str, Any] = field(default_factory=dict)  # for Agent.run_prompt (e.g. a RetryPolicy)
+    run_options: RunOptions = field(default_factory=RunOptions)  # for Agent.run_prompt (e.g. a RetryPolicy)
     fast: bool = False  # smoke mode: one example and one probe per agent, rule checks only (no judge, PV-016/018)
 
     @classmethod
@@ -146,7 +147,7 @@ class _AgentContext:
     reviewer: Any
     complete: Any
     settings: Any
-    run_options: dict[str, Any] = field(default_factory=dict)
+    run_options: RunOptions = field(default_factory=RunOptions)
 
     @property
     def spec(self) -> Any:
@@ -218,8 +219,8 @@ class _AgentContext:
                       probe=case.probe)
         started = time.monotonic()
         try:
-            answer = self.agent.run_prompt(prompt, case.inputs, complete=self.complete, label="verify",
-                                           **self.run_options)
+            answer = self.agent.run_prompt(prompt, case.inputs, self.run_options, complete=self.complete,
+                                           label="verify")
         except GuardrailError as error:
             run.error, run.refused_by_guardrail = _first_line(error), True
         except ModelCallError as error:
