@@ -4,6 +4,8 @@ and a retired model is refused by name with its replacement."""
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 from conftest import REPO
 
@@ -57,10 +59,14 @@ def test_thinking_by_default_gets_room_in_max_tokens(triage):
     assert render(triage, "openai/gpt-4.1").generation["max_tokens"] == asked  # no thinking by default
 
 
-def test_a_retired_model_is_refused_with_its_replacement(triage):
+def test_a_retired_model_is_refused_on_the_date_the_caller_passes_with_its_replacement(triage):
+    """Rendering reads no clock: the day before its retirement the model renders, from that day on
+    it is refused, and without a date (the caller checked already) the render is the same prompt."""
+    before = render(triage, "anthropic/claude-sonnet-4", today=datetime.date(2026, 10, 13))
     with pytest.raises(UsageError) as caught:
-        render(triage, "anthropic/claude-sonnet-4")
+        render(triage, "anthropic/claude-sonnet-4", today=datetime.date(2026, 10, 14))
     assert "retired on 2026-10-14" in str(caught.value) and "anthropic/claude-sonnet-5-5" in str(caught.value)
+    assert render(triage, "anthropic/claude-sonnet-4") == before
 
 
 def test_an_unlisted_claude_model_takes_its_rules_from_litellms_map(triage):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 import difflib
 import html
 import os
@@ -78,7 +80,8 @@ def render(agent: Any, model: str, knobs: Any = None, *, project: Any = None, **
         raise UsageError(Problem("give knobs or keyword knob values, not both", field="knobs"))
     _, signature, settings = _definition(agent, project)
     return render_prompt(signature, model, _knobs(knobs if knobs is not None else knob_values),
-                         adapters=load_adapters(settings.adapter_dirs), unlisted=settings.unlisted_models)
+                         adapters=load_adapters(settings.adapter_dirs), unlisted=settings.unlisted_models,
+                         today=datetime.date.today())
 
 
 def _knobs(value: Any) -> Any:

@@ -39,7 +39,9 @@ def load_context(definition_path: Path, model_name: str, *, settings: Any, metri
     definition = load_definition(definition_path, root=settings.root, section_roles=dict(settings.section_roles))
     signature = lower(definition)
     adapters = adapters if adapters is not None else load_adapters(settings.adapter_dirs)
-    model = catalog_for(settings.root, settings.models).resolve(model_name, adapters, unlisted=settings.unlisted_models)
+    catalog = catalog_for(settings.root, settings.models)
+    model = catalog.resolve(model_name, adapters, unlisted=settings.unlisted_models)
+    catalog.refuse_retired(model)  # today's date, read here at the edge; rendering reads no clock
     evaluation = definition.spec.evaluation
     location = dataset or default_location(settings.datasets_dir, signature.name, evaluation.dataset, settings.root)
     data = load_labeled(signature, location, cache_dir=settings.cache_dir)

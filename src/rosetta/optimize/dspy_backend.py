@@ -179,7 +179,9 @@ def from_dspy(program: Any, agent: str | Path, model: str, *, project: str | Pat
     definition = load_definition(definition_path, root=settings.root, section_roles=dict(settings.section_roles))
     signature = lower(definition)
     adapters = load_adapters(settings.adapter_dirs)
-    target = catalog_for(settings.root, settings.models).resolve(model, adapters, unlisted=settings.unlisted_models)
+    catalog = catalog_for(settings.root, settings.models)
+    target = catalog.resolve(model, adapters, unlisted=settings.unlisted_models)
+    catalog.refuse_retired(target)
     adapter = adapters[target.adapter]
     if not getattr(program, "predictors", None) or not program.predictors():
         raise UsageError(Problem("the DSPy program has no predictor to import", field="program",

@@ -3,6 +3,8 @@ exact prompt one model receives, following its adapter's rules and any knob over
 
 from __future__ import annotations
 
+import datetime
+
 import json
 import math
 import re
@@ -48,11 +50,14 @@ def render(
     *,
     adapters: dict[str, Adapter] | None = None,
     unlisted: bool | Iterable[str] = ANY_MODEL,
+    today: datetime.date | None = None,
 ) -> RenderedPrompt:
     """The prompt for ``model`` (a name or catalog entry); raises :class:`RenderError` when the agent
     cannot work on that model. ``adapters`` defaults to the bundled ones; ``unlisted`` is the gate for
     names outside the catalog (default: any id litellm routes; see
-    :meth:`~rosetta.providers.catalog.Catalog.resolve`).
+    :meth:`~rosetta.providers.catalog.Catalog.resolve`). ``today``, when given, refuses a model
+    retired by then: rendering reads no clock, so the caller (selection, compile, a command) that
+    reads one passes its date in, and the same inputs always render the same prompt.
 
     Long on purpose: every decision is a named helper below, and this body is their wiring in the
     order the prompt is built (placement, delimiter, reasoning, mechanism, tools, budget, demos),
@@ -64,7 +69,8 @@ def render(
     if model.adapter not in adapters:
         raise RenderError(no_adapter(model, adapters))
     adapter = adapters[model.adapter]
-    load_catalog().refuse_retired(model)
+    if today is not None:
+        load_catalog().refuse_retired(model, today)
     warnings: list[str] = []
     _check_capabilities(signature, model)
     if signature.host_tools:

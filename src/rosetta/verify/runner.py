@@ -381,7 +381,7 @@ class _AgentContext:
         adapters = load_adapters(self.settings.adapter_dirs)
         target = catalog_for(self.settings.root, self.settings.models).resolve(
             model, adapters, unlisted=self.settings.unlisted_models)
-        return render(signature, target, knobs, adapters=adapters)
+        return render(signature, target, knobs, adapters=adapters, today=dt.date.today())
 
     def _task(self, inputs: dict[str, Any]) -> str:
         shown = "\n".join(f"{k}: {v if isinstance(v, str) else v!r}"[:2000] for k, v in inputs.items())
