@@ -50,7 +50,8 @@ class Agent:
         self.strict = strict
         self.selector = Selector(name, definition_path, dirs, strict)
         self.traffic = traffic_for(dirs)
-        self.runner = Runner(self, self.traffic)
+        self.runner = Runner(name, self.selector, self.traffic, spec=lambda: self.spec, preferences=self.model_chain,
+                             root=dirs.root, source=definition_path)
         self._spec: Any = None
 
     def __repr__(self) -> str:

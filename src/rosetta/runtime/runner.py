@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncGenerator, Generator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +21,7 @@ from rosetta.errors import Problem, UsageError
 from rosetta.providers.catalog import CatalogModel, MissingKey
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime.options import RunOptions
-from rosetta.runtime.selector import Selection
+from rosetta.runtime.selector import Selection, Selector
 from rosetta.runtime.stream import Finished
 from rosetta.runtime.traffic import Traffic
 
@@ -95,13 +95,22 @@ class _ChainState:
 
 
 class Runner:
-    """Runs one agent: ``agent`` gives its name, spec, model chain and selections; ``traffic`` is
-    its project's limiter and health."""
+    """Runs one agent, from what that takes: its ``name``, its ``selector`` (each model's prompt),
+    its project's ``traffic`` (rate limits and health), its definition's ``spec`` and model
+    ``preferences`` (read when first needed), the project ``root`` and the definition file
+    (``source``, named by input-rule errors)."""
 
-    def __init__(self, agent: Any, traffic: Traffic) -> None:
-        self.agent, self.traffic = agent, traffic
+    def __init__(self, name: str, selector: Selector, traffic: Traffic, *, spec: Callable[[], Any],
+                 preferences: Callable[[], list[str]], root: Path, source: Path | None) -> None:
+        self.name, self.selector, self.traffic = name, selector, traffic
+        self._spec, self.preferences, self.root, self.source = spec, preferences, root, source
         self._models: dict[str, Any] = {}
         self._targets: dict[str, CatalogModel] = {}
+
+    @property
+    def spec(self) -> Any:
+        """The definition's frontmatter (None for an agent known only by its artifacts)."""
+        return self._spec()
 
     # -- drivers ---------------------------------------------------------------------------
 
@@ -128,7 +137,7 @@ class Runner:
         from rosetta.runtime.drive import drive, drive_streaming
 
         steps, complete = self.steps(inputs, chain, options, messages), complete or litellm().completion
-        if not self.agent.selector.target(chain[0]).capabilities.streaming:
+        if not self.selector.target(chain[0]).capabilities.streaming:
             return drive(steps, complete=complete)
         text = drive_streaming(steps, complete=complete)
         return (yield from (_redacted(text) if self._redacts() else text))
@@ -140,7 +149,7 @@ class Runner:
         from rosetta.runtime.drive import adrive, adrive_streaming
 
         steps, acomplete = self.steps(inputs, chain, options, messages), acomplete or litellm().acompletion
-        if not self.agent.selector.target(chain[0]).capabilities.streaming:
+        if not self.selector.target(chain[0]).capabilities.streaming:
             yield Finished(await adrive(steps, acomplete=acomplete))
             return
         text = adrive_streaming(steps, acomplete=acomplete)
@@ -153,7 +162,7 @@ class Runner:
     def _redacts(self) -> bool:
         from rosetta.runtime.guardrails import NO_SECRETS
 
-        spec = self.agent.spec
+        spec = self.spec
         return spec is not None and NO_SECRETS in spec.guardrails.output_filtering
 
     def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], options: RunOptions, *,
@@ -183,11 +192,11 @@ class Runner:
         from rosetta.runtime.conversation import encodable
         from rosetta.runtime.invoke import Attempt, Result, typed
 
-        spec = self.agent.spec  # the input rules ran when the chain was made
-        selection = self.agent.selector.select(chain[0], None, options.user_id)
-        prompt_file = Path(prompt_file or f"{self.agent.name}-prompt.md")
+        spec = self.spec  # the input rules ran when the chain was made
+        selection = self.selector.select(chain[0], None, options.user_id)
+        prompt_file = Path(prompt_file or f"{self.name}-prompt.md")
         write_atomic(prompt_file, encodable(selection.prompt.render_for_display(inputs)))
-        log.info("%s: manual mode, prompt written to %s", self.agent.name, prompt_file)
+        log.info("%s: manual mode, prompt written to %s", self.name, prompt_file)
         if answer is None:
             answer = Path(answer_file).read_text(encoding="utf-8") if answer_file else sys.stdin.read()
         output, parsed = typed(self.output_model(selection), read_answer(answer, selection.prompt))
@@ -201,21 +210,21 @@ class Runner:
     def chain(self, inputs: Mapping[str, Any], model: str | None, fallbacks: Sequence[str] | None) -> list[str]:
         """The models to try, in order, after the input rules passed (no model is called otherwise)."""
         self.check_inputs(inputs)
-        preferences = fallbacks if fallbacks is not None else self.agent.model_chain()
+        preferences = fallbacks if fallbacks is not None else self.preferences()
         chain = list(dict.fromkeys(([model] if model else []) + list(preferences)))
         if not chain:
-            raise UsageError(Problem(f"{self.agent.name}: no model to run",
+            raise UsageError(Problem(f"{self.name}: no model to run",
                                      hint="pass model=... or set model_preferences"))
         return chain
 
     def check_inputs(self, inputs: Mapping[str, Any]) -> Any:
         """Apply the agent's input rules (raising GuardrailError); returns its spec."""
-        spec = self.agent.spec
+        spec = self.spec
         if spec is not None:
             from rosetta.runtime.guardrails import check_inputs
 
-            check_inputs(spec.guardrails.input_validation, spec.input_names, inputs, self.agent.name,
-                         source=self.agent.definition_path)
+            check_inputs(spec.guardrails.input_validation, spec.input_names, inputs, self.name,
+                         source=self.source)
         return spec
 
     def steps(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions,
@@ -226,11 +235,11 @@ class Runner:
         from rosetta.runtime.secrets import redacting_logs
         from rosetta.runtime.tracing import span
 
-        spec, state = self.agent.spec, _ChainState(self.model)
-        with span("rosetta.run", **{"rosetta.agent": self.agent.name, "gen_ai.request.model": chain[0]}) as current, \
+        spec, state = self.spec, _ChainState(self.model)
+        with span("rosetta.run", **{"rosetta.agent": self.name, "gen_ai.request.model": chain[0]}) as current, \
                 redacting_logs():  # litellm's, openai's and httpx's DEBUG records quote inputs and answers
             for name in chain:
-                selection = self.agent.selector.select(name, None, options.user_id)
+                selection = self.selector.select(name, None, options.user_id)
                 if state.too_small(selection):
                     continue
                 try:
@@ -240,7 +249,7 @@ class Runner:
                     self._record_failure(error, selection, state)
                     continue
                 return _traced(current, self.finish(result, selection, spec, state.attempts, options))
-            raise state.error(self.agent.name, "exhausted")
+            raise state.error(self.name, "exhausted")
 
     def plan_options(self, selection: Selection, options: RunOptions,
                      messages: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -277,8 +286,8 @@ class Runner:
         from rosetta.runtime.invoke import typed
 
         result.attempts = attempts + result.attempts
-        result.agent, result.version = self.agent.name, selection.version
-        result.project = str(self.agent.dirs.root)
+        result.agent, result.version = self.name, selection.version
+        result.project = str(self.root)
         result.arm, result.experiment = selection.arm, selection.experiment
         result.overrides = dict(options.overrides)
         rules = tuple(spec.guardrails.output_filtering) if spec is not None else ()
@@ -297,7 +306,7 @@ class Runner:
     def model(self, model_id: str) -> CatalogModel:
         """``model_id``'s entry in the project's catalog, as the selector resolved it."""
         if model_id not in self._targets:
-            self._targets[model_id] = self.agent.selector.target(model_id)
+            self._targets[model_id] = self.selector.target(model_id)
         return self._targets[model_id]
 
     def output_model(self, selection: Selection) -> Any:
@@ -320,11 +329,11 @@ class Runner:
             selection.model) else f"{selection.model}: {error.problems[0].message}", field="model",
             hint=error.problems[0].hint))
         if error.kind == "hard":  # the request itself was refused: another model would not fix it
-            raise state.error(self.agent.name, "hard") from None
+            raise state.error(self.name, "hard") from None
         if error.kind == "context":
             window = self.model(selection.model).context_window
             state.overflow_window = max(state.overflow_window or 0, window)
-        log.warning("%s: %s; trying the next model", self.agent.name, error.problems[0].message)
+        log.warning("%s: %s; trying the next model", self.name, error.problems[0].message)
 
     def _on_invalid(self, result: Any, spec: Any) -> None:
         from rosetta.runtime.invoke import ModelCallError
@@ -332,11 +341,11 @@ class Runner:
         behaviour = spec.guardrails.fallback_behavior.value if spec is not None else "warn_and_retry"
         issues = "; ".join(f"{i.path}: {i.message}" for i in result.issues)
         if behaviour == "warn_and_halt":
-            raise ModelCallError(Problem(f"{self.agent.name} on {result.model}: the answer never validated: {issues}",
+            raise ModelCallError(Problem(f"{self.name} on {result.model}: the answer never validated: {issues}",
                                          hint="guardrails.fallback_behavior is warn_and_halt"),
                                  result.attempts, "invalid")
         result.escalated = behaviour == "escalate_to_user"
-        log.warning("%s on %s: returning an answer that does not validate (%s)", self.agent.name, result.model,
+        log.warning("%s on %s: returning an answer that does not validate (%s)", self.name, result.model,
                     issues, extra={"rosetta_event": INVALID_ANSWER})
 
 
