@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,7 @@ class RosettaError(Exception):
         self.problems: list[Problem] = list(problems)
         super().__init__("\n".join(p.format() for p in self.problems))
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         # keep the structured problems when errors cross process boundaries (parallel lint)
         return (self.__class__, (self.problems,))
 

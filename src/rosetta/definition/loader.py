@@ -27,7 +27,7 @@ from rosetta.definition.paths import find_project_root, resolve_reference
 from rosetta.definition.sections import split_sections
 from rosetta.definition.spec_errors import locate_field, validate_spec
 from rosetta.definition.yaml_source import format_path
-from rosetta.errors import DefinitionError, Location
+from rosetta.errors import ConfigError, DefinitionError, Location, Problem
 
 SKIPPED_DIRECTORIES = {"__pycache__", "node_modules", "compiled"}
 """Directory names never searched for agents (hidden directories are skipped too)."""
@@ -46,7 +46,7 @@ def load_definition(
     path: str | os.PathLike[str],
     *,
     root: str | os.PathLike[str] | None = None,
-    section_roles: Mapping[str, RCCFRole] | None = None,
+    section_roles: Mapping[str, RCCFRole | str] | None = None,
 ) -> AgentDefinition:
     """Load one agent definition in any supported format.
 
@@ -70,7 +70,7 @@ def load_definition(
     spec, off_list = validate_spec(raw)
     project_root = Path(root) if root is not None else find_project_root(path)
     referenced = _check_references(spec, raw, project_root)
-    overrides = {**(section_roles or {}), **spec.portability.section_roles}
+    overrides = {**_roles(section_roles or {}), **spec.portability.section_roles}
     body_format = spec.portability.body_format or raw.detected_body_format
     return AgentDefinition(
         spec=spec,
@@ -203,3 +203,16 @@ def _check_references(spec: AgentSpec, raw: RawDefinition, root: Path) -> list[P
     if problems:
         raise DefinitionError(problems)
     return found
+
+
+def _roles(section_roles: Mapping[str, RCCFRole | str]) -> dict[str, RCCFRole]:
+    """The project's heading → RCCF role overrides as roles (the runtime reads them as text)."""
+    roles = {}
+    for heading, role in section_roles.items():
+        try:
+            roles[heading] = RCCFRole(role)
+        except ValueError:
+            raise ConfigError(Problem(f"section_roles: {heading!r} maps to {role!r}, which is no RCCF role",
+                                      Location("[tool.rosetta.section_roles]"), f"section_roles.{heading}",
+                                      expected=", ".join(r.value for r in RCCFRole))) from None
+    return roles

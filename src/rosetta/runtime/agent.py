@@ -91,7 +91,8 @@ class Agent:
 
     def explain(self, model: str, *, strict: bool | None = None, user_id: object | None = None) -> Selection:
         """Choose (without caching) and say why; raises in strict mode when it would fall back."""
-        return self.selector.route(model, self.strict if strict is None else strict).pick(user_id)
+        selection: Selection = self.selector.route(model, self.strict if strict is None else strict).pick(user_id)
+        return selection
 
     def run(self, inputs: Mapping[str, Any], model: str | None = None, options: RunOptions | None = None, *,
             complete: Any = None, **keywords: Any) -> Result:
@@ -202,10 +203,11 @@ class Agent:
         the second answer is reviewed again (``Result.retried``). Without a review, ``result``."""
         if options.review is None:
             return result
-        from rosetta.runtime.review import review_and_retry
+        from rosetta.runtime.review import Rubric, review_and_retry
 
         reviewer = judge_reviewer(self.dirs.root, options.review_model or result.model, complete=complete)
-        return review_and_retry(self, result, inputs, options, reviewer=reviewer, messages=messages, complete=complete)
+        return review_and_retry(self, result, inputs, Rubric.of(options.review), options, reviewer=reviewer,
+                                messages=messages, complete=complete)
 
     async def areviewed(self, result: Result, inputs: Mapping[str, Any], options: RunOptions, *,
                         messages: list[dict[str, Any]] | None = None, acomplete: Any = None) -> Result:

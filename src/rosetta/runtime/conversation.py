@@ -124,13 +124,14 @@ class Conversation:
         return replace(opts, fallbacks=self.options.fallbacks, user_id=self.options.user_id,
                        record_dir=self.options.record_dir, raw_transcripts=self.options.raw_transcripts)
 
-    def _prepare(self, message: Mapping[str, Any] | str) -> tuple[dict, list[str], list | None]:
+    def _prepare(self, message: Mapping[str, Any] | str) -> tuple[dict[str, Any], list[str], list[dict[str, Any]] | None]:
         agent = self.agent
         if not self.pinned:
             inputs = self._first_inputs(message)
             return inputs, agent.runner.chain(inputs, self.model, self.fallbacks), None
-        spec = agent.spec
-        prompt = agent.prompt_for(self.model, user_id=self.user_id)
+        spec, model = agent.spec, self.model
+        assert model is not None  # a pinned conversation has answered on one
+        prompt = agent.prompt_for(model, user_id=self.user_id)
         if isinstance(message, str):
             from rosetta.runtime.guardrails import check_message
 
@@ -140,7 +141,7 @@ class Conversation:
         else:
             agent.runner.check_inputs(message)  # the input rules, before any token is spent
             text = prompt.user_message(message)
-        return {}, [self.model], [*self.messages, {"role": "user", "content": text}]
+        return {}, [model], [*self.messages, {"role": "user", "content": text}]
 
     def _first_inputs(self, message: Mapping[str, Any] | str) -> dict[str, Any]:
         if not isinstance(message, str):
@@ -153,8 +154,8 @@ class Conversation:
                                      hint="send({'name': value, ...}); free text works from the second turn"))
         return {names[0]: message}
 
-    def _commit(self, message: Mapping[str, Any] | str, inputs: dict[str, Any], messages: list | None,
-                result: Any) -> Any:
+    def _commit(self, message: Mapping[str, Any] | str, inputs: dict[str, Any], messages: list[dict[str, Any]] | None,
+                result: Result) -> Result:
         if messages is None:  # first turn: what the answering model was sent
             self.model = result.model
             self.artifact = result.artifact
@@ -226,7 +227,7 @@ class Conversation:
 
     # -- recording ---------------------------------------------------------------------------
 
-    def _record_prompt(self, model: str, inputs: Mapping[str, Any], messages: list | None) -> None:
+    def _record_prompt(self, model: str, inputs: Mapping[str, Any], messages: list[dict[str, Any]] | None) -> None:
         if self.record_dir is None:
             return
         from rosetta.fileio import write_atomic

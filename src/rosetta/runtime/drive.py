@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Generator
-from typing import Any
+from typing import Any, TypeVar
 
 from rosetta.runtime.invoke import Call, Wait, classify, response_cost
 from rosetta.runtime.limits import GateTimeout
@@ -16,23 +16,26 @@ from rosetta.runtime.tracing import annotate, span, usage_attributes
 
 log = logging.getLogger("rosetta.runtime")
 
-Steps = Generator[Call | Wait, Any, Any]
+T = TypeVar("T")
+
+Steps = Generator[Call | Wait, Any, T]
 """A plan (or a chain of plans over several models): Call and Wait steps, then a return value."""
 
 
-def drive(steps: Steps, *, complete: Callable[..., Any], sleep: Callable[[float], None] = time.sleep) -> Any:
+def drive(steps: Steps[T], *, complete: Callable[..., Any], sleep: Callable[[float], None] = time.sleep) -> T:
     """Run ``steps`` with blocking calls and sleeps; return what the plan returns."""
     silent = drive_streaming(steps, complete=complete, sleep=sleep, stream=False)
     try:
         while True:
             next(silent)  # yields no text when nothing streams
     except StopIteration as done:
-        return done.value
+        value: T = done.value
+        return value
     finally:
         silent.close()  # interrupted (Ctrl-C): end the plan here, not when the collector finds it
 
 
-async def adrive(steps: Steps, *, acomplete: Callable[..., Any]) -> Any:
+async def adrive(steps: Steps[T], *, acomplete: Callable[..., Any]) -> T:
     """:func:`drive` for asyncio. A cancelled run closes its plan at once, in its own task, so the
     run's span ends (and its context is detached) where it began, not in whatever context the
     garbage collector later runs in."""
@@ -40,14 +43,15 @@ async def adrive(steps: Steps, *, acomplete: Callable[..., Any]) -> Any:
     try:
         async for item in silent:
             if isinstance(item, Finished):
-                return item.value
+                value: T = item.value
+                return value
     finally:
         await silent.aclose()
     raise AssertionError("a plan's driver ends with Finished")
 
 
-def drive_streaming(steps: Steps, *, complete: Callable[..., Any], sleep: Callable[[float], None] = time.sleep,
-                    stream: bool = True) -> Generator[str, None, Any]:
+def drive_streaming(steps: Steps[T], *, complete: Callable[..., Any], sleep: Callable[[float], None] = time.sleep,
+                    stream: bool = True) -> Generator[str, None, T]:
     """:func:`drive`, streaming the first call: yields its text as it arrives (the same request a
     plain run sends, plus ``stream``), then sends the assembled response back into the plan like
     any other; later calls (retries, corrections, fallbacks) are plain. Returns the plan's value.
@@ -82,12 +86,13 @@ def drive_streaming(steps: Steps, *, complete: Callable[..., Any], sleep: Callab
                 if step.gate is not None:
                     step.gate.release()
     except StopIteration as done:
-        return done.value
+        value: T = done.value
+        return value
     finally:
         steps.close()  # a no-op once the plan returned or raised
 
 
-async def adrive_streaming(steps: Steps, *, acomplete: Callable[..., Any],
+async def adrive_streaming(steps: Steps[Any], *, acomplete: Callable[..., Any],
                            stream: bool = True) -> AsyncGenerator[str | Finished, None]:
     """:func:`drive_streaming` for asyncio: yields the first call's text as it arrives, then one
     :class:`~rosetta.runtime.stream.Finished` holding the plan's value."""
@@ -192,7 +197,7 @@ async def _aclose_stream(stream: Any, *, finished: bool) -> None:
     inner = getattr(stream, "completion_stream", None)
     lines = getattr(inner, "streaming_response", None)
     try:
-        if finished and hasattr(lines, "__anext__"):
+        if finished and lines is not None and hasattr(lines, "__anext__"):
             async for _ in lines:
                 pass
         for part in (lines, inner):
@@ -220,7 +225,7 @@ def _close_stream(stream: Any, *, finished: bool) -> None:
     inner = getattr(stream, "completion_stream", None)
     lines = getattr(inner, "streaming_response", None)
     try:
-        if finished and hasattr(lines, "__next__"):
+        if finished and lines is not None and hasattr(lines, "__next__"):
             for _ in lines:
                 pass
         for part in (lines, inner):

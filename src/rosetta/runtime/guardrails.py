@@ -41,7 +41,7 @@ def check_inputs(rules: Any, declared: tuple[str, ...], inputs: Mapping[str, Any
     ``declared`` are the agent's input names; rules rosetta cannot enforce (preconditions, rules
     naming no declared input) are skipped here and reported by ``rosetta validate`` (RS-002).
     ``source`` is the definition file, named with its line when a rule's search times out."""
-    problems = []
+    problems: list[Problem] = []
     for index, rule in enumerate(rules):
         if rule.unenforced(declared):
             continue
@@ -92,7 +92,7 @@ def _found(rule: Any, index: int, key: str, text: str, subject: str, source: Sou
         return None
 
 
-def _rule_location(source: Source, path: tuple) -> Location:
+def _rule_location(source: Source, path: tuple[Any, ...]) -> Location:
     """Where the rule is written: the definition's file and, when it still reads, the rule's line."""
     if source is None:
         return Location()

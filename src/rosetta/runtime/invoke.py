@@ -18,9 +18,12 @@ import time
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Problem, RosettaError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 from rosetta.providers.credentials import missing_credentials
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime.answers import (
@@ -61,7 +64,7 @@ class ModelCallError(RosettaError):
         # "unavailable" | "invalid" | "exhausted"
         self.missing = tuple(missing)  # the unset variables holding the keys it lacked (kind "credentials")
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (self.__class__, (self.problems, self.attempts, self.kind, self.missing))
 
 
@@ -203,7 +206,7 @@ def retry_after(error: BaseException, now: float | None = None) -> float | None:
         seconds = float(value)
     except ValueError:
         try:
-            when = email.utils.parsedate_to_datetime(value)
+            when = email.utils.parsedate_to_datetime(str(value))
         except (TypeError, ValueError):
             return None
         if when.tzinfo is None:  # "-0000": UTC, the only zone HTTP dates use
@@ -340,7 +343,7 @@ def plan(
                   logprobs=_logprobs(outcome) if kwargs.get("logprobs") else None)
 
 
-def typed(output_model: type | None, answer: Answer) -> tuple[Any, Answer]:
+def typed(output_model: type[BaseModel] | None, answer: Answer) -> tuple[Any, Answer]:
     """The output of a valid ``answer``, typed by ``output_model``, and the answer; an issue per
     field the typed model refuses though the schema took it (a lone surrogate such as ``"\\ud800"``
     in a string: pydantic takes only text UTF-8 can write), so the answer comes back untyped and

@@ -17,9 +17,14 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Location, Problem, UsageError
+
+if TYPE_CHECKING:
+    from rosetta.runtime.agent import Agent
+    from rosetta.runtime.invoke import Result
+    from rosetta.runtime.options import RunOptions
 
 JUDGE_AGENT = "rubric-reviewer"
 CREDIT = {"pass": 1.0, "fail": 0.0, "indeterminate": 0.5}
@@ -243,13 +248,12 @@ class Reviewer:
         return read_review(redact_data(data) if valid else None, rubric, valid=valid, model=model, calls=calls)
 
 
-def review_and_retry(agent: Any, result: Any, inputs: Mapping[str, Any], options: Any, *, reviewer: Reviewer,
-                     messages: list[dict[str, Any]] | None, complete: Any) -> Any:
-    """Generate → review → retry: grade ``result`` against ``options.review``; on a failed review
-    (and ``options.retry_once``), regenerate once on the same model with the reviewer's critique
-    after the conversation that produced it (``messages``, default the rendered turn), and grade
-    the new answer."""
-    rubric = Rubric.of(options.review)
+def review_and_retry(agent: Agent, result: Result, inputs: Mapping[str, Any], rubric: Rubric, options: RunOptions, *,
+                     reviewer: Reviewer, messages: list[dict[str, Any]] | None, complete: Any) -> Result:
+    """Generate → review → retry: grade ``result`` against ``rubric``; on a failed review (and
+    ``options.retry_once``), regenerate once on the same model with the reviewer's critique after
+    the conversation that produced it (``messages``, default the rendered turn), and grade the new
+    answer."""
     task = f"{agent.name}: {agent.spec.description}" if agent.spec is not None else agent.name
     result.review = reviewer.review(result.data if result.data is not None else result.raw, rubric, context=task)
     if result.review.passed or not options.retry_once:

@@ -411,7 +411,7 @@ async def _aredacted(text: AsyncGenerator[str | Finished, None]) -> AsyncGenerat
             yield sent
 
 
-def _traced(current: Any, result: Any) -> Any:
+def _traced(current: Any, result: Result) -> Result:
     """Record a run's outcome on its ``rosetta.run`` span (a no-op without OpenTelemetry)."""
     from rosetta.runtime.tracing import annotate, usage_attributes
 

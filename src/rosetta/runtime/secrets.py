@@ -81,7 +81,7 @@ def _compiled() -> _Compiled:
 
 def _max_width(re: Any, pattern: str, rule: str) -> int:
     """The longest text ``pattern`` can match (the rules file promises a bound)."""
-    width = re._parser.parse(pattern).getwidth()[1]  # re has no public API for this
+    width: int = re._parser.parse(pattern).getwidth()[1]  # re has no public API for this
     if width >= re._constants.MAXREPEAT:
         raise ValueError(f"{RULES_FILE}: rule {rule!r} can match unbounded text; bound every repetition "
                          "and put the credential's open-ended rest in `tail` or `until`")
@@ -238,17 +238,21 @@ class SecretStream:
         return max(at, len(text) - compiled.until_horizon), False  # an end line may start after this
 
 
-_HOLD = "hold"
+Span = tuple[int, int, int, int, int]
+"""(rule, start, end, start and end of what is redacted)."""
+
+_HOLD: Span = (-1, -1, -1, -1, -1)
+"""What `_glued` answers while more text could still decide."""
 
 
-def _span(index: int, match: Any, offset: int) -> tuple[int, int, int, int, int]:
+def _span(index: int, match: Any, offset: int) -> Span:
     """(rule, start, end, start and end of what is redacted) of a rule's ``match``, ``offset`` on."""
     secret = "secret" if match.groupdict().get("secret") is not None else 0
     return (index, match.start() + offset, match.end() + offset, match.start(secret) + offset,
             match.end(secret) + offset)
 
 
-def _glued(compiled: _Compiled, text: str, at: int, final: bool) -> tuple | str | None:
+def _glued(compiled: _Compiled, text: str, at: int, final: bool) -> Span | None:
     """A credential starting at ``at``, right after a label, as the text sent reads: there a `]`
     precedes it, so a key glued to the one just redacted (``...ab3sk-ant-...``) starts a word and
     is redacted too, never sent. ``_HOLD`` while more text could still decide it."""

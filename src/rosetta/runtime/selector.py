@@ -77,7 +77,8 @@ class Selector:
         route = self._routes.get(key)
         if route is None:
             route = self._routes[key] = self.route(model, key[1])
-        return route.pick(user_id)
+        selection: Selection = route.pick(user_id)  # store/ holds the runtime's selections untyped
+        return selection
 
     def route(self, model: str, strict: bool) -> Route:
         """What ``model`` serves (not cached): the versions its rollout file pins, else :meth:`choose`."""
@@ -124,16 +125,16 @@ class Selector:
             if not isinstance(artifact, str) and kind == "artifact":
                 return Selection(target.id, kind, str(path), "compiled artifact for this model", artifact.prompt,
                                  artifact.content_sha256, artifact.content_sha256)
-            if not isinstance(artifact, str):
-                own = own or self.render_uncompiled(target)
-                fitted = refit(artifact, own)
-                if isinstance(fitted, str):
-                    artifact = f"skipped, {fitted}"
-                elif hurt := self._hurts(model_id, target.id, artifact.content_sha256):
-                    artifact = f"skipped, {hurt}"
             if isinstance(artifact, str):
                 reasons.append(f"{path.name} for {model_id}: {artifact}")
                 continue
+            own = own or self.render_uncompiled(target)
+            fitted = refit(artifact, own)
+            skipped = fitted if isinstance(fitted, str) else self._hurts(model_id, target.id, artifact.content_sha256)
+            if skipped:
+                reasons.append(f"{path.name} for {model_id}: skipped, {skipped}")
+                continue
+            assert not isinstance(fitted, str)
             reason = (f"no usable artifact for {target.id}" + (f" ({'; '.join(reasons)})" if reasons else "")
                       + f"; using the {kind} artifact for {model_id}: its prompt text and demos, with {target.id}'s "
                         "own parameters and structured output")
@@ -163,7 +164,9 @@ class Selector:
         """This agent's artifacts that may serve ``target``: its own, then its family's, then its
         provider's (a declared model's only to say why it does not serve)."""
         names = catalog_for(self.dirs.root, self.dirs.models).names()
-        exact, family, provider = [], [], []
+        exact: list[tuple[str, str, Path]] = []
+        family: list[tuple[str, str, Path]] = []
+        provider: list[tuple[str, str, Path]] = []
         for model_id, path in sorted(self.shelf.artifacts.items()):
             if model_id == target.id:
                 exact.append(("artifact", model_id, path))

@@ -55,7 +55,9 @@ def annotate(current: Any, **attributes: Any) -> None:
 
 def usage_attributes(usage: Any, cost: float | None) -> dict[str, Any]:
     """Token counts and cost in the attribute names the GenAI conventions use."""
-    get = usage.get if isinstance(usage, dict) else (lambda key: getattr(usage, key, None))
+    def get(key: str) -> Any:
+        return usage.get(key) if isinstance(usage, dict) else getattr(usage, key, None)
+
     return {"gen_ai.usage.input_tokens": get("prompt_tokens"), "gen_ai.usage.output_tokens": get("completion_tokens"),
             "rosetta.cost_usd": cost}
 

@@ -10,6 +10,7 @@ process-wide state that one project's settings could leak into another's.
 from __future__ import annotations
 
 import threading
+from typing import Any
 from dataclasses import dataclass
 
 from rosetta.project import ProjectDirs
@@ -25,7 +26,7 @@ class Traffic:
     health: ProviderHealth
 
 
-_by_project: dict[tuple, Traffic] = {}
+_by_project: dict[tuple[Any, ...], Traffic] = {}
 _lock = threading.Lock()
 
 
