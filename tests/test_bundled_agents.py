@@ -44,7 +44,7 @@ def test_bundled_agents_cover_the_required_kinds():
 def test_committed_artifacts_are_up_to_date():
     """compiled/ in this repository is what `./dev main` produces from signatures/ (the CI gate users run)."""
     from rosetta.compile.compiler import CompileOptions, Status, compile_paths
-    from rosetta.config import load_settings
+    from rosetta.settings import load_settings
     from rosetta.providers.adapter import load_adapters
 
     settings = load_settings(REPO)

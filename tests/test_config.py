@@ -1,11 +1,13 @@
-"""Settings: [tool.rosetta] < ROSETTA_* < explicit overrides; relative paths from the project root."""
+"""Settings (rosetta.settings, the one loader the CLI and the runtime share): [tool.rosetta] < ROSETTA_* <
+explicit overrides; relative paths from the project root."""
 
 from __future__ import annotations
 
 import pytest
 
-from rosetta.config import load_settings
+from rosetta import load
 from rosetta.errors import ConfigError
+from rosetta.settings import load_settings
 
 
 @pytest.fixture
@@ -23,7 +25,7 @@ def test_reads_pyproject_walking_up(configured, monkeypatch):
     assert settings.root == configured.resolve()
     assert settings.compiled_dir == configured.resolve() / "build" / "compiled"
     assert settings.signatures_dir == configured.resolve() / "signatures"
-    assert settings.default_models == ["openai/gpt-4o"] and settings.strict is True
+    assert settings.default_models == ("openai/gpt-4o",) and settings.strict is True
 
 
 def test_environment_overrides_file_and_arguments_override_environment(configured, monkeypatch):
@@ -32,7 +34,7 @@ def test_environment_overrides_file_and_arguments_override_environment(configure
     monkeypatch.setenv("ROSETTA_STRICT", "false")
     settings = load_settings(configured)
     assert str(settings.compiled_dir) == "/tmp/elsewhere"
-    assert settings.default_models == ["a/b", "c/d"] and settings.strict is False
+    assert settings.default_models == ("a/b", "c/d") and settings.strict is False
     settings = load_settings(configured, compiled_dir="out", strict=True)
     assert settings.compiled_dir == configured.resolve() / "out" and settings.strict is True
 
@@ -83,12 +85,9 @@ def test_unknown_environment_variable_is_warned(project, monkeypatch, caplog):
 ])
 def test_a_malformed_rosetta_models_names_the_variable_and_what_it_must_hold(project, monkeypatch, value, message,
                                                                               line_column):
-    """Both readers of the settings (pydantic-settings for the CLI, rosetta.project for the runtime)
-    refuse it the same way: the variable, where in it, a JSON object expected, an example."""
-    from rosetta.project import project_dirs
-
+    """The variable, where in it, a JSON object expected, an example."""
     monkeypatch.setenv("ROSETTA_MODELS", value)
-    for read in (load_settings, project_dirs):
+    for read in (load_settings, lambda root: load("x", project=root)):  # the CLI's reader is the runtime's
         with pytest.raises(ConfigError) as caught:
             read(project)
         (problem,) = caught.value.problems
@@ -100,9 +99,40 @@ def test_a_malformed_rosetta_models_names_the_variable_and_what_it_must_hold(pro
         assert "export ROSETTA_MODELS='{\"openai/my-model\": {\"api_base\"" in problem.hint
 
 
-def test_a_rosetta_models_entry_that_is_not_a_table_names_it(project, monkeypatch):
+def test_a_rosetta_models_entry_that_is_not_a_table_is_refused_by_the_catalog_naming_the_variable(project, monkeypatch):
+    from rosetta.providers.catalog import catalog_for
+
     monkeypatch.setenv("ROSETTA_MODELS", '{"openai/x": 5}')
+    settings = load_settings(project)  # each entry's shape is the catalog's to judge
+    with pytest.raises(ConfigError) as caught:
+        catalog_for(settings.root, settings.models)
+    (problem,) = caught.value.problems
+    assert problem.location.file == "$ROSETTA_MODELS" and problem.field.endswith('"openai/x"')
+
+
+def test_every_setting_is_typed_and_a_bad_one_names_its_source(project, monkeypatch):
+    (project / "pyproject.toml").write_text("[tool.rosetta]\nlocal_threads = 0\n")
     with pytest.raises(ConfigError) as caught:
         load_settings(project)
-    (problem,) = caught.value.problems
-    assert problem.location.file == "$ROSETTA_MODELS" and "(at openai/x)" in problem.message
+    assert "local_threads must be a positive integer" in str(caught.value)
+    assert caught.value.problems[0].location.line == 2
+    (project / "pyproject.toml").write_text("[tool.rosetta.section_roles]\n'House rules' = 'constrains'\n")
+    with pytest.raises(ConfigError, match="which is no RCCF role") as caught:
+        load_settings(project)
+    assert caught.value.problems[0].location.line == 2 and caught.value.problems[0].field == "section_roles.House rules"
+    (project / "pyproject.toml").write_text("[tool.rosetta]\nunlisted_models = 'openai/*'\n")
+    assert load_settings(project).unlisted_models == ("openai/*",)  # one pattern, as text
+    monkeypatch.setenv("ROSETTA_STRICT", "sometimes")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(project)
+    assert caught.value.problems[0].location.file == "$ROSETTA_STRICT" and "(from environment)" in str(caught.value)
+    with pytest.raises(ConfigError, match=r"strict must be true or false, not 'never' \(from argument\)"):
+        load_settings(project, strict="never")
+
+
+def test_state_paths_have_one_owner(project):
+    state = load_settings(project).state
+    assert state.path == project.resolve() / ".rosetta"
+    assert state.eval_cache == state.path / "eval-cache.sqlite"
+    assert state.study("vuln-triage", "local/gemma-3-270m") == state.path / "studies/vuln-triage/local__gemma-3-270m.journal"
+    assert state.outcomes("vuln-triage") == state.path / "outcomes/vuln-triage.jsonl"

@@ -20,7 +20,7 @@ import pytest
 from conftest import PORTABLE, make_project
 
 from rosetta.errors import UsageError
-from rosetta.project import project_dirs
+from rosetta.settings import load_settings
 from rosetta.providers.catalog import catalog_for
 
 
@@ -183,7 +183,7 @@ def test_api_base_env_holding_a_key_is_refused_without_showing_it(tmp_path, cli,
 def test_the_url_in_the_variable_is_checked_like_api_base(tmp_path, cli, env, monkeypatch, value, reason):
     project = _project(tmp_path, _model("openai/probed", api_base_env="PROBED_URL"))
     monkeypatch.setenv("PROBED_URL", value)
-    dirs = project_dirs(project)
+    dirs = load_settings(project)
     with pytest.raises(UsageError) as caught:
         catalog_for(dirs.root, dirs.models).resolve("openai/probed").connection()
     problem = caught.value.problems[0]

@@ -11,9 +11,9 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS = (
     {"errors", "__about__", "lazy"},  # small shared leaves...
-    {"fileio", "yaml_text", "parts", "project"},  # ...and those built on the first
+    {"fileio", "yaml_text", "parts"},  # ...and those built on the first
     {"definition"},
-    {"schema_types", "config"},
+    {"schema_types", "settings"},  # settings: the one loader of [tool.rosetta], ROSETTA_* and arguments
     {"signature", "datasets"},  # labeled data: splits, loading, hashing (lint, compile, store checks, verify)
     {"providers"},
     {"local"},  # the embedded engine behind the local/ provider, and litellm with it registered

@@ -24,8 +24,8 @@ _LAZY = {
     "load_definition": "rosetta.definition.loader",
     "load_directory": "rosetta.definition.loader",
     "discover_definitions": "rosetta.definition.loader",
-    "Settings": "rosetta.config",
-    "load_settings": "rosetta.config",
+    "Settings": "rosetta.settings",
+    "load_settings": "rosetta.settings",
     "record_outcome": "rosetta.rollout.outcomes",
     "from_dspy": "rosetta.optimize.dspy_backend",
     # what a caller of run / arun / stream / chat handles
@@ -47,7 +47,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from rosetta.runtime.agent import Agent, load
-    from rosetta.config import Settings, load_settings
+    from rosetta.settings import Settings, load_settings
     from rosetta.definition.loader import discover_definitions, load_definition, load_directory
     from rosetta.definition.models import AgentDefinition, AgentSpec
     from rosetta.optimize.dspy_backend import from_dspy

@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 
 from rosetta.compile.compiler import CompileOptions, Status, compile_paths
-from rosetta.config import load_settings
+from rosetta.settings import load_settings
 from rosetta.providers.adapter import load_adapters
 
 STRICT = "[project]\nname = 'demo'\n\n[tool.rosetta]\nunlisted_models = []\n"

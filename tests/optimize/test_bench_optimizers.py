@@ -41,7 +41,7 @@ def test_the_knn_row_retrieves_what_rosetta_s_nearest_demos_do() -> None:
     import optimizers
     from dspy.predict.knn import KNN
 
-    from rosetta.config import load_settings
+    from rosetta.settings import load_settings
     from rosetta.optimize.context import load_context
     from rosetta.optimize.dspy_backend import dspy_examples
     from rosetta.render.nearest import input_text, rank

@@ -17,7 +17,7 @@ from conftest import REPO
 from scripted_model import write_toy_project
 
 from rosetta.cli.search import SearchFlags
-from rosetta.config import load_settings
+from rosetta.settings import load_settings
 from rosetta.errors import UsageError
 from rosetta.optimize.evaluation import Budget, BudgetExhausted
 from rosetta.optimize.study import SearchSettings

@@ -13,7 +13,7 @@ from typing import Any
 import optuna
 from test_optimize import ARTIFACT, scripted, toy  # noqa: F401  (fixtures: the scripted provider, the toy project)
 
-from rosetta.config import load_settings
+from rosetta.settings import load_settings
 from rosetta.optimize.context import load_context
 from rosetta.optimize.space import DRAWN, DRAWN_SETS, NEAREST, SEEDED, SearchSpace, build_space, label_function, origin
 from rosetta.optimize.study import open_storage

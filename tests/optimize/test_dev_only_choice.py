@@ -20,7 +20,7 @@ import scripted_model
 from scripted_model import RULEBOOK, write_toy_project
 from test_optimize import ARTIFACT, scripted  # noqa: F401  (scripted: the autouse fixture registering the provider)
 
-from rosetta.config import load_settings
+from rosetta.settings import load_settings
 from rosetta.optimize.evaluation import interval95
 from rosetta.optimize.study import SearchSettings
 from rosetta.optimize.target import OptimizeRequest, evaluate, optimize

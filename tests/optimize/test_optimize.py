@@ -16,7 +16,7 @@ import pytest
 import scripted_model
 from scripted_model import RULEBOOK, write_toy_project
 
-from rosetta.config import load_settings
+from rosetta.settings import load_settings
 from rosetta.errors import RosettaError
 from rosetta.optimize.context import load_context
 from rosetta.optimize.study import SearchSettings
@@ -777,9 +777,9 @@ def test_a_dspy_program_round_trips_into_an_artifact_version(toy: Path, cli: obj
 def test_a_fifo_or_symlink_at_the_study_journal_is_refused_not_waited_on(toy: Path, tmp_path: Path) -> None:
     """Issue 52: the default journal under .rosetta/ is a trusted file, read and written only when plain."""
     from rosetta.errors import UsageError
-    from rosetta.optimize.target import default_journal
+    from rosetta.settings import ProjectState
 
-    journal = default_journal(toy, "toy-sorter", "scripted/toy")
+    journal = ProjectState.of(toy).study("toy-sorter", "scripted/toy")
     journal.parent.mkdir(parents=True)
     os.mkfifo(journal)
     with pytest.raises(UsageError, match="FIFO"):

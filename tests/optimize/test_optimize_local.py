@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import question_type_project
 
-from rosetta.config import load_settings
+from rosetta.settings import load_settings
 from rosetta.optimize.study import SearchSettings
 from rosetta.optimize.target import OptimizeRequest, optimize
 from rosetta.store.artifact import parse_artifact

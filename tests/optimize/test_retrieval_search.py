@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from test_optimize import ARTIFACT, scripted, toy  # noqa: F401  (fixtures: the scripted provider, the toy project)
 
-from rosetta.config import load_settings
+from rosetta.settings import load_settings
 from rosetta.optimize.context import load_context
 from rosetta.optimize.space import DIVERSITIES, NEAREST, SearchSpace, build_space, label_function
 from rosetta.parts import Demo

@@ -16,7 +16,7 @@ import pytest
 import scripted_model
 from scripted_model import write_toy_project
 
-from rosetta.config import load_settings
+from rosetta.settings import load_settings
 from rosetta.datasets import Example
 from rosetta.optimize.cache import Answer, EvalCache
 from rosetta.optimize.evaluation import Budget, BudgetExhausted, Evaluator

@@ -12,10 +12,10 @@ import pytest
 from conftest import REPO, make_project
 
 import rosetta
-from rosetta.config import load_settings
+from rosetta.settings import load_settings
 from rosetta.definition.loader import load_definition
 from rosetta.errors import ConfigError, Location, RenderError, UsageError
-from rosetta.project import project_dirs
+from rosetta.settings import load_settings
 from rosetta.providers.adapter import bundled_adapters
 from rosetta.providers.catalog import NO_KEY, catalog_for, load_catalog
 from rosetta.providers.kinds import StructuredOutput
@@ -53,7 +53,7 @@ def test_a_declared_endpoint_resolves_by_id_and_alias_with_every_field(tmp_path)
     assert model.structured_output is StructuredOutput.JSON_OBJECT and model.capabilities.structured_output
     assert model.endpoint.api_base == "http://127.0.0.1:8766/v1" and model.endpoint.api_key_env == "MY_SERVER_KEY"
     # the runtime's reader of the same table agrees
-    dirs = project_dirs(settings.root)
+    dirs = load_settings(settings.root)
     assert catalog_for(dirs.root, dirs.models).resolve("my-gemma") == model
     assert "openai/gemma-270m-server" not in load_catalog().names()  # the bundled catalog is untouched
 
@@ -140,7 +140,7 @@ def test_entries_from_rosetta_models_are_refused_naming_the_variable(tmp_path, m
                          ('{"openai/other": 5}', None),
                          ('{"openai/other": {"api_base": "http://127.0.0.1:1/v1\\nX: y"}}', "api_base")):
         monkeypatch.setenv("ROSETTA_MODELS", value)
-        dirs = project_dirs(project)  # the runtime's reader leaves each entry's shape to the catalog
+        dirs = load_settings(project)  # the runtime's reader leaves each entry's shape to the catalog
         with pytest.raises(ConfigError) as caught:
             catalog_for(dirs.root, dirs.models)
         problem = caught.value.problems[0]

@@ -169,29 +169,28 @@ def test_choosing_a_compiled_prompt_imports_nothing_heavy(compiled):
     assert output.stdout.strip() == ""
 
 
-def test_runtime_dirs_agree_with_settings(tree, monkeypatch):
-    from rosetta.config import load_settings
-    from rosetta.project import project_dirs
+def test_the_runtime_reads_the_projects_one_settings_loader(tree, monkeypatch):
+    """``rosetta.load`` reads the settings the CLI reads (rosetta.settings): arguments over
+    ``ROSETTA_*`` over ``[tool.rosetta]``, directories from the project root."""
+    from rosetta.settings import load_settings
 
     (tree / "pyproject.toml").write_text("[tool.rosetta]\nsignatures_dir = 'agents'\nstrict = true\n"
                                          "adapter_dirs = ['adapters']\nlocal_threads = 1\n"
                                          "[tool.rosetta.section_roles]\n'House rules' = 'constraints'\n"
                                          "[tool.rosetta.local_models]\ntiny = 'models/tiny.gguf'\n")
     monkeypatch.setenv("ROSETTA_COMPILED_DIR", "build/out")
-    for kwargs in ({}, {"signatures_dir": "other"}, {"cache_dir": "cache"}):
-        settings, dirs = load_settings(tree, **kwargs), project_dirs(tree, **kwargs)
-        assert (dirs.root, dirs.signatures_dir, dirs.compiled_dir, dirs.strict, dirs.cache_dir, dirs.local_models,
-                list(dirs.adapter_dirs), dirs.section_roles, dirs.local_threads) == (
-            settings.root, settings.signatures_dir, settings.compiled_dir, settings.strict, settings.cache_dir,
-            settings.local_models, settings.adapter_dirs, {k: v.value for k, v in settings.section_roles.items()},
-            settings.local_threads)
-    assert dirs.local_models == {"tiny": tree / "models" / "tiny.gguf"}
-    assert dirs.local_threads == 1
+    shutil.copytree(tree / "signatures", tree / "agents")
+    agent = load("vuln-triage", project=tree)
+    assert agent.dirs == load_settings(tree) and agent.strict is True
+    assert agent.dirs.compiled_dir == tree.resolve() / "build" / "out"
+    assert agent.dirs.signatures_dir == tree.resolve() / "agents" and agent.dirs.adapter_dirs == (tree.resolve() / "adapters",)
+    assert agent.dirs.local_models == {"tiny": tree.resolve() / "models" / "tiny.gguf"} and agent.dirs.local_threads == 1
+    assert load("vuln-triage", project=tree, strict=False).strict is False  # an argument wins
     monkeypatch.setenv("ROSETTA_LOCAL_THREADS", "3")
-    assert project_dirs(tree).local_threads == load_settings(tree).local_threads == 3
+    assert load_settings(tree).local_threads == 3
     monkeypatch.setenv("ROSETTA_LOCAL_THREADS", "none")
     with pytest.raises(ConfigError, match="local_threads must be a positive integer"):
-        project_dirs(tree)
+        load("vuln-triage", project=tree)
 
 
 def test_load_takes_agent_names_or_definition_files_only(compiled):

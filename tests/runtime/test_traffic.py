@@ -448,24 +448,19 @@ def test_a_spike_waits_for_a_slot_and_the_wait_is_not_part_of_the_timeout(agent,
 
 # -- configuration -------------------------------------------------------------------------------
 
-def test_project_limits_and_health_are_read_like_settings(tree, monkeypatch):
-    from rosetta.config import load_settings
-    from rosetta.project import project_dirs
+def test_project_limits_and_health_are_read_from_the_settings(tree, monkeypatch):
+    from rosetta.settings import load_settings
 
     (tree / "pyproject.toml").write_text(
         "[tool.rosetta.rate_limits]\nopenai = {requests_per_minute = 500, tokens_per_minute = 30000, "
         "max_in_flight = 16}\n"
         "'openai/o3' = {requests_per_minute = 50}\n[tool.rosetta.health]\ncooldown_s = 5\nmin_calls = 10\n")
-    dirs, settings = project_dirs(tree), load_settings(tree)
-    assert dirs.rate_limits == {"openai": Limit(500, 30000, 16), "openai/o3": Limit(50, None)}
-    assert {k: (v.requests_per_minute, v.tokens_per_minute, v.max_in_flight)
-            for k, v in settings.rate_limits.items()} == {"openai": (500, 30000, 16), "openai/o3": (50, None, 64)}
-    assert (dirs.health.cooldown_s, dirs.health.min_calls) == (settings.health.cooldown_s, settings.health.min_calls)
+    settings = load_settings(tree)
+    assert settings.rate_limits == {"openai": Limit(500, 30000, 16), "openai/o3": Limit(50, None)}
+    assert (settings.health.cooldown_s, settings.health.min_calls) == (5, 10)
     monkeypatch.setenv("ROSETTA_RATE_LIMITS", '{"gemini": {"requests_per_minute": 5}, "openai": {"tokens_per_minute": 9}}')
     expected = {"gemini": Limit(5, None), "openai": Limit(500, 9, 16), "openai/o3": Limit(50, None)}
-    assert project_dirs(tree).rate_limits == expected
-    assert {k: Limit(v.requests_per_minute, v.tokens_per_minute, v.max_in_flight)
-            for k, v in load_settings(tree).rate_limits.items()} == expected
+    assert load_settings(tree).rate_limits == expected
 
 
 @pytest.mark.parametrize("toml, message", [
@@ -477,11 +472,11 @@ def test_project_limits_and_health_are_read_like_settings(tree, monkeypatch):
     ("[tool.rosetta.health]\ncooldown = 5\n", "unknown health setting"),
 ])
 def test_bad_traffic_settings_are_clear_errors(tree, toml, message):
-    from rosetta.project import project_dirs
+    from rosetta.settings import load_settings
 
     (tree / "pyproject.toml").write_text(toml)
     with pytest.raises(ConfigError) as caught:
-        project_dirs(tree)
+        load_settings(tree)
     assert message in str(caught.value)
 
 

@@ -17,7 +17,7 @@ from conftest import REPO
 from fault_server import FaultServer
 from scripted_model import write_toy_project
 
-from rosetta.config import load_settings
+from rosetta.settings import load_settings
 from rosetta.runtime.invoke import RetryPolicy
 from rosetta.verify.runner import VerifyOptions, verify
 

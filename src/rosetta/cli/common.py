@@ -53,7 +53,7 @@ class ListFormat(StrEnum):
 
 def project_settings(ctx: typer.Context) -> Any:
     """The project's settings: [tool.rosetta], ROSETTA_* variables, then the global options."""
-    from rosetta.config import load_settings
+    from rosetta.settings import load_settings
 
     options = ctx.obj or {}
     return load_settings(options.get("project"), signatures_dir=options.get("signatures_dir"))

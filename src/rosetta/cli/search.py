@@ -8,6 +8,8 @@ runs the search over every definition found under the paths.
 
 from __future__ import annotations
 
+import dataclasses
+
 import logging
 import threading
 import time
@@ -144,7 +146,7 @@ def optimize_targets(ctx: typer.Context, definitions: list[Path], models: list[s
 
     settings = project_settings(ctx)
     if out is not None:
-        settings = settings.model_copy(update={"compiled_dir": out.resolve()})
+        settings = dataclasses.replace(settings, compiled_dir=out.resolve())
     skipped: list[str] = []  # agents of a tree with no labeled data: listed, not fatal
     for definition in definitions:
         for model in models:

@@ -91,7 +91,7 @@ class CompileOptions:
 
     @classmethod
     def for_settings(cls, settings: Any, *, adapter_dirs: Iterable[Path] = (), **overrides: Any) -> CompileOptions:
-        """The options `rosetta compile` takes from a project's settings (``rosetta.config.Settings``),
+        """The options `rosetta compile` takes from a project's settings (``rosetta.settings.Settings``),
         with ``adapter_dirs`` loaded beside the project's and ``overrides`` on top: one recipe for
         compile and for the gate `rosetta validate` shares with it."""
         from rosetta.providers.adapter import load_adapters

@@ -346,12 +346,12 @@ def _has_labeled_data(definition: AgentDefinition) -> bool:
     """Whether `rosetta compile --optimize` has train rows to pick demos from: its evaluation.dataset,
     else ``<datasets_dir>/<agent>/`` of the project it belongs to."""
     from rosetta.errors import RosettaError
-    from rosetta.project import project_dirs
+    from rosetta.settings import load_settings
 
     if definition.spec.evaluation.dataset:
         return True
     try:
-        datasets = project_dirs(Path(definition.source.path).parent).datasets_dir
+        datasets = load_settings(Path(definition.source.path).parent).datasets_dir
     except RosettaError:  # unusable settings: `rosetta validate` reports them on their own
         return False
     return (datasets / definition.name).is_dir()

@@ -10,6 +10,6 @@ import os
 def thread_count() -> int:
     """CPU threads per llama.cpp context: ``local_threads`` ([tool.rosetta] or ROSETTA_LOCAL_THREADS),
     else every CPU. Two processes each spinning on every CPU slow each other down many times over."""
-    from rosetta.project import project_dirs
+    from rosetta.settings import load_settings
 
-    return project_dirs().local_threads or os.cpu_count() or 1
+    return load_settings().local_threads or os.cpu_count() or 1

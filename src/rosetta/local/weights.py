@@ -61,9 +61,9 @@ def resolve(name: str) -> LocalModel:
     catalog = _catalog_model(bare)
     if catalog is not None:
         return catalog
-    from rosetta.project import project_dirs
+    from rosetta.settings import load_settings
 
-    configured = project_dirs().local_models
+    configured = load_settings().local_models
     if bare in configured:
         return LocalModel(PREFIX + bare, _existing_gguf(configured[bare], field=f"local_models.{bare}"))
     known = sorted({m.id for m in catalog_models()} | {PREFIX + n for n in configured})
@@ -117,9 +117,9 @@ def _named(model: CatalogModel, bare: str) -> bool:
 
 def _weights_file(weights: Weights) -> Path:
     """``<cache_dir>/models/<file>``, assembled if missing, always matching the pinned sha256."""
-    from rosetta.project import project_dirs
+    from rosetta.settings import load_settings
 
-    target = project_dirs().cache_dir / "models" / weights.file
+    target = load_settings().cache_dir / "models" / weights.file
     if not target.exists():
         _assemble(weights, target)
     _verify(target, weights)

@@ -56,7 +56,7 @@ def load(agent: Any, *, project: str | os.PathLike[str] | None = None, strict: b
 
 def _definition(agent: Any, project: Any = None) -> tuple[Any, Any, Any]:
     """(agent, lowered signature, project settings): what rendering needs, read as ``compile`` reads it."""
-    from rosetta.config import load_settings
+    from rosetta.settings import load_settings
     from rosetta.definition.loader import load_definition
     from rosetta.signature import lower
 

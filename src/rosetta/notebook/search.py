@@ -290,7 +290,7 @@ def optimize(agent: Any, model: str, *, project: Any = None, trials: int | None 
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    opened, _ = open_storage(storage or report.outcome.storage, settings.root / ".rosetta" / "studies" / "unused")
+    opened, _ = open_storage(storage or report.outcome.storage, settings.state.studies / "unused")
     name = report.outcome.study_run or report.outcome.study
     return Optimization(report, optuna.load_study(study_name=name, storage=opened), settings.root)
 
@@ -347,7 +347,7 @@ def evaluate(agent: Any, model: str, *, split: str = "test", prompt: Any = None,
         raise UsageError(Problem(f"the prompt was rendered for {prompt.model}, not {context.model.id}",
                                  field="prompt", hint=f"render it for {model}"))
     examples = context.data.split(split)
-    evaluator = Evaluator(context.agent, context.metric, EvalCache(context.project_state / "eval-cache.sqlite"),
+    evaluator = Evaluator(context.agent, context.metric, EvalCache(context.state.eval_cache),
                           Budget(), jobs=jobs, complete=complete)
     rows = []
     for example, answer in zip(examples, evaluator.answers(prompt, examples), strict=True):

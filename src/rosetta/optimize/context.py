@@ -11,6 +11,7 @@ from typing import Any
 
 from rosetta.optimize.metrics import Metric, resolve_metric
 from rosetta.datasets import LabeledData, default_location, load_labeled
+from rosetta.settings import ProjectState
 
 
 @dataclass
@@ -24,8 +25,8 @@ class Context:
     data: LabeledData
     metric: Metric
     agent: Any
-    settings: Any  # rosetta.config.Settings
-    project_state: Path  # <root>/.rosetta: study journals and the evaluation cache
+    settings: Any  # rosetta.settings.Settings
+    state: ProjectState  # <root>/.rosetta: study journals and the evaluation cache
 
 
 def load_context(definition_path: Path, model_name: str, *, settings: Any, metric: str | None = None,
@@ -49,7 +50,7 @@ def load_context(definition_path: Path, model_name: str, *, settings: Any, metri
     metric_ = resolve_metric(metric, evaluation, signature, judge=_judge_for(settings, evaluation, model.id),
                              root=settings.root)
     return Context(signature, definition, model, adapters[model.adapter], data, metric_, agent, settings,
-                   settings.root / ".rosetta")
+                   settings.state)
 
 
 def _judge_for(settings: Any, evaluation: Any, model_id: str) -> Callable[..., float] | None:

@@ -162,7 +162,7 @@ def from_dspy(program: Any, agent: str | Path, model: str, *, project: str | Pat
     use. Returns the version's file."""
     from dataclasses import replace
 
-    from rosetta.config import load_settings
+    from rosetta.settings import load_settings
     from rosetta.definition.loader import load_definition
     from rosetta.providers.adapter import load_adapters
     from rosetta.providers.catalog import catalog_for

@@ -41,9 +41,9 @@ def secret_path(root: str | os.PathLike[str], cache_dir: str | os.PathLike[str] 
     Raises :class:`NoSecret` when that folder lies inside the project, where a repository could ship it."""
     root = Path(os.path.abspath(root))
     if cache_dir is None:
-        from rosetta.project import project_dirs
+        from rosetta.settings import load_settings
 
-        cache_dir = project_dirs(root, root=str(root)).cache_dir
+        cache_dir = load_settings(root, root=str(root)).cache_dir
     folder = Path(os.path.abspath(cache_dir)) / "project-keys"
     if folder.is_relative_to(root):
         raise NoSecret(f"the cache folder {folder} is inside the project {root}, where a repository could ship "

@@ -27,6 +27,7 @@ from rosetta.optimize.metrics import Metric
 from rosetta.optimize.search import run_search
 from rosetta.optimize.space import origin
 from rosetta.optimize.study import SearchOutcome, SearchSettings, SearchStatus
+from rosetta.settings import ProjectState
 
 OPTIMIZERS = ("rosetta", "dspy-mipro", "dspy-bootstrap")
 
@@ -110,7 +111,7 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
         return report
     study_identity = {"dataset": context.data.sha256, "metric": context.metric.describe(), "source": source_sha,
                       "model": model_fingerprint(model), **({"answerer": answerer} if answerer else {})}
-    cache = EvalCache(context.project_state / "eval-cache.sqlite")
+    cache = EvalCache(context.state.eval_cache)
     shown: list[SearchStatus] = []  # the search's live status, which the test pass goes on updating
 
     def show(status: SearchStatus) -> None:
@@ -253,7 +254,7 @@ def _search(request: OptimizeRequest, context: Any, identity: dict[str, Any], pl
 
         return run_dspy(request.optimizer, context, request.settings, cache=cache, complete=complete,
                         on_status=on_status)
-    journal = default_journal(context.project_state.parent, context.signature.name, context.model.id)
+    journal = context.state.study(context.signature.name, context.model.id)  # unless --storage names another
     proposer_complete = proposer_complete or _declared_proposer(context, request.settings.proposer)
     return run_search(context.agent, context.signature, context.model, context.adapter, context.data,
                       context.metric, request.settings, cache=cache, default_storage=journal, complete=complete,
@@ -275,11 +276,6 @@ def _declared_proposer(context: Any, name: str | None) -> Any:
     return lambda **kwargs: complete(**{**kwargs, "model": model.id, **model.connection()})
 
 
-def default_journal(root: Path, agent: str, model_id: str) -> Path:
-    """Where a search keeps its optuna study unless ``--storage`` names another storage."""
-    return root / ".rosetta" / "studies" / agent / (model_id.replace("/", "__") + ".journal")
-
-
 def last_study(root: Path, compiled_dir: Path, agent: str, model_id: str,
                storage: str | None = None) -> tuple[Any, str]:
     """The study of the last search of ``agent`` on ``model_id`` (the newest run of the study its
@@ -290,7 +286,7 @@ def last_study(root: Path, compiled_dir: Path, agent: str, model_id: str,
     from rosetta.optimize.study import latest_study, open_storage
     from rosetta.store.artifact import ArtifactError, artifact_path, read_artifact
 
-    journal = default_journal(root, agent, model_id)
+    journal = ProjectState.of(root).study(agent, model_id)
     if storage is None and not journal.is_file():
         raise UsageError(Problem(f"no search of {agent} on {model_id} is recorded", Location(str(journal)),
                                  hint=f"run `rosetta compile {agent} --model {model_id} --optimize`, or pass the "

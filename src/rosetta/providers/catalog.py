@@ -447,7 +447,7 @@ def accepts_unlisted(model: str, unlisted: bool | Iterable[str]) -> bool:
 
 def load_catalog(declared: Mapping[str, Any] | None = None, file: str | Path | None = None) -> Catalog:
     """The bundled catalog, with a project's declared models merged in when there are any
-    (``Settings.models`` or ``ProjectDirs.models``; ``file`` is their pyproject.toml). Built once per
+    (``Settings.models`` or ``Settings.models``; ``file`` is their pyproject.toml). Built once per
     distinct declaration table."""
     if not declared:
         return _bundled()
@@ -456,7 +456,7 @@ def load_catalog(declared: Mapping[str, Any] | None = None, file: str | Path | N
 
 def catalog_for(root: str | Path, declared: Mapping[str, Any]) -> Catalog:
     """The catalog of the project at ``root`` with its ``declared`` models (``Settings.models``,
-    ``ProjectDirs.models``), whose errors name lines of the project's pyproject.toml."""
+    ``Settings.models``), whose errors name lines of the project's pyproject.toml."""
     if not declared:
         return _bundled()
     pyproject = Path(root) / "pyproject.toml"

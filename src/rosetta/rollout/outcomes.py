@@ -63,11 +63,10 @@ class Outcome:
 def default_path(agent: str, root: str | os.PathLike[str] | None = None) -> Path:
     """``<project root>/.rosetta/outcomes/<agent>.jsonl`` (default root: the project holding the working
     directory)."""
-    if root is None:
-        from rosetta.project import project_dirs
+    from rosetta.settings import ProjectState, load_settings
 
-        root = project_dirs().root
-    return Path(root) / ".rosetta" / "outcomes" / f"{agent}.jsonl"
+    state = load_settings().state if root is None else ProjectState.of(root)
+    return state.outcomes(agent)
 
 
 def record_outcome(result: Any, *, success: bool | None = None, score: float | None = None,
@@ -132,7 +131,7 @@ def _append(path: Path, data: bytes) -> None:
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         handle = os.open(path, flags, 0o644)
-    except OSError as exc:
+    except OSError:
         if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
             raise NotRegularFile(f"{path} is not a plain file") from None
         raise

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Location, Problem, UsageError
-from rosetta.project import ProjectDirs, project_dirs
+from rosetta.settings import Settings, load_settings
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime.options import RunOptions
 from rosetta.runtime.runner import Runner
@@ -43,7 +43,7 @@ AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 class Agent:
     """A loaded agent: its definition file, its artifacts, and the prompts chosen so far."""
 
-    def __init__(self, name: str, definition_path: Path | None, dirs: ProjectDirs, strict: bool) -> None:
+    def __init__(self, name: str, definition_path: Path | None, dirs: Settings, strict: bool) -> None:
         self.name = name
         self.definition_path = definition_path
         self.dirs = dirs
@@ -261,7 +261,7 @@ def load(
 
     ``unlisted_models`` (patterns such as ``"openai/gpt-5.5"`` or ``"ollama_chat/*"``) names the model
     ids outside rosetta's catalog this agent may run on; by default the project's setting."""
-    dirs = project_dirs(project, signatures_dir=signatures_dir, compiled_dir=compiled_dir, strict=strict,
+    dirs = load_settings(project, signatures_dir=signatures_dir, compiled_dir=compiled_dir, strict=strict,
                         unlisted_models=unlisted_models)
     text = os.fspath(name_or_path)
     path = Path(text)
@@ -291,7 +291,7 @@ def load(
     return agent
 
 
-def _agent_names(dirs: ProjectDirs) -> list[str]:
+def _agent_names(dirs: Settings) -> list[str]:
     """Every agent of the project: its definitions' names and its compiled agents (for suggestions)."""
     from rosetta.definition.loader import load_many
     from rosetta.store.lookup import compiled_models

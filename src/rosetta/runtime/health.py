@@ -22,7 +22,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from rosetta.project import HealthPolicy
+from rosetta.settings import HealthPolicy
 
 
 class ProviderHealth:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rosetta.project import Limit
+from rosetta.settings import Limit
 
 
 class TokenBucket:

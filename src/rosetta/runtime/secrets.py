@@ -338,7 +338,7 @@ def _redact_record(record: logging.LogRecord) -> None:
         record.exc_text = redact(record.exc_text)
 
 
-ROSETTA_LOGGERS = ("rosetta", "rosetta.config", "rosetta.local", "rosetta.local.llama_cpp", "rosetta.optimize",
+ROSETTA_LOGGERS = ("rosetta", "rosetta.settings", "rosetta.local", "rosetta.local.llama_cpp", "rosetta.optimize",
                    "rosetta.providers.adapter", "rosetta.providers.catalog", "rosetta.runtime")
 """Every logger rosetta logs to (a test checks the source names no other)."""
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.errors import Location, Problem, RolloutError, UsageError
-from rosetta.project import ProjectDirs
+from rosetta.settings import Settings
 from rosetta.providers.catalog import CatalogModel, catalog_for
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.store.artifact import Artifact, ArtifactError
@@ -56,7 +56,7 @@ class Selection:
 class Selector:
     """Picks (and caches) one agent's prompt per model."""
 
-    def __init__(self, name: str, definition_path: Path | None, dirs: ProjectDirs, strict: bool) -> None:
+    def __init__(self, name: str, definition_path: Path | None, dirs: Settings, strict: bool) -> None:
         self.name, self.definition_path, self.dirs, self.strict = name, definition_path, dirs, strict
         self.shelf = Shelf(dirs, name)
         self._routes: dict[tuple[str, bool], Route] = {}

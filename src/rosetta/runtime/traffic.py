@@ -13,7 +13,7 @@ import threading
 from typing import Any
 from dataclasses import dataclass
 
-from rosetta.project import ProjectDirs
+from rosetta.settings import Settings
 from rosetta.runtime.health import ProviderHealth
 from rosetta.runtime.limits import RateLimiter
 
@@ -30,7 +30,7 @@ _by_project: dict[tuple[Any, ...], Traffic] = {}
 _lock = threading.Lock()
 
 
-def traffic_for(dirs: ProjectDirs) -> Traffic:
+def traffic_for(dirs: Settings) -> Traffic:
     """The project's traffic, created on first use and shared by its agents; a project whose
     settings changed since gets a fresh one."""
     key = (dirs.root, tuple(sorted(dirs.rate_limits.items())), dirs.health)

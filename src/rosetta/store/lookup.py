@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rosetta.project import ProjectDirs
+from rosetta.settings import Settings
 from rosetta.store.artifact import (
     COMPILER_VERSION,
     Artifact,
@@ -41,7 +41,7 @@ _MODEL_LINE = re.compile(r"^model: (\S+)$", re.MULTILINE)
 class Shelf:
     """One agent's compiled artifacts under a project's compiled tree."""
 
-    def __init__(self, dirs: ProjectDirs, agent: str) -> None:
+    def __init__(self, dirs: Settings, agent: str) -> None:
         self.dirs, self.agent = dirs, agent
         self.compiled_dir, self.root = dirs.compiled_dir, dirs.root
         self.artifacts = _index(self.compiled_dir, agent)  # model id → path (no parsing yet)
