@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import textwrap
 from collections.abc import Callable, Iterator
@@ -44,6 +45,19 @@ def forget_test_project_keys() -> Iterator[None]:
     yield
     for made in (set(folder.glob("*.key")) if folder.is_dir() else set()) - before:
         made.unlink(missing_ok=True)
+
+
+TODAY = datetime.date(2026, 11, 26)
+"""The date every test judges model lifecycles on (the catalog's review date): Claude Sonnet 4 is
+retired by then (2026-10-14), and no test changes as later retirement dates pass."""
+
+
+@pytest.fixture(autouse=True)
+def pinned_lifecycle_date(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one clock rosetta reads for lifecycles (rosetta.providers.catalog.lifecycle_date), pinned."""
+    import rosetta.providers.catalog as catalog
+
+    monkeypatch.setattr(catalog, "lifecycle_date", lambda: TODAY)
 
 
 PORTABLE = """\

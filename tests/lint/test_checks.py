@@ -148,12 +148,8 @@ def test_rs005_a_deprecated_preference_is_a_warning_with_its_date(portable, monk
 
     import rosetta.providers.catalog as catalog_module
 
-    class Before(datetime.date):  # the day before Claude Sonnet 4's retirement
-        @classmethod
-        def today(cls):
-            return cls(2026, 10, 13)
-
-    monkeypatch.setattr(catalog_module.datetime, "date", Before)
+    monkeypatch.setattr(catalog_module, "lifecycle_date", lambda: datetime.date(2026, 10, 13))  # the day before
+    # Claude Sonnet 4's retirement
     (finding,) = _findings(portable("old", {"anthropic/claude-sonnet-5-5": "anthropic/claude-sonnet-4"}), "RS-005")
     assert finding.severity is Severity.WARNING
     assert "retires on 2026-10-14" in finding.message and "'anthropic/claude-sonnet-4'" in finding.message

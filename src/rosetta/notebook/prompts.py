@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
-
 import difflib
 import html
 import os
@@ -74,6 +72,7 @@ def render(agent: Any, model: str, knobs: Any = None, *, project: Any = None, **
     """The prompt ``model`` gets for one variant (``render(signature, model, knobs)``): pass a
     :class:`~rosetta.render.Knobs` or its fields as keywords (``delimiter="xml"``, ``reasoning=True``)."""
     from rosetta.providers.adapter import load_adapters
+    from rosetta.providers.catalog import lifecycle_date
     from rosetta.render.renderer import render as render_prompt
 
     if knobs is not None and knob_values:
@@ -81,7 +80,7 @@ def render(agent: Any, model: str, knobs: Any = None, *, project: Any = None, **
     _, signature, settings = _definition(agent, project)
     return render_prompt(signature, model, _knobs(knobs if knobs is not None else knob_values),
                          adapters=load_adapters(settings.adapter_dirs), unlisted=settings.unlisted_models,
-                         today=datetime.date.today())
+                         today=lifecycle_date())
 
 
 def _knobs(value: Any) -> Any:
@@ -119,6 +118,7 @@ def _renders(agent: Any, models: Iterable[str] | str, variants: Mapping[str, Any
              project: Any) -> list[tuple[str, str, Any]]:
     """(model, variant, prompt or the RosettaError that says why the agent cannot run there)."""
     from rosetta.providers.adapter import load_adapters
+    from rosetta.providers.catalog import lifecycle_date
     from rosetta.render.renderer import render as render_prompt
 
     _, signature, settings = _definition(agent, project)

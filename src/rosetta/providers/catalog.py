@@ -246,6 +246,12 @@ class Retirement:
     replacement: str
 
 
+def lifecycle_date() -> datetime.date:
+    """The date models' lifecycles are judged on: the one clock that selection, compile, lint and
+    the commands read (rendering reads none; tests pin this one)."""
+    return datetime.date.today()
+
+
 @dataclass(frozen=True)
 class Status:
     """A model's lifecycle today: ``current``, ``deprecated`` (until ``date``) or ``retired``."""
@@ -313,12 +319,12 @@ class Catalog:
                 raise ValueError(f"{model_id}: replacement {retirement.replacement!r} is not a current catalog model")
 
     def status(self, model: CatalogModel | str, today: datetime.date | None = None) -> Status:
-        """``model``'s lifecycle on ``today`` (default: the local date)."""
+        """``model``'s lifecycle on ``today`` (default: :func:`lifecycle_date`)."""
         model_id = model if isinstance(model, str) else model.id
         retirement = self.retirements.get(model_id)
         if retirement is None:
             return Status("current")
-        state = "retired" if retirement.date <= (today or datetime.date.today()) else "deprecated"
+        state = "retired" if retirement.date <= (today or lifecycle_date()) else "deprecated"
         return Status(state, retirement.date, retirement.replacement)
 
     def refuse_retired(self, model: CatalogModel, today: datetime.date | None = None) -> None:

@@ -375,13 +375,13 @@ class _AgentContext:
 
     def _render(self, model: str, signature: Any, knobs: Any = None) -> Any:
         from rosetta.providers.adapter import load_adapters
-        from rosetta.providers.catalog import catalog_for
+        from rosetta.providers.catalog import catalog_for, lifecycle_date
         from rosetta.render.renderer import render
 
         adapters = load_adapters(self.settings.adapter_dirs)
         target = catalog_for(self.settings.root, self.settings.models).resolve(
             model, adapters, unlisted=self.settings.unlisted_models)
-        return render(signature, target, knobs, adapters=adapters, today=dt.date.today())
+        return render(signature, target, knobs, adapters=adapters, today=lifecycle_date())
 
     def _task(self, inputs: dict[str, Any]) -> str:
         shown = "\n".join(f"{k}: {v if isinstance(v, str) else v!r}"[:2000] for k, v in inputs.items())
