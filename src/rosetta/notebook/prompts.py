@@ -122,13 +122,13 @@ def _renders(agent: Any, models: Iterable[str] | str, variants: Mapping[str, Any
     from rosetta.render.renderer import render as render_prompt
 
     _, signature, settings = _definition(agent, project)
-    adapters = load_adapters(settings.adapter_dirs)
+    adapters, today = load_adapters(settings.adapter_dirs), lifecycle_date()
     rows = []
     for model in _models(models):
         for name, knobs in _variants(variants).items():
             try:
                 rows.append((model, name, render_prompt(signature, model, knobs, adapters=adapters,
-                                                        unlisted=settings.unlisted_models)))
+                                                        unlisted=settings.unlisted_models, today=today)))
             except RosettaError as error:  # an unknown model, or one the agent cannot work on
                 rows.append((model, name, error))
     return rows
