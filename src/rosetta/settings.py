@@ -52,7 +52,7 @@ class Limit:
         if unknown:
             raise ValueError(f"unknown rate limit key(s) {', '.join(sorted(unknown))} in {where}; use "
                              "requests_per_minute, tokens_per_minute and max_in_flight")
-        values = {}
+        values: dict[str, Any] = {}
         for key in ("requests_per_minute", "tokens_per_minute", "max_in_flight"):
             value = data.get(key)
             if value is None:
