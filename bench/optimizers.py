@@ -137,7 +137,7 @@ METHODS = {
 
 
 def run(args: argparse.Namespace, state: Path) -> list[dict]:
-    from rosetta.config import load_settings
+    from rosetta.settings import load_settings
     from rosetta.optimize.cache import EvalCache
     from rosetta.optimize.context import load_context
     from rosetta.optimize.dspy_backend import program_prompt

@@ -94,7 +94,7 @@ def recorded(path: Path, seed: int) -> Matrix:
     ``seed`` (the study's ``--seed``) to know each row's label."""
     import optuna
 
-    from rosetta.config import load_settings
+    from rosetta.settings import load_settings
     from rosetta.optimize.context import load_context
     from rosetta.optimize.race import dev_order
     from rosetta.optimize.space import label_function
