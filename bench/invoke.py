@@ -55,11 +55,22 @@ def main() -> None:
                 samples.append(time.perf_counter() - began)
             return samples
 
+        async def paired(first, second) -> tuple[list[float], list[float]]:
+            """Both kinds of call alternately, so that the server's and the machine's drift over
+            the run falls on both alike (one block after the other made the difference noise)."""
+            ones, twos = [], []
+            for _ in range(args.calls):
+                for make, samples in ((first, ones), (second, twos)):
+                    began = time.perf_counter()
+                    await make()
+                    samples.append(time.perf_counter() - began)
+            return ones, twos
+
         async def measure() -> tuple[list[float], list[float], list[float]]:
             await agent.arun(INPUTS, model="openai/gpt-4o", **extra)  # warm up both paths
             await litellm.acompletion(**kwargs)
-            rosetta_calls = await timed(lambda: agent.arun(INPUTS, model="openai/gpt-4o", **extra))
-            bare_calls = await timed(lambda: litellm.acompletion(**kwargs))
+            rosetta_calls, bare_calls = await paired(lambda: agent.arun(INPUTS, model="openai/gpt-4o", **extra),
+                                                     lambda: litellm.acompletion(**kwargs))
             prepared = await litellm.acompletion(**kwargs)
 
             async def instant(**_: object) -> object:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rosetta.optimize.metrics import Metric, resolve_metric
 from rosetta.datasets import LabeledData, default_location, load_labeled
+from rosetta.optimize.metrics import Metric, resolve_metric
 from rosetta.settings import ProjectState
 
 

@@ -16,18 +16,18 @@ import logging
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Location, Problem, UsageError
-from rosetta.settings import Settings, load_settings
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime.options import RunOptions
 from rosetta.runtime.runner import Runner
 from rosetta.runtime.selector import Selection, Selector
 from rosetta.runtime.stream import Stream
 from rosetta.runtime.traffic import traffic_for
+from rosetta.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from rosetta.runtime.conversation import Conversation

@@ -26,8 +26,8 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Location, Problem, UsageError

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.errors import Location, Problem, RolloutError, UsageError
-from rosetta.settings import Settings
 from rosetta.providers.catalog import CatalogModel, catalog_for
 from rosetta.render.prompt import RenderedPrompt
+from rosetta.settings import Settings
 from rosetta.store.artifact import Artifact, ArtifactError
 from rosetta.store.lookup import Shelf
 from rosetta.store.routing import Route

@@ -10,12 +10,12 @@ process-wide state that one project's settings could leak into another's.
 from __future__ import annotations
 
 import threading
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
-from rosetta.settings import Settings
 from rosetta.runtime.health import ProviderHealth
 from rosetta.runtime.limits import RateLimiter
+from rosetta.settings import Settings
 
 
 @dataclass(frozen=True)
