@@ -45,7 +45,7 @@ def main() -> None:
         shutil.copy(HERE.parent / "signatures" / "vuln-triage.md", root / "signatures")
         agent = rosetta.load("vuln-triage", project=root)
         extra = {"api_base": server.url, "api_key": "sk-bench"}
-        kwargs = {**agent.prompt_for("openai/gpt-4o").to_litellm(INPUTS), **extra, "max_retries": 0}
+        kwargs = {**agent.prompt_for("openai/gpt-4o").to_litellm(INPUTS), **extra, "max_retries": 0, "num_retries": 0, "timeout": 60.0}
 
         async def timed(make) -> list[float]:
             samples = []
