@@ -62,7 +62,7 @@ def test_the_chat_model_gets_its_chat_template_and_the_base_model_plain_text(loc
     assert "<|im_start|>system\nBe brief.<|im_end|>" in formatted and formatted.rstrip().endswith(
         "<|im_start|>assistant")
     assert base.lock is not chat.lock and base.llm is not chat.llm  # one lock and one set of contexts each
-    shown = rosetta.load("vuln-triage", project=REPO).explain(CHAT_LOCAL_MODEL)
+    shown = rosetta.load("log-summarizer-open", project=REPO).explain(CHAT_LOCAL_MODEL)
     # no artifact of its own: Gemma's optimized completion-style artifact is not served to a chat model
     assert shown.kind == "uncompiled" and "system placement is completion" in shown.reason
 
