@@ -200,6 +200,8 @@ def test_compiled_parameters_change_only_through_overrides(toy) -> None:
         RunOptions(retry_once=True)
     with pytest.raises(UsageError, match="validation_retries"):
         RunOptions(validation_retries=-1)
+    with pytest.raises(UsageError, match="the rubric has no criteria"):
+        toy.run(NOTE, MODEL, review=[], complete=_forbidden)  # refused before the answer is paid for
     assert "sk-secret" not in repr(RunOptions(api_key="sk-secret"))
 
 

@@ -93,6 +93,10 @@ class RunOptions:
         if self.retry_once and self.review is None:
             raise UsageError(Problem("retry_once needs a rubric to review against", field="review",
                                      hint="pass review=[...criteria...] as well"))
+        if self.review is not None:  # a rubric that cannot be read is refused before any token is spent
+            from rosetta.runtime.review import Rubric
+
+            object.__setattr__(self, "review", Rubric.of(self.review))
         if self.record_dir is not None:
             object.__setattr__(self, "record_dir", Path(self.record_dir))
         for name in ("extra", "overrides"):
