@@ -136,3 +136,12 @@ def test_state_paths_have_one_owner(project):
     assert state.eval_cache == state.path / "eval-cache.sqlite"
     assert state.study("vuln-triage", "local/gemma-3-270m") == state.path / "studies/vuln-triage/local__gemma-3-270m.journal"
     assert state.outcomes("vuln-triage") == state.path / "outcomes/vuln-triage.jsonl"
+
+
+def test_the_root_comes_from_an_argument_or_rosetta_root_else_the_pyproject_folder(configured, tmp_path, monkeypatch):
+    monkeypatch.setenv("ROSETTA_ROOT", str(tmp_path / "elsewhere"))
+    assert load_settings(configured).root == (tmp_path / "elsewhere").resolve()
+    assert load_settings(configured).compiled_dir == (tmp_path / "elsewhere" / "build" / "compiled").resolve()
+    assert load_settings(configured, root=configured / "sub").root == (configured / "sub").resolve()
+    monkeypatch.delenv("ROSETTA_ROOT")
+    assert load_settings(configured / "sub" / "dir").root == configured.resolve()

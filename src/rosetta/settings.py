@@ -198,7 +198,10 @@ def load_settings(start: str | os.PathLike[str] | None = None, **overrides: Any)
     table = read_tool_table(pyproject, text) if pyproject else {}
     _warn_unknown_env()
     read = _Reader(table, {k: v for k, v in overrides.items() if v is not None}, pyproject, text)
-    root = read.value("root", lambda v, _: _path(v), pyproject.parent if pyproject else origin).expanduser().resolve()
+    # the root: an argument, else $ROSETTA_ROOT, else the pyproject.toml's folder (a `root` key in
+    # that file would be relative to itself: it is not read)
+    given = read.overrides.get("root") or os.environ.get(ENV_PREFIX + "ROOT")
+    root = (_path(given) if given else pyproject.parent if pyproject else origin).resolve()
 
     def directory(key: str, default: Path | str) -> Path:
         return _absolute(read.value(key, lambda v, _: _path(v), Path(default)), root)
