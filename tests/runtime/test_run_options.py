@@ -203,6 +203,12 @@ def test_compiled_parameters_change_only_through_overrides(toy) -> None:
     with pytest.raises(UsageError, match="the rubric has no criteria"):
         toy.run(NOTE, MODEL, review=[], complete=_forbidden)  # refused before the answer is paid for
     assert "sk-secret" not in repr(RunOptions(api_key="sk-secret"))
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    shown = repr(RunOptions(extra={"extra_headers": {"Authorization": f"Bearer {token}"}}))
+    assert token not in shown and "extra_headers" in shown
+    with pytest.raises(UsageError) as caught:
+        RunOptions(extra=[token])  # type: ignore[arg-type]
+    assert token not in str(caught.value)
 
 
 def test_a_stream_is_read_one_way_and_closing_it_ends_it(toy) -> None:

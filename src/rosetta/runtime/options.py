@@ -102,9 +102,18 @@ class RunOptions:
         for name in ("extra", "overrides"):
             value = getattr(self, name)
             if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
-                _refuse(name, value, "a mapping of litellm parameter names to values")
+                _refuse(name, type(value).__name__, "a mapping of litellm parameter names to values")  # not quoted:
+                # it may hold a key
             _check_params(name, value)
             object.__setattr__(self, name, dict(value))
+
+    def __repr__(self) -> str:
+        """The fields (``api_key`` left out), credentials in ``extra`` or ``overrides`` (a header, a
+        key) redacted: an options object may be logged."""
+        from rosetta.runtime.secrets import redact
+
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self) if f.repr)
+        return redact(f"RunOptions({shown})")
 
     @classmethod
     def of(cls, options: RunOptions | None = None, keywords: Mapping[str, Any] | None = None) -> RunOptions:
