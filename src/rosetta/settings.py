@@ -216,11 +216,13 @@ def load_settings(start: str | os.PathLike[str] | None = None, **overrides: Any)
         adapter_dirs=tuple(_absolute(_path(p), root) for p in read.value("adapter_dirs", _texts, ())),
         unlisted_models=tuple(read.value("unlisted_models", _texts, ("*",))),
         strict=read.value("strict", _flag, False),
-        section_roles=read.table("section_roles", lambda v, key: _role(v, key)),
-        local_models={name: _absolute(p, root) for name, p in read.table("local_models", lambda v, _: _path(v)).items()},
+        section_roles=read.table("section_roles", _role),
+        local_models={name: _absolute(path, root)
+                      for name, path in read.table("local_models", lambda value, _: _path(value)).items()},
         local_threads=read.value("local_threads", _positive_int, None),
         models=read.table("models", lambda entry, _: entry),  # each entry's shape: the catalog's to judge
-        rate_limits=read.table("rate_limits", lambda v, key: Limit.from_mapping(_mapping(v, key), f"rate_limits.{key}")),
+        rate_limits=read.table("rate_limits",
+                               lambda value, name: Limit.from_mapping(_mapping(value, name), f"rate_limits.{name}")),
         health=read.whole("health", HealthPolicy.from_mapping),
     )
 

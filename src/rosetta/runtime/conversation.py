@@ -124,7 +124,8 @@ class Conversation:
         return replace(opts, fallbacks=self.options.fallbacks, user_id=self.options.user_id,
                        record_dir=self.options.record_dir, raw_transcripts=self.options.raw_transcripts)
 
-    def _prepare(self, message: Mapping[str, Any] | str) -> tuple[dict[str, Any], list[str], list[dict[str, Any]] | None]:
+    def _prepare(self, message: Mapping[str, Any] | str,
+                 ) -> tuple[dict[str, Any], list[str], list[dict[str, Any]] | None]:
         agent = self.agent
         if not self.pinned:
             inputs = self._first_inputs(message)

@@ -158,7 +158,8 @@ def request_params(options: RunOptions, compiled: Mapping[str, Any]) -> dict[str
     clash = sorted(set(options.extra) & set(compiled))
     if clash:
         name = clash[0]
-        raise UsageError(Problem(f"{name} is set by the compiled prompt ({compiled[name]!r}); extra does not replace it",
+        raise UsageError(Problem(f"{name} is set by the compiled prompt ({compiled[name]!r}); extra does not "
+                                 "replace it",
                                  field=f"extra.{name}", hint=f"to change it for this call, pass overrides={{{name!r}: "
                                                              "...} (the Result records it)"))
     return {**options.extra, **options.overrides}

@@ -258,8 +258,9 @@ def review_and_retry(agent: Agent, result: Result, inputs: Mapping[str, Any], ru
     result.review = reviewer.review(result.data if result.data is not None else result.raw, rubric, context=task)
     if result.review.passed or not options.retry_once:
         return result
-    sent = messages if messages is not None else agent.prompt_for(result.model, user_id=options.user_id).messages(inputs)
-    messages = [*sent, {"role": "assistant", "content": result.raw or ""},
+    if messages is None:  # the rendered turn
+        messages = agent.prompt_for(result.model, user_id=options.user_id).messages(inputs)
+    messages = [*messages, {"role": "assistant", "content": result.raw or ""},
                 {"role": "user", "content": result.review.feedback()}]
     retried = agent.runner.run(inputs, [result.model], options, complete=complete, messages=messages)
     retried.attempts = result.attempts + retried.attempts
