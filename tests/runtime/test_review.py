@@ -14,7 +14,8 @@ from scripted_model import write_toy_project
 
 from rosetta.errors import UsageError
 from rosetta.runtime.agent import load
-from rosetta.runtime.review import Criterion, Rubric, read_review
+from rosetta.runtime.review import read_review
+from rosetta.runtime.rubric import Criterion, Rubric
 
 
 @pytest.fixture(autouse=True)

@@ -203,7 +203,8 @@ class Agent:
         the second answer is reviewed again (``Result.retried``). Without a review, ``result``."""
         if options.review is None:
             return result
-        from rosetta.runtime.review import Rubric, review_and_retry
+        from rosetta.runtime.review import review_and_retry
+        from rosetta.runtime.rubric import Rubric
 
         reviewer = judge_reviewer(self.dirs.root, options.review_model or result.model, complete=complete)
         return review_and_retry(self, result, inputs, Rubric.of(options.review), options, reviewer=reviewer,

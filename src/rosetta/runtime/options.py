@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from rosetta.runtime.health import ProviderHealth
     from rosetta.runtime.invoke import RetryPolicy
     from rosetta.runtime.limits import RateLimiter
-    from rosetta.runtime.review import Rubric
+    from rosetta.runtime.rubric import Rubric
 
 PROVIDER_PARAMETERS = frozenset({
     "temperature", "top_p", "top_k", "min_p", "max_tokens", "max_completion_tokens", "seed", "stop", "n",
@@ -94,7 +94,7 @@ class RunOptions:
             raise UsageError(Problem("retry_once needs a rubric to review against", field="review",
                                      hint="pass review=[...criteria...] as well"))
         if self.review is not None:  # a rubric that cannot be read is refused before any token is spent
-            from rosetta.runtime.review import Rubric
+            from rosetta.runtime.rubric import Rubric
 
             object.__setattr__(self, "review", Rubric.of(self.review))
         if self.record_dir is not None:

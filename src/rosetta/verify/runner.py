@@ -237,7 +237,8 @@ class _AgentContext:
         return run
 
     def check_example(self, run: CaseRun) -> None:
-        from rosetta.runtime.review import Rubric, failed_review
+        from rosetta.runtime.review import failed_review
+        from rosetta.runtime.rubric import Rubric
 
         rubric = Rubric.of(rules.quality_rubric(self.spec, has_reference=run.expected is not None))
         has_schema = self.spec.output.schema_ is not None
