@@ -1,7 +1,9 @@
 """Benchmark: load + validate 1,000 varied agent definitions, and the cost of `import rosetta`.
 
 Targets (issue #2): load+validate of 1,000 definitions < 2 s on a 2-core machine; `import rosetta`
-< 150 ms. The baseline row parses the same frontmatter with PyYAML's C loader (no positions, no
+< 150 ms. A quarter of the portable definitions are written in an older collection's shapes (issue
+58: input rules as a mapping, output rules as mappings, inputs as lists of names, a persona as text,
+a template found nowhere), which load by setting values aside and are reported. The baseline row parses the same frontmatter with PyYAML's C loader (no positions, no
 safety limits, no schema), to show what our safe parser and the checks cost on top.
 
     python bench/load_validate.py [--count 1000] [--repeat 3] [--seed 7]
@@ -91,10 +93,26 @@ def _portable(n: int, rng: random.Random) -> str:
         "    - {field: report, pattern: '\\S{10,}'}",
         "  fallback_behavior: warn_and_retry",
     ]
+    if rng.random() < 0.25:  # issue 58: an older collection's shapes, read or set aside at load
+        parts[parts.index("guardrails:"):] = [
+            "inputs: {required: [report, project_id], optional: [since]}",
+            "persona: Terse and exact.",
+            "guardrails:",
+            "  input_validation:",
+            "    project_id:",
+            "      format: '^PROJ-\\d{3}$'",
+            "      on_invalid: {action: reject, message: project_id must look like PROJ-123}",
+            "    report: {max_length: 20000, required: true}",
+            "  output_filtering:",
+            "    - no_secrets_in_output",
+            "    - {pattern: 'AKIA[0-9A-Z]{16}', action: redact}",
+            "output:",
+            f"  template: templates/report-{n}.md",
+        ]
     text = "\n".join(parts) + "\n"
     if rng.random() < 0.6:
         text += TOOLS.format(n=n)
-    if rng.random() < 0.7:
+    if rng.random() < 0.7 and "\noutput:" not in text:
         text += OUTPUT.format(labels=", ".join(rng.sample(WORDS, rng.randint(2, 6))))
     if body_format != "xml" or rng.random() < 0.5:
         text += (

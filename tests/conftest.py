@@ -49,7 +49,7 @@ def forget_test_project_keys() -> Iterator[None]:
 
 TODAY = datetime.date(2026, 11, 26)
 """The date every test judges model lifecycles on (the catalog's review date): Claude Sonnet 4 is
-retired by then (2026-10-14), and no test changes as later retirement dates pass."""
+retired by then (2026-06-15), and no test changes as later retirement dates pass."""
 
 
 @pytest.fixture(autouse=True)

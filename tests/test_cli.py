@@ -124,7 +124,7 @@ def test_models_shows_each_models_status_and_replacement(cli):
     assert rows["anthropic/claude-sonnet-5-5"]["status"] == "current"
     retired = rows["anthropic/claude-sonnet-4-20250514"]
     assert retired["status"] == "retired" and retired["replacement"] == "anthropic/claude-sonnet-5-5"
-    assert retired["retires"] == "2026-10-14"
+    assert retired["retires"] == "2026-06-15" and "model-deprecations" in retired["retirement_source"]
     text = cli("models").stdout
     assert "retired" in text and "reviewed 2026-11-26" in " ".join(text.split())
 
@@ -139,7 +139,7 @@ def test_doctor_lists_artifacts_compiled_for_retired_models(cli, tree, monkeypat
     result = cli("doctor")
     assert result.exit_code == 0
     squashed = " ".join(result.output.split())
-    assert "vuln-triage on anthropic/claude-sonnet-4-20250514: retired 2026-10-14, replace with " \
+    assert "vuln-triage on anthropic/claude-sonnet-4-20250514: retired 2026-06-15, replace with " \
            "anthropic/claude-sonnet-5-5" in squashed
     assert "claude-sonnet-4-20250514.yaml" in "".join(squashed.split()) and "5-5.yaml" not in squashed
 

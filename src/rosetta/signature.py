@@ -54,6 +54,8 @@ class Signature(BaseModel):
     output_required: bool = False
     output_levels: tuple[str, ...] = ()
     output_location: str | None = None
+    output_template: str | None = None
+    """The text of the file ``output.template`` names, rendered into the Format section."""
     tools: tuple[ToolSpec, ...] = ()
     host_tools: tuple[str, ...] = ()
     """Tools the agent expects its host to provide (Claude Code's Read, Bash, MCP tools…): named in
@@ -197,12 +199,13 @@ def lower(definition: AgentDefinition, *, demos: tuple[Demo, ...] | None = None)
         audience_level=spec.persona.audience_level,
         instructions=definition.sections,
         forbidden_actions=tuple(spec.capabilities.forbidden_actions),
-        output_rules=tuple(spec.guardrails.output_filtering),
+        output_rules=spec.guardrails.output_rule_names(),
         inputs=inputs,
         output_schema=spec.output.schema_,
         output_required=spec.output.required,
         output_levels=tuple(spec.output.levels),
         output_location=spec.output.location,
+        output_template=_read_template(definition),
         tools=tuple(ToolSpec(name=t.name, description=t.description, parameters=_with_required(t)) for t in spec.tools),
         host_tools=tuple(name for name in spec.capabilities.allowed_tools if name not in {t.name for t in spec.tools}),
         demos=demos,
@@ -212,7 +215,8 @@ def lower(definition: AgentDefinition, *, demos: tuple[Demo, ...] | None = None)
         generation_params=dict(spec.generation_params),
         minimum_context_window=spec.portability.minimum_context_window,
         required_features=tuple(spec.capabilities.required_features),
-        extensions={format_path(path): value for path, value in spec.unknown_fields().items()},
+        extensions={**{format_path(path): value for path, value in spec.unknown_fields().items()},
+                    **{format_path(unread.path): unread.value for unread in definition.source.unread}},
         source_sha256=source_digest(definition),
     )
 
@@ -239,11 +243,12 @@ def source_digest(definition: AgentDefinition) -> str:
 
 
 def load_demos(definition: AgentDefinition, inputs: tuple[InputField, ...]) -> tuple[Demo, ...]:
-    """Demos from the definition's examples file: JSON lines of ``{"id"?, "inputs": {...}, "output": ...}``."""
-    reference = definition.spec.portability.few_shot.examples_ref
-    assert reference is not None
-    where = definition.locate("portability", "few_shot", "examples_ref")[0]
-    path = Path(where).parent / reference
+    """Demos from the definition's examples file: JSON lines of ``{"id"?, "inputs": {...}, "output": ...}``;
+    none when the file was found nowhere (lint reports it)."""
+    found = definition.source.references.get("portability.few_shot.examples_ref")
+    if found is None:
+        return ()
+    path = Path(found)
     names = {field.name for field in inputs}
     demos = []
     for number, line in enumerate(_read_examples(path).splitlines(), start=1):
@@ -278,6 +283,29 @@ MAX_EXAMPLES_BYTES = 10_000_000
 """Largest examples file read: demos are a prompt's worth of text, labeled data lives in datasets/."""
 MAX_EXAMPLE_DEPTH = 64
 """Deepest nesting of one example (the YAML nesting limit): JSON's encoder and decoder recurse per level."""
+
+
+MAX_TEMPLATE_BYTES = 64 * 1024
+"""Largest output template rendered: a document skeleton, not a document."""
+
+
+def _read_template(definition: AgentDefinition) -> str | None:
+    """The output template's text; None when the definition names none or it was found nowhere."""
+    from rosetta.definition.frontmatter import decode
+    from rosetta.fileio import read_source_bytes
+
+    found = definition.source.references.get("output.template")
+    if found is None:
+        return None
+    path = Path(found)
+    try:
+        size = path.stat().st_size
+        if size > MAX_TEMPLATE_BYTES:
+            raise DefinitionError.at(f"output template is {size:,} bytes; the limit is {MAX_TEMPLATE_BYTES:,}",
+                                     file=path, hint="keep the template to the skeleton of the answer")
+        return decode(read_source_bytes(path, limit=MAX_TEMPLATE_BYTES), path)
+    except OSError as exc:
+        raise DefinitionError.at(f"cannot read the output template: {exc.strerror or exc}", file=path) from None
 
 
 def _read_examples(path: Path) -> str:

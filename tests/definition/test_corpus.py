@@ -197,8 +197,12 @@ def test_examples_files_use_declared_inputs():
 
 
 def _known(model: type[BaseModel]) -> dict[str, str]:
-    """Field alias (as written in YAML) → attribute name."""
-    return {info.alias or name: name for name, info in model.model_fields.items()}
+    """Field alias (as written in YAML, every alias a field accepts) → attribute name."""
+    known = {info.alias or name: name for name, info in model.model_fields.items()}
+    for name, info in model.model_fields.items():
+        choices = getattr(info.validation_alias, "choices", ())
+        known.update({choice: name for choice in choices if isinstance(choice, str)})
+    return known
 
 
 def _unknown_fields(value: BaseModel, raw: dict, path: tuple = ()) -> Iterator[tuple[tuple, BaseModel, Any]]:
@@ -275,8 +279,6 @@ BROKEN_AT = {
     "unquoted-colon.md": (3, 22),        # description: Use when: the user asks ...
     "tab-indented.md": (5, 1),           # tab before `role:`
     "unclosed-quote.md": (3, 14),        # the opening quote that is never closed
-    "identity-is-text.md": (4, 1),       # identity: "Analyst"
-    "tools-is-a-number.md": (4, 1),      # tools: 5
     "empty-body.md": (6, 1),             # nothing after the closing '---' (line 6)
     "duplicate-key.md": (6, 1),          # the second `model:`
 }

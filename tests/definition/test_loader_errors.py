@@ -21,17 +21,32 @@ def _problems(path):
     return caught.value.problems
 
 
-def test_schema_errors_carry_line_field_expected_and_hint(portable):
-    problems = _problems(portable("demo", {
+def test_a_known_field_in_another_shape_is_set_aside_with_its_line_and_the_shapes_read(portable):
+    """Issue 58: only what rosetta cannot run without refuses a definition; a known field in a shape it
+    does not read is kept as written, reported with its line, what was found and what is read there."""
+    agent = load_definition(portable("demo", {
         "  enabled: true": "  enabled: sometimes",
         "reasoning_strategy: adaptive": "reasoning_strategy: sometimes",  # off-list: tolerated, lint reports it
         "minimum_context_window: 8000": "minimum_context_window: lots",
         "identity:\n": "identity:\n  belbin_role: Specialist\n",  # unknown: kept, lint reports it
     }))
-    assert [p.field for p in problems] == ["portability.enabled", "portability.minimum_context_window"]
-    enabled, window = problems
-    assert enabled.location.line == 19 and enabled.expected == "true or false" and "'sometimes'" in enabled.message
-    assert window.location.line == 20 and window.expected == "a whole number" and "'lots'" in window.message
+    enabled, window = agent.source.unread
+    assert (enabled.path, enabled.value, enabled.expected) == (("portability", "enabled"), "sometimes", "true or false")
+    assert (window.path, window.value, window.expected) == (("portability", "minimum_context_window"), "lots",
+                                                            "a whole number")
+    assert agent.spec.portability.enabled is False and agent.spec.portability.minimum_context_window is None
+    assert agent.locate(*window.path)[1] == 20
+    from rosetta.signature import lower
+
+    assert lower(agent).extensions["portability.minimum_context_window"] == "lots"  # carried, as written
+
+
+def test_what_rosetta_cannot_run_without_is_refused_with_line_field_expected_and_hint(write):
+    problems = _problems(write("x.md", "---\nname: 'bad name!'\noutput:\n  required: true\n  schema: [a, b]\n"
+                                       "---\nbody\n"))
+    name, schema = problems
+    assert name.field == "name" and name.location.line == 2 and "invalid characters" in name.message
+    assert schema.field == "output.schema" and schema.location.line == 5 and schema.expected
 
 
 def test_missing_name(write):
@@ -39,13 +54,16 @@ def test_missing_name(write):
     assert problem.field == "name" and "missing" in problem.message and "name:" in problem.hint
 
 
-def test_bad_regex_and_bad_count_range(portable):
-    problems = _problems(portable("demo", {
+def test_a_bad_regex_is_refused_and_a_bad_count_range_set_aside(portable):
+    path = portable("demo", {
         "  body_format: markdown": "  body_format: markdown\n  few_shot: {count_range: {min: 4, max: 2}}",
         "output:\n": "guardrails:\n  input_validation:\n    - {field: report, pattern: '(['}\noutput:\n",
-    }))
-    messages = " | ".join(p.message for p in problems)
-    assert "invalid regular expression" in messages and "min (4) is greater than max (2)" in messages
+    })
+    (problem,) = _problems(path)
+    assert "invalid regular expression" in problem.message and problem.field == "guardrails.input_validation[0]"
+    path.write_text(path.read_text().replace("pattern: '(['", "pattern: 'x'"))
+    (unread,) = load_definition(path).source.unread
+    assert unread.path == ("portability", "few_shot", "count_range") and "min (4) is greater than max (2)" in unread.expected
 
 
 def test_provider_params_do_not_fail_the_load(portable):
@@ -58,7 +76,6 @@ def test_provider_params_do_not_fail_the_load(portable):
     ("../../etc/passwd", "outside the project root"),
     ("/etc/passwd", "absolute path"),
     ("~/secrets.txt", "absolute path"),
-    ("missing.jsonl", "not found"),
     ("", "empty"),
 ])
 def test_references_must_stay_inside_the_project(portable, field, reference, message):
@@ -66,6 +83,16 @@ def test_references_must_stay_inside_the_project(portable, field, reference, mes
             if field == "examples_ref" else {"  required: true": f"  required: true\n  template: '{reference}'"})
     (problem,) = _problems(portable("demo", edit))
     assert message in problem.message and problem.location.line is not None
+
+
+@pytest.mark.parametrize("field", ["examples_ref", "template"])
+def test_a_reference_found_nowhere_is_reported_with_every_path_tried(portable, field):
+    few_shot = "  body_format: markdown\n  few_shot: {enabled: true, examples_ref: missing.md}"
+    edit = ({"  body_format: markdown": few_shot}
+            if field == "examples_ref" else {"  required: true": "  required: true\n  template: missing.md"})
+    agent = load_definition(portable("demo", edit))
+    (missing,) = agent.source.missing_references
+    assert missing.reference == "missing.md" and missing.tried and all(t.endswith("missing.md") for t in missing.tried)
 
 
 def test_symlink_out_of_the_project_is_refused(portable, project, tmp_path_factory):

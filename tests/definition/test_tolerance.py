@@ -160,7 +160,6 @@ def test_compile_says_which_host_tools_a_target_will_not_have(write, project, cl
 @pytest.mark.parametrize(("text", "line", "column"), [
     ("---\nname: a\ntools:\n  - Read\n  model: sonnet\n---\nbody\n", 5, 3),
     ("---\nname: a\ndescription: Use when: the user asks\n---\nbody\n", 3, 22),
-    ("---\nname: a\nidentity: Analyst\n---\nbody\n", 3, 1),
     ("---\nname: a\nguardrails:\n  input_validation:\n    - {field: x, pattern: '(unclosed'}\n---\nbody\n", 5, 7),
     ("---\nname: a\n---\n\n", 3, 1),
 ])

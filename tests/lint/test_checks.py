@@ -140,7 +140,7 @@ def test_rs005_a_retired_preference_is_an_error_naming_the_replacement(portable)
                          "RS-005")
     (finding,) = findings
     assert finding.severity is Severity.ERROR and finding.line == 20
-    assert "retired on 2026-10-14" in finding.message and "anthropic/claude-sonnet-5-5" in finding.remediation
+    assert "retired on 2026-06-15" in finding.message and "anthropic/claude-sonnet-5-5" in finding.remediation
 
 
 def test_rs005_a_deprecated_preference_is_a_warning_with_its_date(portable, monkeypatch):
@@ -148,11 +148,11 @@ def test_rs005_a_deprecated_preference_is_a_warning_with_its_date(portable, monk
 
     import rosetta.providers.catalog as catalog_module
 
-    monkeypatch.setattr(catalog_module, "lifecycle_date", lambda: datetime.date(2026, 10, 13))  # the day before
+    monkeypatch.setattr(catalog_module, "lifecycle_date", lambda: datetime.date(2026, 6, 14))  # the day before
     # Claude Sonnet 4's retirement
     (finding,) = _findings(portable("old", {"anthropic/claude-sonnet-5-5": "anthropic/claude-sonnet-4"}), "RS-005")
     assert finding.severity is Severity.WARNING
-    assert "retires on 2026-10-14" in finding.message and "'anthropic/claude-sonnet-4'" in finding.message
+    assert "retires on 2026-06-15" in finding.message and "'anthropic/claude-sonnet-4'" in finding.message
 
 
 def test_rs005_leaves_unknown_models_to_compile(portable):

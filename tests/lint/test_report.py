@@ -18,7 +18,7 @@ SARIF_SCHEMA = json.loads((Path(__file__).parents[1] / "fixtures" / "sarif-2.1.0
 def mixed_report(portable, write, project):
     portable("good")
     portable("bad", {"openai/gpt-4o]": "gpt-4o]"})
-    write("broken.md", "---\nname: broken\nidentity: Analyst\n---\nbody\n")
+    write("broken.md", "---\ndescription: an agent without a name\nidentity: Analyst\n---\nbody\n")
     write("legacy.md", "---\nname: legacy\nmodel: opus\n---\nbody\n")
     return build_report(load_many([project]))
 
@@ -32,8 +32,8 @@ def test_json_report_shape(mixed_report):
         assert {"path", "agent", "loaded", "error", "findings"} <= set(entry)
         for finding in entry["findings"]:
             assert {"id", "severity", "message", "line"} <= set(finding)
-    assert files["broken.md"]["loaded"] is False and "identity" in files["broken.md"]["error"]
-    assert files["broken.md"]["problems"][0]["line"] == 3
+    assert files["broken.md"]["loaded"] is False and "name" in files["broken.md"]["error"]
+    assert files["broken.md"]["problems"][0]["line"] == 2
     assert [f["id"] for f in files["bad.md"]["findings"]] == ["PV-006"]
     assert files["good.md"]["findings"] == [] and files["good.md"]["agent"] == "good"
     json.dumps(document)  # serializable

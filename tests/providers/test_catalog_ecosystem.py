@@ -90,11 +90,34 @@ def test_a_retired_model_is_refused_with_its_replacement():
     retired = CATALOG.resolve("anthropic/claude-sonnet-4-20250514")
     with pytest.raises(UsageError) as caught:
         CATALOG.refuse_retired(retired)
-    assert "retired on 2026-10-14" in str(caught.value) and "anthropic/claude-sonnet-5-5" in str(caught.value)
+    assert "retired on 2026-06-15" in str(caught.value) and "anthropic/claude-sonnet-5-5" in str(caught.value)
+
+
+def test_every_retirement_says_where_its_date_was_read_and_claude_4_retired_on_2026_06_15():
+    """Issue 58: lifecycle dates are the vendors', each with its source, never the review date."""
+    assert CATALOG.retirements and all(r.source.strip() for r in CATALOG.retirements.values())
+    for name in ("anthropic/claude-sonnet-4-20250514", "anthropic/claude-opus-4-20250514"):
+        status = CATALOG.status(CATALOG.resolve(name))
+        assert (status.state, str(status.date)) == ("retired", "2026-06-15") and "Anthropic" in status.source
+    reviewed = {str(v) for v in CATALOG.reviewed.values()}
+    assert not {str(r.date) for r in CATALOG.retirements.values()} & reviewed
+
+
+def test_a_retirement_on_an_unknown_date_says_so(monkeypatch):
+    from rosetta.providers import catalog as catalog_module
+
+    entry = {"date": "unknown", "replacement": "anthropic/claude-sonnet-5-5", "source": "vendor notice"}
+    retirement = catalog_module._retirement("x/old", entry)
+    assert retirement.date is None
+    status = catalog_module.Status("retired", retirement.date, retirement.replacement, retirement.source)
+    assert status.label == "retired (date unknown)"
+    assert status.describe("x/old") == "x/old was retired (date unknown); use anthropic/claude-sonnet-5-5 instead"
+    with pytest.raises(ValueError, match="no source"):
+        catalog_module._retirement("x/old", {"date": "2026-01-01", "replacement": "y"})
 
 
 def test_status_follows_the_calendar():
     sonnet4 = CATALOG.resolve("anthropic/claude-sonnet-4-20250514")
-    assert CATALOG.status(sonnet4, today=datetime.date(2026, 10, 13)).state == "deprecated"
-    assert CATALOG.status(sonnet4, today=datetime.date(2026, 10, 14)).state == "retired"
+    assert CATALOG.status(sonnet4, today=datetime.date(2026, 6, 14)).state == "deprecated"
+    assert CATALOG.status(sonnet4, today=datetime.date(2026, 6, 15)).state == "retired"
     assert CATALOG.status(CATALOG.resolve("sonnet")).state == "current"

@@ -62,10 +62,10 @@ def test_thinking_by_default_gets_room_in_max_tokens(triage):
 def test_a_retired_model_is_refused_on_the_date_the_caller_passes_with_its_replacement(triage):
     """Rendering reads no clock: the day before its retirement the model renders, from that day on
     it is refused, and without a date (the caller checked already) the render is the same prompt."""
-    before = render(triage, "anthropic/claude-sonnet-4", today=datetime.date(2026, 10, 13))
+    before = render(triage, "anthropic/claude-sonnet-4", today=datetime.date(2026, 6, 14))
     with pytest.raises(UsageError) as caught:
-        render(triage, "anthropic/claude-sonnet-4", today=datetime.date(2026, 10, 14))
-    assert "retired on 2026-10-14" in str(caught.value) and "anthropic/claude-sonnet-5-5" in str(caught.value)
+        render(triage, "anthropic/claude-sonnet-4", today=datetime.date(2026, 6, 15))
+    assert "retired on 2026-06-15" in str(caught.value) and "anthropic/claude-sonnet-5-5" in str(caught.value)
     assert render(triage, "anthropic/claude-sonnet-4") == before
 
 

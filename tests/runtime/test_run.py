@@ -39,7 +39,7 @@ def test_a_retired_model_fails_before_any_request_naming_its_replacement(agent):
         with pytest.raises(UsageError) as caught:
             run(agent, server, model="anthropic/claude-sonnet-4-20250514")
         assert server.requests == []  # not a provider 404 after the fact
-    assert "retired on 2026-10-14" in str(caught.value) and "anthropic/claude-sonnet-5-5" in str(caught.value)
+    assert "retired on 2026-06-15" in str(caught.value) and "anthropic/claude-sonnet-5-5" in str(caught.value)
 
 
 def test_valid_answer_is_typed_and_recorded(agent):

@@ -193,8 +193,7 @@ def _retiring_artifacts(compiled_dir: Path) -> None:
         return
     out.print(f"compiled artifacts for retired or deprecated models: [yellow]{len(rows)}[/yellow]")
     for agent, model_id, status, path in rows:
-        state = f"[red]retired {status.date}[/red]" if status.state == "retired" else \
-            f"[yellow]retires {status.date}[/yellow]"
+        state = f"[red]{status.label}[/red]" if status.state == "retired" else f"[yellow]{status.label}[/yellow]"
         out.print(f"  {escape(agent)} on {escape(model_id)}: {state}, replace with {escape(status.replacement)} "
                   f"[dim]({escape(str(path))})[/dim]")
     out.print("[dim]retired models are never compiled or called: move model_preferences to the replacement, run "

@@ -165,7 +165,8 @@ def models(
             status = catalog.status(m)
             row["status"] = status.state
             if status.state != "current":
-                row["retires"], row["replacement"] = str(status.date), status.replacement
+                row["retires"], row["replacement"] = str(status.date or "unknown"), status.replacement
+                row["retirement_source"] = status.source
             rows.append(row)
         sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
         return
@@ -267,7 +268,7 @@ def _schema_elided(value: Any) -> Any:
 
 def _status_cell(status: Any) -> str:
     if status.state == "retired":
-        return f"[red]retired {status.date}[/red] → {escape(status.replacement)}"
+        return f"[red]{status.label}[/red] → {escape(status.replacement)}"
     if status.state == "deprecated":
-        return f"[yellow]retires {status.date}[/yellow] → {escape(status.replacement)}"
+        return f"[yellow]{status.label}[/yellow] → {escape(status.replacement)}"
     return "current"

@@ -133,20 +133,24 @@ def read_markdown(path: Path) -> RawDefinition:
         fmt = AgentFormat.PORTABLE
     raw = RawDefinition(fmt, path, [path], data, document.body, path, document.body_line, detected)
     raw.add_locations(source_map)
+    _import_tool_names(raw)
     if is_claude_code:
-        _import_claude_code_tools(raw)
         if sidecar is not None:
             _merge_sidecar(raw, sidecar)
     return raw
 
 
-def _import_claude_code_tools(raw: RawDefinition) -> None:
-    """``tools: "Read, Grep"`` names built-in tools: they become ``capabilities.allowed_tools``."""
+def _import_tool_names(raw: RawDefinition) -> None:
+    """Tools named, not defined, are host tools: they become ``capabilities.allowed_tools``. Claude
+    Code writes ``tools: "Read, Grep"`` or a list of names; OpenCode a mapping of name to whether the
+    agent may use it (``{read: true, write: false}``)."""
     tools = raw.data.get("tools")
     if isinstance(tools, str):
         names = [t.strip() for t in tools.split(",") if t.strip()]
     elif isinstance(tools, list) and all(isinstance(t, str) for t in tools):
         names = list(tools)
+    elif isinstance(tools, dict) and tools and all(isinstance(v, bool) for v in tools.values()):
+        names = [str(name) for name, allowed in tools.items() if allowed]
     else:
         return
     del raw.data["tools"]

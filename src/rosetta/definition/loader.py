@@ -22,7 +22,7 @@ from rosetta.definition.formats import (
     read_definition,
     stem_of,
 )
-from rosetta.definition.models import AgentDefinition, AgentSpec, DefinitionSource, RCCFRole
+from rosetta.definition.models import AgentDefinition, AgentSpec, DefinitionSource, MissingReference, RCCFRole
 from rosetta.definition.paths import find_project_root, resolve_reference
 from rosetta.definition.sections import split_sections
 from rosetta.definition.spec_errors import locate_field, validate_spec
@@ -67,9 +67,9 @@ def load_definition(
             line=raw.body_line - 1 if fence else 1, column=1,
             hint="write the agent's instructions " + ("after the closing '---'" if fence else "in this file"),
         )
-    spec, off_list = validate_spec(raw)
+    spec, off_list, unread = validate_spec(raw)
     project_root = Path(root) if root is not None else find_project_root(path)
-    referenced = _check_references(spec, raw, project_root)
+    referenced, missing = _find_references(spec, raw, project_root)
     overrides = {**_roles(section_roles or {}), **spec.portability.section_roles}
     body_format = spec.portability.body_format or raw.detected_body_format
     return AgentDefinition(
@@ -79,13 +79,16 @@ def load_definition(
         source=DefinitionSource(
             format=raw.format,
             path=str(raw.path),
-            files=tuple(dict.fromkeys([*(str(f) for f in raw.files), *(str(f) for f in referenced)])),
+            files=tuple(dict.fromkeys([*(str(f) for f in raw.files), *(str(f) for f in referenced.values())])),
             body_path=str(raw.body_path),
             body_line=raw.body_line,
             detected_body_format=raw.detected_body_format,
             raw=raw.data,
             locations=raw.locations,
             off_list=off_list,
+            unread=unread,
+            references={field: str(file) for field, file in referenced.items()},
+            missing_references=tuple(missing),
         ),
     )
 
@@ -182,27 +185,31 @@ def _opens_with_fence(file: Path) -> bool:
 # -- references ------------------------------------------------------------------------------
 
 
-def _check_references(spec: AgentSpec, raw: RawDefinition, root: Path) -> list[Path]:
-    """The files the definition references, each checked to be a file inside the project."""
+def _find_references(spec: AgentSpec, raw: RawDefinition, root: Path) -> tuple[dict[str, Path], list[MissingReference]]:
+    """The files the definition references (field → file), and those found nowhere; a name that is
+    unusable or leads outside the tree is refused."""
     references = {
         ("portability", "few_shot", "examples_ref"): spec.portability.few_shot.examples_ref,
         ("output", "template"): spec.output.template,
     }
-    problems, found = [], []
+    problems, found, missing = [], {}, []
     for path, reference in references.items():
         if reference is None:
             continue
         file, line, column = locate_field(raw, path)
         try:
-            found.append(resolve_reference(
-                reference, base_dir=Path(file).parent, root=root,
-                field=format_path(path), location=Location(file, line, column),
-            ))
+            target, tried = resolve_reference(reference, base_dir=Path(file).parent, root=root,
+                                              field=format_path(path), location=Location(file, line, column))
         except DefinitionError as error:
             problems.extend(error.problems)
+            continue
+        if target is None:
+            missing.append(MissingReference(path, reference, tuple(str(t) for t in tried)))
+        else:
+            found[format_path(path)] = target
     if problems:
         raise DefinitionError(problems)
-    return found
+    return found, missing
 
 
 def _roles(section_roles: Mapping[str, RCCFRole | str]) -> dict[str, RCCFRole]:

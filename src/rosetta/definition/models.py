@@ -15,9 +15,10 @@ from datetime import date, time
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from rosetta.definition.input_rules import InputRule
+from rosetta.definition.input_rules import InputRule, rules_by_input
+from rosetta.definition.patterns import PatternError, compile_pattern, shown
 from rosetta.definition.spec_base import SpecSection
 from rosetta.definition.vocabulary import (
     AgentFormat,
@@ -58,6 +59,12 @@ def json_values(value: Any) -> Any:
     return value
 
 
+def _also(schema: dict[str, Any], other: dict[str, Any]) -> None:
+    """Publish a second shape the loader reads for a field (editors then accept it too)."""
+    main = {key: schema.pop(key) for key in ("type", "items", "additionalProperties") if key in schema}
+    schema["anyOf"] = [main, other]
+
+
 class Identity(SpecSection):
     """Who the agent is."""
 
@@ -94,15 +101,70 @@ class Capabilities(SpecSection):
     """Provider features the agent depends on (tool_use, structured_output, vision, streaming)."""
 
 
+class OutputRule(SpecSection):
+    """One ``guardrails.output_filtering`` entry written as a mapping: a named rule
+    (``{rule: no_pii, action: block}``) or an expression the answer must not contain
+    (``{pattern: "AKIA[0-9A-Z]{16}", action: redact}``)."""
+
+    rule: str | None = Field(default=None, validation_alias=AliasChoices("rule", "name", "id"))
+    """The rule's name, as in the text shape (e.g. no_secrets_in_output)."""
+    pattern: str | None = None
+    """An expression the answer must not contain (searched with a time limit)."""
+    action: str = "flag"
+    """What to do when the answer breaks the rule: redact (replace each match), block (discard the
+    answer), or flag (record it on the Result's post-checks: the default)."""
+    description: str | None = None
+    """The rule in a sentence, rendered into the prompt's constraints."""
+    message: str | None = None
+    """What to tell the caller when a blocked answer is discarded."""
+
+    @model_validator(mode="after")
+    def _check_pattern(self) -> OutputRule:
+        if self.pattern is not None:
+            try:
+                compile_pattern(self.pattern)
+            except PatternError as exc:
+                raise ValueError(f"invalid regular expression {shown(self.pattern)}: {exc}") from None
+        elif self.rule is None and self.description is None:
+            raise ValueError("an output rule needs a 'rule' name, a 'pattern' or a 'description'")
+        return self
+
+    @property
+    def text(self) -> str:
+        """The rule as the prompt states it."""
+        if self.description:
+            return self.description
+        if self.rule:
+            return self.rule
+        return f"never write text matching `{self.pattern}`"
+
+
 class Guardrails(SpecSection):
     """Checks applied around every model call, the same on every provider."""
 
-    input_validation: list[InputRule] = []
-    """Input rules checked before the call (regular expressions; preconditions are kept, not checked)."""
-    output_filtering: list[str] = []
-    """Output rules in natural language, e.g. no_secrets_in_output."""
+    input_validation: list[InputRule] = Field(default=[], json_schema_extra=lambda schema: _also(
+        schema, {"type": "object", "description": "input name → rule", "additionalProperties": True}))
+    """Input rules checked before the call (regular expressions; preconditions are kept, not checked).
+    Also read as a mapping of input name to rule: ``project_id: {format: ..., on_invalid: {message}}``."""
+    output_filtering: list[str | OutputRule] = []
+    """Output rules: names or sentences (e.g. no_secrets_in_output), or mappings with a ``pattern``
+    the answer must not contain and an ``action`` (redact, block, flag)."""
     fallback_behavior: FallbackBehavior = FallbackBehavior.WARN_AND_RETRY
     """What to do when output stays invalid after retries."""
+
+    @field_validator("input_validation", mode="before")
+    @classmethod
+    def _rules_by_input(cls, value: Any) -> Any:
+        return rules_by_input(value) if isinstance(value, dict) else value
+
+    @property
+    def output_rules(self) -> tuple[OutputRule, ...]:
+        """Every output rule in the mapping shape (a text rule is a rule by that name)."""
+        return tuple(OutputRule(rule=r) if isinstance(r, str) else r for r in self.output_filtering)
+
+    def output_rule_names(self) -> tuple[str, ...]:
+        """The rules as the prompt states them, in order."""
+        return tuple(rule.text for rule in self.output_rules)
 
 
 class Tool(SpecSection):
@@ -181,6 +243,35 @@ class InputSpec(SpecSection):
     """What the caller passes here."""
     required: bool = True
     """Whether every call must supply it."""
+
+
+def _named(item: Any) -> bool:
+    return isinstance(item, str) or (isinstance(item, dict) and len(item) == 1 and isinstance(next(iter(item)), str)
+                                     and isinstance(next(iter(item.values())), (str, type(None))))
+
+
+def inputs_by_name(value: Any) -> Any:
+    """``inputs`` in the shapes written in the wild, as the mapping of name to spec: lists of names
+    (or of ``{name: description}``) under ``required`` / ``optional``
+    (``{required: [repo, branch], optional: [since]}``), a list of
+    names or of ``{name, type, description}`` mappings, and a description alone as an input's value.
+    Anything else is returned as written, for the schema to judge."""
+    if isinstance(value, list):
+        named = [item if isinstance(item, dict) else {"name": item} for item in value]
+        if all(isinstance(item.get("name"), str) for item in named):
+            return {item["name"]: {k: v for k, v in item.items() if k != "name"} for item in named}
+        return value
+    if not isinstance(value, dict):
+        return value
+    found: dict[Any, Any] = {}
+    for key, spec in value.items():
+        if key in ("required", "optional") and isinstance(spec, list) and all(_named(n) for n in spec):
+            for item in spec:  # a name, or {name: description}
+                name, description = (item, None) if isinstance(item, str) else next(iter(item.items()))
+                found[name] = {"required": key == "required", **({"description": description} if description else {})}
+        else:
+            found[key] = {"description": spec} if isinstance(spec, str) else spec
+    return found
 
 
 class GenerationParams(SpecSection):
@@ -275,12 +366,24 @@ class AgentSpec(BaseModel):
     """What the agent produces."""
     portability: Portability = Portability()
     """Multi-provider settings; absent means a single-provider (Anthropic) legacy agent."""
-    inputs: dict[str, InputSpec] = {}
+    inputs: dict[str, InputSpec] = Field(default={}, json_schema_extra=lambda schema: _also(
+        schema, {"type": "array", "description": "names, or {name, type, description} mappings"}))
     """Named run-time inputs; none declared means a single text input called `request`."""
     generation_params: dict[str, GenerationParams] = {}
     """Generation parameters per phase (`default`, `review`, ...)."""
     evaluation: Evaluation = Evaluation()
     """How answers are scored against labeled examples when optimizing or evaluating."""
+
+    @field_validator("identity", mode="before")
+    @classmethod
+    def _identity_as_role(cls, value: Any) -> Any:
+        # `identity: "Release captain"` names the role (older agents and Claude Code collections)
+        return {"role": value} if isinstance(value, str) else value
+
+    @field_validator("inputs", mode="before")
+    @classmethod
+    def _inputs_by_name(cls, value: Any) -> Any:
+        return inputs_by_name(value)
 
     @field_validator("inputs")
     @classmethod
@@ -355,6 +458,21 @@ class OffListValue:
     """What rosetta does with it, in words: "uses 'warn_and_retry'", "ignores it", or :data:`KEPT_AS_WRITTEN`."""
 
 
+@dataclass(frozen=True)
+class UnreadValue:
+    """A known field written in a shape rosetta does not read: set aside so that the agent loads,
+    kept as written (compiled artifacts carry it with the extensions), and reported by lint."""
+
+    path: tuple[str | int, ...]
+    value: Any
+    found: str
+    """The shape found, in words: "a mapping", "a list", "'high'"."""
+    expected: str
+    """The shapes rosetta reads there, in words."""
+    used: str
+    """What rosetta does instead: "uses 'adaptive'", "ignores it"."""
+
+
 KEPT_AS_WRITTEN = "keeps it as written"
 """How descriptive values outside their known set are handled: rendered as the author wrote them."""
 
@@ -364,6 +482,15 @@ OPEN_VALUE_SETS: dict[tuple[str, ...], type[StrEnum]] = {
     ("output", "levels"): OutputLevel,
 }
 """Descriptive fields whose known values are suggestions: other values are rendered as written."""
+
+
+@dataclass(frozen=True)
+class MissingReference:
+    """A file a definition names that is in none of the places looked in."""
+
+    path: tuple[str | int, ...]
+    reference: str
+    tried: tuple[str, ...]
 
 
 class DefinitionSource(BaseModel):
@@ -390,6 +517,12 @@ class DefinitionSource(BaseModel):
     """Field path → (file, line, column) of every frontmatter value."""
     off_list: tuple[OffListValue, ...] = ()
     """Values outside their field's known set, tolerated at load (lint reports them)."""
+    unread: tuple[UnreadValue, ...] = ()
+    """Known fields in a shape rosetta does not read, set aside at load (lint reports them)."""
+    references: dict[str, str] = {}
+    """Each referenced file found (field, e.g. ``output.template`` → path), wherever it was found."""
+    missing_references: tuple[MissingReference, ...] = ()
+    """Referenced files found nowhere (``output.template``): the agent renders without them."""
 
 
 class AgentDefinition(BaseModel):
@@ -420,6 +553,16 @@ class AgentDefinition(BaseModel):
     def portable(self) -> bool:
         """Whether the definition opted into multi-provider use."""
         return self.spec.portability.enabled
+
+    def input_rule_path(self, index: int) -> tuple[str | int, ...]:
+        """Where input rule ``index`` is written: at its list index, or under its input's name when
+        the rules are written as a mapping."""
+        guardrails = self.source.raw.get("guardrails")
+        written = guardrails.get("input_validation") if isinstance(guardrails, dict) else None
+        rule = self.spec.guardrails.input_validation[index]
+        if isinstance(written, dict) and rule.field is not None:
+            return ("guardrails", "input_validation", rule.field)
+        return ("guardrails", "input_validation", index)
 
     def locate(self, *path: str | int) -> tuple[str, int | None, int | None]:
         """(file, line, column) of a frontmatter field, or of its nearest located ancestor."""

@@ -1,8 +1,11 @@
 """Project roots and file references that must stay inside them.
 
-Definitions name other files (``few_shot.examples_ref``, ``output.template``). Those names come
-from whoever wrote the definition, so they are resolved relative to the definition, symlinks
-followed, and refused when they land outside the project tree.
+Definitions name other files (``few_shot.examples_ref``, ``output.template``). A name is looked up
+next to the definition, then from each folder above it up to the project root, then from the
+repository root (collections resolve templates from there); a file found nowhere is reported, not
+fatal. Those names come from
+whoever wrote the definition, so symlinks are followed and a name that lands outside the tree is
+refused.
 """
 
 from __future__ import annotations
@@ -27,8 +30,26 @@ def find_project_root(start: Path) -> Path:
     return directory
 
 
-def resolve_reference(reference: str, *, base_dir: Path, root: Path, field: str, location: Location) -> Path:
-    """Resolve ``reference`` against ``base_dir``; raise unless it is an existing file under ``root``."""
+def find_repository_root(project_root: Path) -> Path:
+    """The nearest directory at or above ``project_root`` holding ``.git``, else ``project_root``."""
+    project_root = project_root.resolve()
+    return next((d for d in (project_root, *project_root.parents) if (d / ".git").exists()), project_root)
+
+
+def lookup_bases(base_dir: Path, root: Path) -> tuple[Path, ...]:
+    """Where a reference is looked for, in order: the definition's directory and each one above it up
+    to the project root (collections resolve templates from a skill's or team's folder), then the
+    repository root; each once."""
+    base_dir, root = base_dir.resolve(), root.resolve()
+    between = [d for d in base_dir.parents if d.is_relative_to(root)] if base_dir.is_relative_to(root) else [root]
+    return tuple(dict.fromkeys((base_dir, *between, root, find_repository_root(root))))
+
+
+def resolve_reference(reference: str, *, base_dir: Path, root: Path, field: str,
+                      location: Location) -> tuple[Path | None, tuple[Path, ...]]:
+    """The file ``reference`` names (None when it is in none of the :func:`lookup_bases`) and every
+    path tried; raises when the name is unusable or lands outside the tree (the repository root, or
+    the project root outside a repository)."""
 
     def fail(message: str, hint: str) -> DefinitionError:
         return DefinitionError.at(
@@ -47,16 +68,23 @@ def resolve_reference(reference: str, *, base_dir: Path, root: Path, field: str,
             f"absolute path {quoted} is not allowed",
             "write the path relative to the definition file, inside the project",
         )
+    bases = lookup_bases(base_dir, root)
+    bound = bases[-1]
+    tried = []
     try:
-        target = (base_dir / reference).resolve()
-        root = root.resolve()
-        if not target.is_relative_to(root):
-            raise fail(
-                f"path {quoted} resolves to {target}, outside the project root {root}",
-                "keep referenced files inside the project (symlinks are followed)",
-            )
-        if not target.is_file():
-            raise fail(f"file {quoted} not found (looked for {target})", "create the file or fix the path")
+        for index, base in enumerate(bases):
+            target = (base / reference).resolve()
+            outside = not target.is_relative_to(bound)
+            if outside and (index == 0 or target.exists()):
+                raise fail(
+                    f"path {quoted} resolves to {target}, outside the project root {bound}",
+                    "keep referenced files inside the project (symlinks are followed)",
+                )
+            if outside:
+                continue
+            tried.append(target)
+            if target.is_file():
+                return target, tuple(tried)
     except OSError as exc:  # a name too long for the file system, a loop of symlinks, ...
         raise fail(f"cannot use path {quoted}: {exc.strerror or exc}", "fix the path") from None
-    return target
+    return None, tuple(tried)

@@ -1,7 +1,10 @@
-"""Typing the merged frontmatter, tolerantly: a value outside an enum is set aside (the field takes
-its default, a list item or mapping entry is skipped) and recorded for lint to report, while every
-other schema error becomes a problem a person can act on: the file and line of the field, what was
-expected, what was found, and a hint (e.g. the field name that was meant)."""
+"""Typing the merged frontmatter, tolerantly: only what rosetta cannot run without refuses a
+definition (no name, a structured-output schema that is not a mapping, an expression it would
+enforce that does not compile, input names it cannot fill). Any other value it cannot read is set
+aside and recorded for lint to report: a value outside an enum (:class:`OffListValue`, the field
+takes its default), a known field in an unexpected shape (:class:`UnreadValue`, kept as written and
+carried into compiled artifacts). A refusal is a problem a person can act on: the file and line of
+the field, what was expected, what was found, and a hint (e.g. the field name that was meant)."""
 
 from __future__ import annotations
 
@@ -15,51 +18,150 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from rosetta.definition.formats import RawDefinition
-from rosetta.definition.models import KEPT_AS_WRITTEN, OPEN_VALUE_SETS, AgentSpec, OffListValue
+from rosetta.definition.input_rules import rules_by_input
+from rosetta.definition.models import (
+    KEPT_AS_WRITTEN,
+    OPEN_VALUE_SETS,
+    AgentSpec,
+    OffListValue,
+    UnreadValue,
+    inputs_by_name,
+)
 from rosetta.definition.yaml_source import format_path
 from rosetta.errors import DefinitionError, Location, Problem
 
 _OFF_LIST_ERRORS = {"enum", "literal_error"}
-"""Error kinds that mean "a value outside the known set": tolerated, never a load failure."""
+"""Error kinds that mean "a value outside the known set"."""
+_UNION_TAG = re.compile(r"^(str|int|float|bool|list\[.*\]|dict\[.*\]|[A-Z]\w*)$")
 
 
-def validate_spec(raw: RawDefinition) -> tuple[AgentSpec, tuple[OffListValue, ...]]:
-    """The typed spec and the off-list values set aside to get it; any other schema error raises
-    one :class:`DefinitionError` with every problem located and explained."""
-    data, set_aside = raw.data, []
+def validate_spec(raw: RawDefinition) -> tuple[AgentSpec, tuple[OffListValue, ...], tuple[UnreadValue, ...]]:
+    """The typed spec, the off-list values and the unread shapes set aside to get it; a value rosetta
+    cannot run without raises one :class:`DefinitionError` with every such problem located."""
+    data, off_list_errors, unread = _as_read(raw.data), [], []
     while True:
         try:
             spec = AgentSpec.model_validate(data)
             break
         except ValidationError as exc:
             errors = exc.errors(include_url=False)
-            hard = [error for error in errors if error["type"] not in _OFF_LIST_ERRORS]
+            hard = [error for error in errors if _refuses(error, data)]
             if hard:
                 problems = [_problem(error, raw) for error in hard]
                 problems.sort(key=lambda p: (p.location.file or "", p.location.line or 0, p.location.column or 0))
                 raise DefinitionError(problems) from None
             data = copy.deepcopy(data) if data is raw.data else data
-            # deepest and last first, so removing a list item does not shift the next one
-            for error in sorted(errors, key=lambda e: _sort_key(e["loc"]), reverse=True):
-                try:
-                    _remove(data, tuple(error["loc"]))
-                except (KeyError, IndexError, TypeError):  # not a plain path into the data: refuse, located
-                    raise DefinitionError([_problem(error, raw)]) from None
-                set_aside.append(error)
-    off_list = [OffListValue(tuple(e["loc"]), e["input"], _expected_values(e), _used_instead(spec, tuple(e["loc"])))
-                for e in set_aside]
+            targets: dict[tuple, Any] = {}
+            for error in sorted(errors, key=_named_depth, reverse=True):  # a union's most telling error
+                targets.setdefault(_target(data, tuple(error["loc"])), error)
+            if () in targets:  # nothing smaller to set aside
+                raise DefinitionError([_problem(targets[()], raw)]) from None
+            # an ancestor set aside takes its descendants with it; deepest and last first, so that
+            # removing a list item does not shift the next one
+            kept = {path: error for path, error in targets.items()
+                    if not any(path[:n] in targets for n in range(len(path)))}
+            for path in sorted(kept, key=_sort_key, reverse=True):
+                error = kept[path]
+                value = _remove(data, path)
+                if error["type"] in _OFF_LIST_ERRORS and tuple(error["loc"]) == path:
+                    off_list_errors.append(error)
+                else:
+                    unread.append((path, value, error))
+    off_list = [OffListValue(_source_path(raw.data, tuple(e["loc"])), e["input"], _expected_values(e),
+                             _used_instead(spec, tuple(e["loc"]))) for e in off_list_errors]
     off_list += _unlisted_descriptive_values(spec)
-    return spec, tuple(sorted(off_list, key=lambda v: _sort_key(v.path)))
+    shapes = [UnreadValue(_source_path(raw.data, path), value, *_shape(path, value, error), _used_instead(spec, path))
+              for path, value, error in unread]
+    return (spec, tuple(sorted(off_list, key=lambda v: _sort_key(v.path))),
+            tuple(sorted(shapes, key=lambda v: _sort_key(v.path))))
+
+
+def _as_read(written: dict[str, Any]) -> dict[str, Any]:
+    """``written`` with the shapes the models rewrite (inputs as lists, input rules as a mapping)
+    already rewritten, so that every error's path leads into this data (a copy when it differs)."""
+    inputs = written.get("inputs")
+    guardrails = written.get("guardrails")
+    rules = guardrails.get("input_validation") if isinstance(guardrails, dict) else None
+    if inputs_by_name(inputs) == inputs and not isinstance(rules, dict):
+        return written
+    data = copy.deepcopy(written)
+    if "inputs" in data:
+        data["inputs"] = inputs_by_name(data["inputs"])
+    if isinstance(rules, dict):
+        data["guardrails"]["input_validation"] = rules_by_input(data["guardrails"]["input_validation"])
+    return data
+
+
+def _named_depth(error: Any) -> int:
+    """How many field names an error's path holds (a union's member tags, such as ``str``, not counted)."""
+    return sum(isinstance(part, str) and not _UNION_TAG.match(part) for part in error["loc"])
+
+
+def _refuses(error: Any, data: Any) -> bool:
+    """Whether ``error`` is about something rosetta cannot run without."""
+    loc = tuple(error["loc"])
+    if loc[:1] == ("name",) or (loc == ("inputs",) and error["type"] == "value_error"):
+        return True  # no agent without a name; no call without inputs it can fill
+    if loc[:2] == ("output", "schema"):
+        output = data.get("output") if isinstance(data, dict) else None
+        return isinstance(output, dict) and output.get("required") is True
+    return "invalid regular expression" in error.get("msg", "")
+
+
+def _target(data: Any, loc: tuple) -> tuple:
+    """The part of the data to set aside for an error at ``loc``: the value there (union member
+    tags in ``loc`` skipped), or the item holding a required field that is missing or unusable
+    (a tool without a usable name is no tool)."""
+    path: list[Any] = []
+    for part in loc:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        elif isinstance(part, str) and _UNION_TAG.match(part):
+            continue
+        else:
+            return tuple(path)  # a missing field: set aside what should have held it
+        path.append(part)
+    return tuple(path[:-1]) if _required(tuple(path)) else tuple(path)
+
+
+def _required(path: tuple) -> bool:
+    """Whether the field at ``path`` is one its model cannot do without (e.g. a tool's name)."""
+    if not path or not isinstance(path[-1], str):
+        return False
+    model = _model_at(path[:-1])
+    field = next((f for n, f in model.model_fields.items() if (f.alias or n) == path[-1]), None) if model else None
+    return field is not None and field.is_required()
+
+
+def _source_path(written: Any, path: tuple) -> tuple:
+    """``path`` as written: an index into a shape the loader rewrote (input rules written as a
+    mapping, inputs written as lists) becomes the name it was written under."""
+    if path[:2] == ("guardrails", "input_validation") and len(path) > 2:
+        rules = written.get("guardrails", {}).get("input_validation") if isinstance(written.get("guardrails"), dict) \
+            else None
+        if isinstance(rules, dict) and isinstance(path[2], int):
+            converted = rules_by_input(rules)
+            if path[2] < len(converted):
+                return (*path[:2], converted[path[2]]["field"], *path[3:])
+    if path[:1] == ("inputs",) and len(path) > 1 and isinstance(written.get("inputs"), list):
+        names = list(inputs_by_name(written["inputs"]))
+        if path[1] in names:
+            return ("inputs", names.index(path[1]), *path[2:])
+    return path
 
 
 def _sort_key(path: Any) -> tuple:
     return tuple((isinstance(part, str), part) for part in path)
 
 
-def _remove(data: Any, loc: tuple) -> None:
-    for part in loc[:-1]:
+def _remove(data: Any, path: tuple) -> Any:
+    for part in path[:-1]:
         data = data[part]
-    del data[loc[-1]]
+    value = data[path[-1]]
+    del data[path[-1]]
+    return value
 
 
 def _expected_values(error: Any) -> tuple[str, ...]:
@@ -69,14 +171,24 @@ def _expected_values(error: Any) -> tuple[str, ...]:
 
 def _used_instead(spec: AgentSpec, loc: tuple) -> str:
     """In words, what the spec holds in place of the value set aside at ``loc``."""
+    if isinstance(loc[-1], int):
+        return "skips it"  # a list item
     value: Any = spec
     for part in loc:
         if isinstance(value, BaseModel):
-            value = getattr(value, part)
+            fields = type(value).model_fields
+            value = getattr(value, next((n for n, f in fields.items() if (f.alias or n) == part), part))
+        elif isinstance(value, dict) and part in value or isinstance(value, list) and isinstance(part, int) \
+                and 0 <= part < len(value):
+            value = value[part]
         else:
             return "ignores it"  # a list item or mapping entry was skipped
     if value is None:
         return "treats the field as not set"
+    if value == [] or value == {}:
+        return "treats it as empty"
+    if isinstance(value, BaseModel):
+        return "uses the section's defaults"
     return f"uses {getattr(value, 'value', value)!r}"
 
 
@@ -108,6 +220,37 @@ _EXPECTED = {
     "model_type": "a mapping of 'key: value' lines",
     "model_attributes_type": "a mapping of 'key: value' lines",
 }
+
+
+def _shape(path: tuple, value: Any, error: Any) -> tuple[str, str]:
+    """(the shape found, the shapes read there), in words; when a whole item is set aside for one of
+    its fields (a tool whose name is unusable), both name that field."""
+    loc = tuple(error["loc"])
+    inner = next((part for part in reversed(loc) if isinstance(part, str) and not _UNION_TAG.match(part)), None)
+    if loc[:len(path)] == path and len(loc) > len(path) and inner is not None:
+        found = "missing" if error["type"] == "missing" else _describe(error["input"])
+        return f"{_describe(value)} whose {inner!r} is {found}", f"{inner!r} to be {_expected(error)}"
+    return _describe(value), _expected(error)
+
+
+_BOUNDS = {"le": "≤", "ge": "≥", "lt": "<", "gt": ">"}
+
+
+def _expected(error: Any) -> str:
+    """The shapes the field takes, in words."""
+    kind = error["type"]
+    if kind == "missing":
+        return "given"
+    if kind == "string_pattern_mismatch":
+        return f"text matching {error['ctx']['pattern']}"
+    if kind in ("string_too_short", "too_short"):
+        return f"at least {error['ctx']['min_length']} character(s) or item(s)"
+    if kind in ("string_too_long", "too_long"):
+        return f"at most {error['ctx']['max_length']} character(s) or item(s)"
+    bound = next(((sign, error["ctx"][key]) for key, sign in _BOUNDS.items() if key in error.get("ctx", {})), None)
+    if bound is not None:
+        return f"a number {bound[0]} {bound[1]}"
+    return _EXPECTED.get(kind) or error["msg"].removeprefix("Value error, ")
 
 
 def _problem(error: Any, raw: RawDefinition) -> Problem:

@@ -260,8 +260,9 @@ EXAMPLES_REF = ("portability", "few_shot", "examples_ref")
 NEAR_MISS_CHECKS = 1_000
 """Unknown fields compared with the known ones, per definition; beyond that many a definition is
 data, not a typo, and comparing each would cost seconds."""
-CUSTOM_SECTIONS = frozenset({"validation", "constitution", "metadata", "changelog"})
-"""Extension sections seen in real agent files: kept as written, never taken for misspellings."""
+CUSTOM_SECTIONS = frozenset({"validation", "constitution", "metadata", "changelog", "mode", "permission"})
+"""Extension sections seen in real agent files (OpenCode's and Copilot's ``mode``, OpenCode's
+``permission``): kept as written, never taken for misspellings."""
 
 
 def _belongs_at(path: tuple) -> str | None:
@@ -321,9 +322,10 @@ def check_input_rules(definition: AgentDefinition) -> Iterator[Hit]:
         if reason:
             name = input_rule.rule or input_rule.field or f"rule {index + 1}"
             close = difflib.get_close_matches(name, declared, n=1)
+            named_nothing = input_rule.target(declared) is None and input_rule.precondition is None
             yield Hit(f"input rule {name!r} is not enforced: {reason}"
-                      + (f"; did you mean {close[0]!r}?" if close and input_rule.precondition is None else ""),
-                      field=("guardrails", "input_validation", index))
+                      + (f"; did you mean {close[0]!r}?" if close and named_nothing else ""),
+                      field=definition.input_rule_path(index))
 
 
 @rule(
@@ -340,6 +342,42 @@ def check_off_list_values(definition: AgentDefinition) -> Iterator[Hit]:
         hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(value.known)}"
         yield Hit(f"{value.value!r} is not a known {field_name} value: rosetta {value.used}{hint}",
                   field=value.path, severity=Severity.INFO if value.used == KEPT_AS_WRITTEN else None)
+
+
+@rule(
+    "RS-009", "Known fields are written in a shape rosetta reads",
+    criterion="Every known field holds a shape rosetta reads; one it cannot read is kept as written (compiled "
+    "artifacts carry it) and not used.",
+    remediation="Rewrite the field in one of the shapes named in the message, or rename it if it is an extension.",
+    portability=False, severity=Severity.WARNING,
+)
+def check_unread_shapes(definition: AgentDefinition) -> Iterator[Hit]:
+    for value in definition.source.unread:
+        field_name = format_path(value.path)
+        yield Hit(f"{field_name} is {value.found}, which rosetta does not read there (expected {value.expected}): "
+                  f"kept as written, not used; rosetta {value.used}", field=value.path)
+
+
+def _shown_path(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it (shorter in a CI log)."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
+@rule(
+    "RS-010", "Referenced files are found",
+    criterion="Every file the definition names (output.template, few_shot.examples_ref) is found next to it, at "
+    "the project root or at the repository root.",
+    remediation="Create the file or fix the path; until then the agent renders without it.",
+    portability=False, severity=Severity.WARNING,
+)
+def check_missing_references(definition: AgentDefinition) -> Iterator[Hit]:
+    for missing in definition.source.missing_references:
+        tried = ", ".join(_shown_path(t) for t in missing.tried) or "nowhere inside the project"
+        yield Hit(f"{format_path(missing.path)} {missing.reference!r} was not found (tried {tried}); the agent "
+                  "renders without it", field=missing.path)
 
 
 def _has_labeled_data(definition: AgentDefinition) -> bool:
@@ -402,8 +440,8 @@ def check_model_lifecycle(definition: AgentDefinition) -> Iterator[Hit]:
 
 @rule(
     "RS-006", "Regular expressions cannot backtrack catastrophically",
-    criterion="Every regular expression of the definition (guardrails.input_validation pattern and reject; pattern "
-    "and patternProperties in output.schema and tools[].parameters) compiles, nests groups at most 64 deep, and "
+    criterion="Every regular expression of the definition (guardrails.input_validation pattern and reject; "
+    "guardrails.output_filtering pattern; pattern and patternProperties in output.schema and tools[].parameters) compiles, nests groups at most 64 deep, and "
     "cannot match one piece of text in two ways inside a repeat, as (a+)+, (a|a)*, (.*a)* and (\\w+\\s?)+$ do: "
     "a failing search of those takes time exponential in the input's length.",
     remediation="Rewrite the expression so each character can be matched one way only: drop the inner repeat "
@@ -435,12 +473,15 @@ def _expressions(definition: AgentDefinition) -> Iterator[tuple[tuple, str, bool
     """(field path, expression, whether it is an input rule) for every regular expression written."""
     located = definition.source.locations
     for index, input_rule in enumerate(definition.spec.guardrails.input_validation):
-        base = ("guardrails", "input_validation", index)
+        base = definition.input_rule_path(index)
         for key in ("pattern", "reject"):
             expression = getattr(input_rule, key)
             if expression is not None:
                 short = key == "pattern" and (*base, key) not in located and input_rule.rule is not None
                 yield ((*base, input_rule.rule) if short else (*base, key)), expression, True
+    for index, output_rule in enumerate(definition.spec.guardrails.output_filtering):
+        if not isinstance(output_rule, str) and output_rule.pattern is not None:  # searched on every answer
+            yield ("guardrails", "output_filtering", index, "pattern"), output_rule.pattern, True
     schemas = [(("output", "schema"), definition.spec.output.schema_)]
     schemas += [(("tools", i, "parameters"), tool.parameters) for i, tool in enumerate(definition.spec.tools)]
     for base, schema in schemas:

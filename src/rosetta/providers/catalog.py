@@ -242,8 +242,9 @@ class CatalogModel:
 class Retirement:
     """When the vendor stops serving a model, and what to use instead."""
 
-    date: datetime.date
+    date: datetime.date | None  # None: retired on a date nobody recorded
     replacement: str
+    source: str  # where the date was read
 
 
 def lifecycle_date() -> datetime.date:
@@ -259,12 +260,22 @@ class Status:
     state: str
     date: datetime.date | None = None
     replacement: str | None = None
+    source: str | None = None
+    """Where the retirement date was read."""
+
+    @property
+    def label(self) -> str:
+        """The state in a few words: "retired 2026-06-15", "retired (date unknown)", "retires 2027-01-05"."""
+        if self.state == "retired":
+            return f"retired {self.date}" if self.date else "retired (date unknown)"
+        return f"retires {self.date}" if self.state == "deprecated" else self.state
 
     def describe(self, model_id: str) -> str:
         """One sentence for people about a deprecated or retired model, e.g. "… was retired on
-        2026-10-14; use …"."""
+        2026-06-15; use …"."""
         if self.state == "retired":
-            return f"{model_id} was retired on {self.date}; use {self.replacement} instead"
+            when = f"on {self.date}" if self.date else "(date unknown)"
+            return f"{model_id} was retired {when}; use {self.replacement} instead"
         return f"{model_id} is deprecated and retires on {self.date}; move to {self.replacement}"
 
 
@@ -324,8 +335,9 @@ class Catalog:
         retirement = self.retirements.get(model_id)
         if retirement is None:
             return Status("current")
-        state = "retired" if retirement.date <= (today or lifecycle_date()) else "deprecated"
-        return Status(state, retirement.date, retirement.replacement)
+        retired = retirement.date is None or retirement.date <= (today or lifecycle_date())
+        state = "retired" if retired else "deprecated"
+        return Status(state, retirement.date, retirement.replacement, retirement.source)
 
     def refuse_retired(self, model: CatalogModel, today: datetime.date | None = None) -> None:
         """Raise a :class:`UsageError` naming the replacement when ``model`` is retired: a request
@@ -490,8 +502,7 @@ def _bundled() -> Catalog:
     path = resources.files("rosetta.providers") / "catalog.yaml"
     data, _ = parse_yaml(path.read_text(encoding="utf-8"), file="rosetta/providers/catalog.yaml")
     entries = [dict(entry) for entry in data["models"]]
-    retirements = {entry["id"]: Retirement(_date(entry["retires"]["date"]), entry["retires"]["replacement"])
-                   for entry in entries if "retires" in entry}
+    retirements = {entry["id"]: _retirement(entry["id"], entry["retires"]) for entry in entries if "retires" in entry}
     vendors = Vendors(tuple((rule["adapter"], tuple(rule["match"])) for rule in data["vendors"]),
                       tuple(data["output_config_hosts"]))
     return Catalog(models=tuple(CatalogModel.from_dict({k: v for k, v in entry.items() if k != "retires"})
@@ -500,8 +511,14 @@ def _bundled() -> Catalog:
                    reviewed=dict(data.get("reviewed") or {}), vendors=vendors)
 
 
-def _date(value: Any) -> datetime.date:
-    return value if isinstance(value, datetime.date) else datetime.date.fromisoformat(str(value))
+def _retirement(model_id: str, retires: Mapping[str, Any]) -> Retirement:
+    """A ``retires`` entry of catalog.yaml: a date (or ``unknown``) with the source it was read from."""
+    if not str(retires.get("source") or "").strip():
+        raise ValueError(f"{model_id}: retires has no source (say where the date was read)")
+    when = retires["date"]
+    date = None if str(when) == "unknown" else when if isinstance(when, datetime.date) \
+        else datetime.date.fromisoformat(str(when))
+    return Retirement(date, retires["replacement"], str(retires["source"]))
 
 
 def resolve_model(name: str, *, unlisted: bool | Iterable[str] = ANY_MODEL, declared: Mapping[str, Any] | None = None,

@@ -382,11 +382,13 @@ def _system_text(signature: Signature, sections: tuple[Section, ...], delimiter:
     if signature.forbidden_actions:
         constraints_extra.append("Never:\n" + "\n".join(f"- {a}" for a in signature.forbidden_actions))
     if signature.output_rules:
-        constraints_extra.append("Output rules:\n" + "\n".join(f"- {r.replace('_', ' ')}" for r in signature.output_rules))
+        constraints_extra.append("Output rules:\n" + "\n".join(f"- {_rule_text(r)}" for r in signature.output_rules))
     format_extra = []
     if signature.output_levels:
         format_extra.append("Write the answer at these levels, each under its own heading: "
                             + ", ".join(signature.output_levels) + ".")
+    if signature.output_template:
+        format_extra.append("Follow this template:\n" + signature.output_template.strip())
     if signature.output_location:
         format_extra.append(f"Your answer is saved as `{signature.output_location}`: write it as that "
                             "document's complete content.")
@@ -406,3 +408,9 @@ def _system_text(signature: Signature, sections: tuple[Section, ...], delimiter:
     if opening:
         blocks["role"] = f"{opening}\n\n{blocks['role']}".strip()
     return assemble_system(blocks, order, delimiter)
+
+
+def _rule_text(rule: str) -> str:
+    """An output rule as the prompt states it: a rule name reads as words (no_secrets_in_output →
+    "no secrets in output"); a sentence, or a rule holding an expression, is left as written."""
+    return rule.replace("_", " ") if " " not in rule else rule

@@ -6,8 +6,9 @@ rosetta can enforce: see ``InputRule.unenforced``), each search bounded by
 input, naming the rule's file, line and expression: the rule could not be shown to hold, and a
 guardrail that waves unchecked text through to the model is none (it fails closed). Output rule
 ``no_secrets_in_output`` is enforced (credentials are redacted from the answer, or the call fails
-with ``on_secret="fail"``); the other named rules are recorded on the Result as post-checks for the
-caller or a reviewer to act on.
+with ``on_secret="fail"`` or the rule's ``action: block``), as are rules with a ``pattern`` (redact
+each match, block the answer, or flag it); the other named rules are recorded on the Result as
+post-checks for the caller or a reviewer to act on.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from rosetta.definition.patterns import SEARCH_TIMEOUT_S, PatternTimeout, search, shown
+from rosetta.definition.patterns import SEARCH_TIMEOUT_S, PatternTimeout, compile_pattern, search, shown
 from rosetta.definition.yaml_source import format_path
 from rosetta.errors import Location, Problem, UsageError
 from rosetta.runtime.secrets import find_secrets, redact, redact_problems
@@ -86,13 +87,13 @@ def _found(rule: Any, index: int, key: str, text: str, subject: str, source: Sou
             f"{subject} was refused: checking it against {shown(expression)} took longer than "
             f"{timeout.seconds:g} s (the expression backtracks catastrophically on this text), so the rule could "
             "not be shown to hold",
-            _rule_location(source, path), format_path(path),
+            _rule_location(source, path, rule.field), format_path(path),
             hint="rewrite the expression so that each character can be matched one way only, e.g. (a+)+ as a+; "
                  "`rosetta validate` reports such expressions as RS-006"))
         return None
 
 
-def _rule_location(source: Source, path: tuple[Any, ...]) -> Location:
+def _rule_location(source: Source, path: tuple[Any, ...], field: str | None = None) -> Location:
     """Where the rule is written: the definition's file and, when it still reads, the rule's line."""
     if source is None:
         return Location()
@@ -105,21 +106,51 @@ def _rule_location(source: Source, path: tuple[Any, ...]) -> Location:
         located = read_definition(Path(source)).locations
     except (RosettaError, OSError):
         return Location(str(source))
-    file, line, column = located.get(path) or located.get(path[:2]) or (str(source), None, None)
+    by_input = (*path[:2], field) if field else path  # rules written as a mapping of input name to rule
+    found = located.get(path) or located.get(by_input) or located.get(path[:2])
+    file, line, column = found or (str(source), None, None)
     return Location(file, line, column)
 
 
-def apply_output_rules(rules: tuple[str, ...] | list[str], raw: str, *, on_secret: str = "redact") -> tuple[str, list[str]]:
-    """The answer text after enforced rules, and the names of the rules left for post-checks."""
-    pending = []
+def apply_output_rules(rules: tuple[Any, ...] | list[Any], raw: str, *,
+                       on_secret: str = "redact") -> tuple[str, list[str]]:
+    """The answer text after enforced rules, and the rules left for post-checks (named rules rosetta
+    does not enforce, and flagged expressions the answer matched). ``rules`` are
+    :class:`~rosetta.definition.models.OutputRule` (``Guardrails.output_rules``)."""
+    pending: list[str] = []
     for rule in rules:
-        if rule == NO_SECRETS:
+        if rule.rule == NO_SECRETS:
             kinds = find_secrets(raw)
-            if kinds and on_secret == "fail":
+            if kinds and (on_secret == "fail" or rule.action == "block"):
                 raise GuardrailError(Problem(f"the answer contains credentials ({', '.join(kinds)})",
                                              field="guardrails.output_filtering",
                                              hint="the answer was discarded; nothing was returned"))
             raw = redact(raw) if kinds else raw
+        elif rule.pattern is not None:
+            raw = _apply_pattern(rule, raw, pending)
         else:
-            pending.append(rule)
+            pending.append(rule.text)
     return raw, pending
+
+
+def _apply_pattern(rule: Any, raw: str, pending: list[str]) -> str:
+    """``raw`` with ``rule.pattern`` redacted, or refused (block), or flagged; a search that runs out
+    of time refuses the answer (the rule could not be shown to hold)."""
+
+    marker = f"[REDACTED:{rule.rule}]" if rule.rule else "[REDACTED]"
+    try:
+        compiled = compile_pattern(rule.pattern)
+        if rule.action == "redact":
+            return str(compiled.sub(lambda _: marker, raw, timeout=SEARCH_TIMEOUT_S))
+        found = compiled.search(raw, timeout=SEARCH_TIMEOUT_S) is not None
+    except TimeoutError:
+        raise GuardrailError(Problem(f"the answer was discarded: checking it against {shown(rule.pattern)} took "
+                                     f"longer than {SEARCH_TIMEOUT_S:g} s", field="guardrails.output_filtering",
+                                     hint="rewrite the expression so that it cannot backtrack (RS-006)")) from None
+    if found and rule.action == "block":
+        raise GuardrailError(Problem(rule.message or f"the answer matches the forbidden {shown(rule.pattern)}",
+                                     field="guardrails.output_filtering",
+                                     hint="the answer was discarded; nothing was returned"))
+    if found:
+        pending.append(rule.text)
+    return raw

@@ -133,11 +133,12 @@ class Runner:
         """The first call's text as it arrives, then (as the generator's value) the Result (see
         :func:`~rosetta.runtime.drive.drive_streaming`). Under ``no_secrets_in_output`` the text is
         redacted as it streams, as the Result is (with ``on_secret="fail"`` the Result then raises).
-        A model that cannot stream sends its answer whole."""
+        A model that cannot stream, or an agent whose output rules must see the whole answer, sends
+        its answer whole."""
         from rosetta.runtime.drive import drive, drive_streaming
 
         steps, complete = self.steps(inputs, chain, options, messages), complete or litellm().completion
-        if not self.selector.target(chain[0]).capabilities.streaming:
+        if not self.selector.target(chain[0]).capabilities.streaming or self._holds_answer():
             return drive(steps, complete=complete)
         text = drive_streaming(steps, complete=complete)
         return (yield from (_redacted(text) if self._redacts() else text))
@@ -149,7 +150,7 @@ class Runner:
         from rosetta.runtime.drive import adrive, adrive_streaming
 
         steps, acomplete = self.steps(inputs, chain, options, messages), acomplete or litellm().acompletion
-        if not self.selector.target(chain[0]).capabilities.streaming:
+        if not self.selector.target(chain[0]).capabilities.streaming or self._holds_answer():
             yield Finished(await adrive(steps, acomplete=acomplete))
             return
         text = adrive_streaming(steps, acomplete=acomplete)
@@ -163,7 +164,14 @@ class Runner:
         from rosetta.runtime.guardrails import NO_SECRETS
 
         spec = self.spec
-        return spec is not None and NO_SECRETS in spec.guardrails.output_filtering
+        return spec is not None and any(rule.rule == NO_SECRETS for rule in spec.guardrails.output_rules)
+
+    def _holds_answer(self) -> bool:
+        """Whether an output rule's expression must see the whole answer before any of it is shown
+        (``action: redact`` or ``block``): such an agent streams its answer once checked."""
+        spec = self.spec
+        return spec is not None and any(rule.pattern is not None and rule.action in ("redact", "block")
+                                        for rule in spec.guardrails.output_rules)
 
     def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], options: RunOptions, *,
                    complete: Any = None, label: str = "candidate") -> Result:
@@ -290,10 +298,10 @@ class Runner:
         result.project = str(self.root)
         result.arm, result.experiment = selection.arm, selection.experiment
         result.overrides = dict(options.overrides)
-        rules = tuple(spec.guardrails.output_filtering) if spec is not None else ()
+        rules = spec.guardrails.output_rules if spec is not None else ()
         on_secret = options.on_secret
         raw, result.post_checks = apply_output_rules(rules, result.raw, on_secret=on_secret)
-        if NO_SECRETS in rules:
+        if any(rule.rule == NO_SECRETS for rule in rules):
             raw = _redact_beyond_raw(result, raw, on_secret, selection.prompt)
         if raw != result.raw:
             result.output, redacted = typed(self.output_model(selection), read_answer(raw, selection.prompt))
