@@ -25,8 +25,9 @@ from rosetta.definition.models import (
     ReasoningStrategy,
     Section,
 )
+from rosetta.definition.vocabulary import RCCFRole
 from rosetta.definition.yaml_source import format_path
-from rosetta.errors import DefinitionError
+from rosetta.errors import DefinitionError, Problem, UsageError
 from rosetta.parts import Demo, InputField, ToolSpec, deeper_than
 
 _JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict, "array": list}
@@ -83,7 +84,8 @@ class Signature(BaseModel):
     def to_dspy(self) -> Any:
         """A real ``dspy.Signature`` subclass: one typed input field per input, one typed output field
         per top-level property of the output schema (:meth:`dspy_outputs`), and instructions carrying
-        the role, expertise, the definition's sections and its forbidden actions.
+        the role, expertise, the definition's sections (output-format ones left to DSPy when there is
+        an output schema: :meth:`dspy_instructions`) and its forbidden actions.
 
         To run it on the embedded model (``dspy.LM("local/gemma-3-270m")``), register the ``local/``
         provider with litellm first: ``rosetta.local.provider.register()``.
@@ -115,8 +117,8 @@ class Signature(BaseModel):
         object with properties, or a property name cannot be a DSPy field (not an identifier, or an
         input's name). DSPy's adapters keep each field's type (an enum as a Literal, a nested object
         as its model) but build their JSON schema from the bare types, so a top-level field's own
-        limits (maxLength, minimum) are not enforced through DSPy: validate what
-        :meth:`output_from_dspy` returns against the schema, as rosetta's runtime does."""
+        limits (maxLength, minimum) are not enforced through DSPy: :meth:`output_from_dspy` validates
+        what it returns against the schema, as rosetta's runtime does."""
         schema = self.output_schema if isinstance(self.output_schema, dict) else {}
         properties = schema.get("properties") if schema.get("type") == "object" else None
         model = self.output_model
@@ -128,16 +130,37 @@ class Signature(BaseModel):
                 for name, spec in properties.items() if name in by_name}
 
     def dspy_instructions(self) -> str:
-        """The instructions DSPy gets: who the agent is, the definition's sections (constraints and
-        format included) and what it must never do."""
+        """The instructions DSPy gets: who the agent is ("You are a Vulnerability Triage Analyst."),
+        the definition's sections, each under its own title (``Constraints:``; text before the first
+        heading stays untitled), and what it must never do.
+
+        Sections whose RCCF role is the output format are left out when the agent has an output
+        schema (:meth:`_dspy_formats_output`): DSPy then owns the answer's format. It asks for one
+        ``[[ ## field ## ]]`` block per output field (ChatAdapter) or for its own JSON object
+        (JSONAdapter) and parses exactly that, so the definition's "Return one JSON object ... no
+        prose outside it" would contradict the adapter and get a model to answer in neither shape;
+        what the fields mean travels in their descriptions (:meth:`dspy_outputs`). A free-text agent
+        (no schema, or a plain string schema) keeps its format sections: DSPy only wraps its text in
+        one ``answer`` field, and those sections are the only description of what that text holds
+        (a markdown report's parts, say)."""
         parts = []
         if self.role:
-            parts.append(f"You are {self.role}." + (f" Expertise: {', '.join(self.expertise)}." if self.expertise
-                                                    else ""))
-        parts += [s.content for s in self.instructions if s.content]
+            parts.append(_role_sentence(self.role) + (f" Expertise: {', '.join(self.expertise)}." if self.expertise
+                                                      else ""))
+        left_to_dspy = self._dspy_formats_output()
+        for section in self.instructions:
+            content = section.content.strip("\n")
+            if not content.strip() or (left_to_dspy and section.role == RCCFRole.FORMAT):
+                continue
+            parts.append(f"{_heading(section.title)}\n{content}" if section.title.strip() else content)
         if self.forbidden_actions:
             parts.append("Never:\n" + "\n".join(f"- {action}" for action in self.forbidden_actions))
         return "\n\n".join(parts) or self.description or self.name
+
+    def _dspy_formats_output(self) -> bool:
+        """Whether DSPy's output fields carry the answer's structure: the agent has an output schema
+        whose answer is JSON data, not plain text (a schema of ``type: string``)."""
+        return isinstance(self.output_schema, dict) and self.output_schema.get("type") != "string"
 
     def dspy_example(self, inputs: dict[str, Any], output: Any, **extra: Any) -> Any:
         """A ``dspy.Example`` of ``inputs`` and rosetta's ``output``, split into DSPy's output fields."""
@@ -149,9 +172,38 @@ class Signature(BaseModel):
         names = [field.name for field in self.inputs if field.name in inputs]
         return dspy.Example(**inputs, **values, **extra).with_inputs(*names)
 
-    def output_from_dspy(self, prediction: Any) -> Any:
+    def output_from_dspy(self, prediction: Any, *, validate: bool = True) -> Any:
         """rosetta's output from a DSPy prediction or example: its output fields as plain JSON data
-        (an unparsed answer as the text it was)."""
+        (an unparsed answer as the text it was), validated against the output schema.
+
+        DSPy's adapters parse each field into its type but do not enforce the schema's own limits (a
+        number's range, a string's length or pattern, required fields), so an answer rosetta's
+        runtime would refuse can come back from DSPy. Such an output raises :class:`UsageError`,
+        one problem per failing field with what the schema expects and what the prediction holds.
+        ``validate=False`` returns the output as it is (a scorer that must go on past one bad
+        prediction reads :meth:`dspy_output_problems` instead of catching). Free-text agents (no
+        output schema) are not validated."""
+        output = self._output_from_dspy(prediction)
+        if validate:
+            problems = self._output_problems(output)
+            if problems:
+                shown = problems[:_MAX_PROBLEMS]
+                more = len(problems) - len(shown)
+                raise UsageError([
+                    Problem(f"{self.name}: the DSPy prediction does not fit the agent's output schema"
+                            + (f" ({len(problems)} problems, {more} not listed)" if more else ""),
+                            hint="DSPy does not enforce the schema's limits; ask the model again, or read the "
+                                 "output anyway with output_from_dspy(prediction, validate=False)"),
+                    *shown])
+        return output
+
+    def dspy_output_problems(self, prediction: Any) -> list[Problem]:
+        """What is wrong with a DSPy prediction's output against the output schema, one problem per
+        failing field (none for a valid one, or a free-text agent): :meth:`output_from_dspy`'s check,
+        for a caller that scores predictions rather than stopping at the first bad one."""
+        return self._output_problems(self._output_from_dspy(prediction))
+
+    def _output_from_dspy(self, prediction: Any) -> Any:
         names = list(self.dspy_outputs())
         if names == ["answer"]:
             return _plain_data(getattr(prediction, "answer", None), parse=True)
@@ -159,6 +211,63 @@ class Signature(BaseModel):
                                     getattr(prediction, name, None)) for name in names}
         required = set((self.output_schema or {}).get("required") or ())
         return {name: value for name, value in values.items() if value is not None or name in required}
+
+    def _output_problems(self, output: Any) -> list[Problem]:
+        """``output``'s schema violations, one problem per violation with the field it is about
+        (``items[1].name``), checked as the runtime checks an answer (``pattern`` searched under a
+        time limit)."""
+        if self.output_schema is None:
+            return []
+        from rosetta.definition.patterns import schema_validator
+
+        if deeper_than(output, _MAX_DEPTH):
+            return [Problem(f"the output nests JSON more than {_MAX_DEPTH} levels deep", field="output")]
+        validator = schema_validator(json.dumps(self.output_schema, sort_keys=True))
+        errors = sorted(validator.iter_errors(output), key=lambda e: ([str(p) for p in e.absolute_path], e.message))
+        return [Problem(_shortened(error.message), field=_field_path(error.absolute_path) or "output")
+                for error in errors]
+
+
+_MAX_PROBLEMS = 20
+"""Problems one refused prediction lists (the rest are counted), as a correction lists issues."""
+_MAX_DEPTH = 64
+"""Deeper output is not validated: jsonschema recurses once per level (the runtime's limit too)."""
+
+_DETERMINERS = frozenset({"a", "an", "the", "your", "our", "my", "their", "his", "her", "its", "this", "that",
+                          "one", "some", "any", "every", "each"})
+"""A role that starts with one of these already has its article: "You are the on-call lead."."""
+
+
+def _shortened(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _role_sentence(role: str) -> str:
+    """"You are a Vulnerability Triage Analyst." / "an Incident Responder": an article before the
+    role unless its first word is one already (or a determiner, a possessive), and no second
+    period after a role that ends a sentence itself. A role that starts with an article is kept as
+    written ("An Expert", "The Guardian": it may be a name). The article follows the first letter
+    (a, e, i, o, u take "an"), not its sound, so "an Unix admin" and "a hour" are the rule's misses;
+    a definition that minds them writes its role with the article."""
+    role = " ".join(role.split())
+    first = role.split(" ", 1)[0].lower().strip("\"'“‘(")
+    if first not in _DETERMINERS:
+        role = ("an " if role[:1].lower() in "aeiou" else "a ") + role
+    return f"You are {role}" + ("" if role[-1] in ".!?…" else ".")
+
+
+def _heading(title: str) -> str:
+    """A section's title as the line above its content: ``Constraints:``."""
+    title = " ".join(title.split())
+    return title if title[-1] in ":.?!" else title + ":"
+
+
+def _field_path(parts: Any) -> str:
+    """``category``, ``affected[0].ecosystem``: where in the output a problem is."""
+    path = ""
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
 
 
 def _plain_data(value: Any, *, parse: bool = False) -> Any:

@@ -41,4 +41,21 @@ def test_trials_without_a_search_says_how_to_make_one(tmp_path: Path, cli) -> No
     write_toy_project(root)
     result = cli("-C", root, "trials", "toy-sorter", "--model", "scripted/toy")
     assert result.exit_code == 2 and "no search of toy-sorter on scripted/toy is recorded" in result.output
-    assert "--optimize" in result.output
+    assert "rosetta optimize toy-sorter --model scripted/toy" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_trials_fit_the_terminal_and_say_what_each_choice_is(searched: Path, cli, width, monkeypatch) -> None:
+    """Issue 59: no line wider than the terminal, choices in words (not ``demo_set=-2``), the two
+    scores told apart, and no optuna chatter."""
+    monkeypatch.setenv("COLUMNS", str(width))
+    result = cli("-C", searched, "trials", "toy-sorter", "--model", "scripted/toy")
+    assert result.exit_code == 0, result.output
+    print(result.stdout)
+    long = [line for line in result.stdout.splitlines() if len(line.rstrip()) > width]
+    assert not long, long
+    text = " ".join(result.stdout.split())
+    assert "demo_set=" not in text and "instruction=" not in text
+    assert "candidate 0 (unoptimized, seeded): the definition's own demos" in text
+    assert "Score: the metric on the rows the unit answered" in text
+    assert "A new study created" not in result.output

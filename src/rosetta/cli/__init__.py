@@ -23,6 +23,8 @@ settings, agents) and :mod:`~rosetta.cli.search` (the prompt search behind ``opt
 
 from __future__ import annotations
 
+import inspect
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -44,11 +46,12 @@ TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="rosetta",
+    context_settings={"max_content_width": 200},  # help flows to the terminal's width (click stops at 80)
     help="Compile markdown agent definitions into the best prompt for each LLM.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,
 )
 
 
@@ -99,6 +102,22 @@ app.command("trials")(trials.trials)
 app.command("verify")(verify.verify_command)
 app.command("versions")(rollout.versions_command)
 app.add_typer(rollout.experiment_app, name="experiment")
+
+
+def _first_sentence(doc: str | None) -> str | None:
+    """A command's line in ``rosetta --help``: the first sentence of its help, whole (click would cut
+    it at 45 characters)."""
+    if not doc:
+        return None
+    text = " ".join(inspect.cleandoc(doc).split("\n\n")[0].split())
+    match = re.search(r"(?<=\.)\s", text)
+    return (text[:match.start()] if match else text).rstrip(".") + "."
+
+
+for _command in (*app.registered_commands, *rollout.experiment_app.registered_commands):
+    _command.short_help = _command.short_help or _first_sentence(_command.help or _command.callback.__doc__)
+for _group in app.registered_groups:
+    _group.short_help = _group.short_help or _first_sentence(_group.typer_instance.info.help)
 
 
 def main() -> None:

@@ -81,6 +81,41 @@ def paths_or_default(ctx: typer.Context, paths: list[Path] | None) -> tuple[list
     return [relative(default)], found
 
 
+TABLE_MIN_WIDTH = 120
+"""Narrowest output a wide table is printed at; below it (an 80-column terminal, a pipe) commands
+print one record per row instead, so that no word or model id is split across lines."""
+
+
+def fits_table(console: Console = out, width: int = TABLE_MIN_WIDTH) -> bool:
+    """Whether ``console`` is wide enough for a table of ``width`` columns (a pipe is 80 columns
+    unless ``COLUMNS`` says otherwise)."""
+    return console.width >= width
+
+
+def print_record(heading: str, fields: list[tuple[str, str]], console: Console = out) -> None:
+    """One row of a table as a block: ``heading`` (Rich markup, its own line), then each field as
+    ``  label: value`` wrapped to the console's width under a hanging indent, breaking at spaces
+    only (never inside a model id, even at its hyphens); empty values are left out. Values are
+    plain text."""
+    import textwrap
+
+    console.print(heading, soft_wrap=True)
+    for label, value in fields:
+        if value:
+            text = textwrap.fill(value, width=max(console.width, 40), initial_indent=f"  {label}: ",
+                                 subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
+            console.print(escape(text), soft_wrap=True)
+
+
+def print_note(text: str, style: str = "dim", console: Console = out) -> None:
+    """A line of plain text under a table, wrapped at spaces to the console's width (a hanging
+    indent for its continuation), in ``style``."""
+    import textwrap
+
+    wrapped = textwrap.fill(text, max(console.width, 40), subsequent_indent="  ", break_on_hyphens=False)
+    console.print(f"[{style}]{escape(wrapped)}[/{style}]" if style else escape(wrapped), soft_wrap=True)
+
+
 def relative(path: Path) -> Path:
     """``path`` relative to the working directory where it lies under it, else as given."""
     try:

@@ -14,7 +14,16 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from rosetta.cli.common import ListFormat, err, out, paths_or_default, print_problems, reports_errors
+from rosetta.cli.common import (
+    ListFormat,
+    err,
+    fits_table,
+    out,
+    paths_or_default,
+    print_problems,
+    print_record,
+    reports_errors,
+)
 from rosetta.errors import ConfigError, RosettaError, UsageError
 
 
@@ -171,13 +180,18 @@ def list_agents(
             for a in agents
         ]
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+    elif not fits_table(width=100):
+        out.print(f"{len(agents)} agents\n", soft_wrap=True)
+        for a in agents:
+            models = a.spec.portability.model_preferences or ([a.spec.model] if a.spec.model else [])
+            print_record(f"[bold]{escape(a.name)}[/bold]",
+                         [("format", f"{a.source.format.value} · {a.body_format.value} body · "
+                                     + ("portable" if a.portable else "single-provider")),
+                          ("models", ", ".join(models) or "-")])
     else:
         table = Table(title=f"{len(agents)} agents", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-        table.add_column("Agent", no_wrap=True)
-        table.add_column("Format", no_wrap=True)
-        table.add_column("Portable", no_wrap=True)
-        table.add_column("Body", no_wrap=True)
-        table.add_column("Models", overflow="fold", min_width=25)
+        for column in ("Agent", "Format", "Portable", "Body", "Models"):  # model ids one per line, never broken
+            table.add_column(column, no_wrap=True)
         for a in agents:
             models = a.spec.portability.model_preferences or ([a.spec.model] if a.spec.model else [])
             table.add_row(

@@ -62,7 +62,8 @@ def optimize_command(
     force: Annotated[bool, typer.Option("--force", help="Search again even if the artifact is up to date.")] = False,
 ) -> None:
     """Search prompt variants for one agent on one model against its labeled examples (optuna), and
-    write the winner as its compiled artifact. Same as `rosetta compile AGENT --model M --optimize`.
+    write the winner as its compiled artifact (as `rosetta compile PATH --model M --optimize` does for
+    the agent's file).
 
     With --worker it joins a shared study (--storage postgresql://...) started by another process.
     """

@@ -18,9 +18,11 @@ from rich.table import Table
 from rosetta.cli.common import (
     ListFormat,
     err,
+    fits_table,
     load_agent,
     out,
     parse_inputs,
+    print_record,
     project_settings,
     relative,
     reports_errors,
@@ -172,15 +174,26 @@ def models(
         return
     reviewed = catalog.reviewed
     declared = sum(m.source == "project" for m in catalog.models)
-    table = Table(title=f"{len(catalog.models)} models (catalog reviewed {reviewed.get('date')} against litellm "
-                        f"{reviewed.get('litellm')}" + (f"; {declared} declared by this project" if declared else "")
-                        + ")", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("Model", "Aliases", "Status", "Adapter", "Class", "Context", "Capabilities"):
-        table.add_column(column, overflow="fold")
+    title = (f"{len(catalog.models)} models (catalog reviewed {reviewed.get('date')} against litellm "
+             f"{reviewed.get('litellm')}" + (f"; {declared} declared by this project" if declared else "") + ")")
+    if not fits_table(width=150):
+        out.print(title + "\n", soft_wrap=True)
+        for m in catalog.models:
+            status = catalog.status(m)
+            state = status.state if status.state == "current" else f"{status.label} → {status.replacement}"
+            heading = f"[bold]{escape(m.id)}[/bold]" + (" [cyan](declared)[/cyan]" if m.source == "project" else "")
+            print_record(heading, [("status", state), ("aliases", ", ".join(m.aliases)),
+                                   ("adapter", f"{m.adapter} · {m.model_class} · {m.context_window:,}-token window"),
+                                   ("capabilities", ", ".join(n for n, on in asdict(m.capabilities).items() if on))])
+        return
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("Model", "Aliases", "Status", "Adapter", "Class", "Context"):  # ids one per line, never broken
+        table.add_column(column, no_wrap=True)
+    table.add_column("Capabilities", min_width=18)
     for m in catalog.models:
         flags = [name for name, on in asdict(m.capabilities).items() if on]
-        name = escape(m.id) + (" [cyan](declared)[/cyan]" if m.source == "project" else "")
-        table.add_row(name, escape(", ".join(m.aliases)), _status_cell(catalog.status(m)), m.adapter,
+        name = escape(m.id) + ("\n[cyan](declared)[/cyan]" if m.source == "project" else "")
+        table.add_row(name, escape("\n".join(m.aliases)), _status_cell(catalog.status(m)), m.adapter,
                       m.model_class, f"{m.context_window:,}", ", ".join(flags))
     out.print(table)
 
@@ -268,7 +281,7 @@ def _schema_elided(value: Any) -> Any:
 
 def _status_cell(status: Any) -> str:
     if status.state == "retired":
-        return f"[red]{status.label}[/red] → {escape(status.replacement)}"
+        return f"[red]{status.label}[/red]\n→ {escape(status.replacement)}"
     if status.state == "deprecated":
-        return f"[yellow]{status.label}[/yellow] → {escape(status.replacement)}"
+        return f"[yellow]{status.label}[/yellow]\n→ {escape(status.replacement)}"
     return "current"

@@ -20,7 +20,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from rosetta.cli.common import ListFormat, err, load_agent, out, reports_errors
+from rosetta.cli.common import ListFormat, err, load_agent, out, print_note, reports_errors
 from rosetta.errors import Location, Problem, UsageError
 
 experiment_app = typer.Typer(help="A/B test two versions of a compiled prompt, and promote the better one.",
@@ -135,9 +135,9 @@ def versions_command(
         table.add_row(short_id(v.id) + ("*" if v.current else ""), ", ".join(status), f"{v.written:%Y-%m-%d %H:%M}",
                       v.dataset[:8] if v.dataset else "-", escape(_scores(v.scores)), escape(v.optimizer or "-"))
     out.print(table)
-    out.print("[dim]Data: the labeled dataset's sha256 the scores were measured on; By: the optimizer[/dim]")
-    out.print("[dim]* the compiled artifact (what `rosetta compile` wrote last); the others are kept in "
-              f"{escape(versions_dir(target.artifact).name)}/[/dim]")
+    print_note("Data: the labeled dataset's sha256 the scores were measured on; By: the optimizer")
+    print_note("* the compiled artifact (what `rosetta compile` wrote last); the others are kept in "
+               f"{versions_dir(target.artifact).name}/")
     if len({v.dataset for v in versions if v.dataset}) > 1:
         out.print("[yellow]scores measured on different datasets (the Dataset column) are not comparable[/yellow]; "
                   "`rosetta evaluate` scores a version on the data you choose")

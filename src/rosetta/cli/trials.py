@@ -15,7 +15,16 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from rosetta.cli.common import ListFormat, err, load_agent, out, project_settings, relative, reports_errors
+from rosetta.cli.common import (
+    ListFormat,
+    err,
+    load_agent,
+    out,
+    print_note,
+    project_settings,
+    relative,
+    reports_errors,
+)
 from rosetta.errors import Problem, UsageError
 
 
@@ -59,38 +68,58 @@ SCORES_NOTE = ("on dev rows, where the race chose: the winner's is optimistic (i
 
 def trial_row(trial: Any) -> dict[str, Any]:
     """One optuna trial of the race as plain data; ``kind`` is what the candidate is (see
-    :meth:`~rosetta.optimize.space.SearchSpace.kind`), ``origin`` whether every seed holds it."""
-    from rosetta.optimize.space import origin
+    :meth:`~rosetta.optimize.space.SearchSpace.kind`), ``origin`` whether every seed holds it,
+    ``score`` the metric on the rows it answered and ``race_score`` what the race ranked it on (the
+    correct label's probability where the model gives log-probabilities, else the same score)."""
+    from rosetta.optimize.space import describe_params, origin
 
     attrs = trial.user_attrs
     values = trial.values or [None]
     kind = attrs.get("kind") or ("unoptimized" if attrs.get("default") else None)  # studies from before kinds
+    plain = attrs.get("plain") or []
     return {"number": trial.number, "candidate": attrs.get("candidate"), "rung": attrs.get("rung"),
-            "rows": attrs.get("rows"), "state": trial.state.name.lower(), "score": values[0],
+            "rows": attrs.get("rows"), "state": trial.state.name.lower(),
+            "score": sum(plain) / len(plain) if plain else values[0], "race_score": values[0],
             "stopped": attrs.get("stopped"), "calls": attrs.get("calls"), "cost": attrs.get("cost"),
             "prompt_tokens": attrs.get("prompt_tokens"), "default": bool(attrs.get("default")),
-            "kind": kind, "origin": origin(kind) if kind else None, "knobs": dict(trial.params)}
+            "kind": kind, "origin": origin(kind) if kind else None, "knobs": dict(trial.params),
+            "choices": attrs.get("knobs_text") or describe_params(dict(trial.params))}
 
 
 def _print(rows: list[dict[str, Any]], title: str) -> None:
-    """The units as a table (state, score, calls, cost, tokens), then each candidate's knobs once."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("#", "Cand.", "Rung", "Rows", "State", "Score", "Calls", "Cost", "Tokens"):
-        table.add_column(column, justify="left" if column == "State" else "right")
-    knobs: dict[Any, str] = {}
+    """The units as a table (state, race score, score, calls, cost, tokens), then each candidate's
+    choices once, in words."""
+    import textwrap
+
+    width = max(out.width, 40)
+    out.print(escape(textwrap.fill(title, width, subsequent_indent="  ", break_on_hyphens=False)), soft_wrap=True)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    odds = any(r["race_score"] is not None and r["score"] is not None and abs(r["race_score"] - r["score"]) > 1e-9
+               for r in rows)
+    columns = ("#", "Cand.", "Rung", "Rows", "State", *(("Odds",) if odds else ()), "Score", "Calls", "Cost", "Tokens")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "State" else "right", no_wrap=True)
+    choices: dict[Any, str] = {}
     for row in rows:
         state = "stopped" if row["stopped"] else row["state"]
+        race = (_cell(row["race_score"], "{:.3f}"),) if odds else ()
         table.add_row(str(row["number"]), _cell(row["candidate"]), _cell(row["rung"]), _cell(row["rows"]), state,
-                      _cell(row["score"], "{:.3f}"), _cell(row["calls"]), _cell(row["cost"] or None, "${:.4f}"),
+                      *race, _cell(row["score"], "{:.3f}"), _cell(row["calls"]), _cell(row["cost"] or None, "${:.4f}"),
                       _cell(row["prompt_tokens"] or None))
         kind = f" ({row['kind']}, {row['origin']})" if row["kind"] else ""
-        knobs.setdefault(row["candidate"], kind + ": " + (", ".join(f"{k}={v}" for k, v in row["knobs"].items())
-                                                          or "the defaults"))
+        choices.setdefault(row["candidate"], kind + ": " + (row["choices"] or "the defaults"))
     out.print(table)
-    out.print("[dim]stopped: not answered, the race ended or the budget ran out first[/dim]")
-    out.print(f"[dim]scores: {escape(SCORES_NOTE)}[/dim]")
-    for candidate, text in knobs.items():
-        out.print(f"candidate {_cell(candidate)}{escape(text)}")
+    notes = ["stopped: not answered, the race ended or the budget ran out first",
+             f"Score: the metric on the rows the unit answered, {SCORES_NOTE}"]
+    if odds:
+        notes.insert(1, "Odds: what the race ranked on, the probability the model gave the correct label "
+                        "(finer than right or wrong on a few rows)")
+    for note in notes:
+        print_note(note)
+    for candidate, text in choices.items():
+        line = textwrap.fill(f"candidate {_cell(candidate)}{text}", width, subsequent_indent="    ",
+                             break_long_words=False, break_on_hyphens=False)
+        out.print(escape(line), soft_wrap=True)
 
 
 def _cell(value: Any, shape: str = "{}") -> str:
@@ -104,8 +133,11 @@ def write_plots(study: Any, path: Path, *, title: str) -> None:
     import html
     import warnings
 
+    import optuna
     from optuna import visualization
     from optuna.exceptions import ExperimentalWarning
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "A new study created in memory" lines
 
     if not visualization.is_available():
         raise UsageError(Problem("--plot needs plotly", hint="pip install 'rosetta[plots]'"))

@@ -11,6 +11,7 @@ timeout is what guarantees a bounded run.
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from typing import Any
 
@@ -97,3 +98,33 @@ def search(pattern: str, text: str, *, timeout: float = SEARCH_TIMEOUT_S) -> boo
         return compile_pattern(pattern).search(text, timeout=timeout) is not None
     except TimeoutError:
         raise PatternTimeout(pattern, timeout) from None
+
+
+@lru_cache(maxsize=256)
+def schema_validator(schema_text: str) -> Any:
+    """A jsonschema validator of the schema (JSON text) whose ``pattern`` keyword searches under
+    the time limit: the pattern comes from a definition, the text from a model, and ``re`` (which
+    jsonschema uses) backtracks without limit. The runtime and the DSPy interop validate with it."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import extend, validator_for
+
+    schema = json.loads(schema_text)
+    return extend(validator_for(schema, default=Draft202012Validator), {"pattern": _bounded_pattern})(schema)
+
+
+def _bounded_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+    from jsonschema.exceptions import ValidationError
+
+    if not validator.is_type(instance, "string"):
+        return
+    try:
+        matched = search(pattern, instance)
+    except PatternTimeout:
+        yield ValidationError(f"checking the answer against {shown(pattern)} ran out of time; give a shorter, "
+                              "plainer value")
+    except PatternError as error:
+        yield ValidationError(f"the schema's pattern {shown(pattern)} cannot be used: {error}")
+    else:
+        if not matched:
+            shown_value = instance if len(instance) <= 200 else instance[:150] + "…" + instance[-40:]
+            yield ValidationError(f"{shown_value!r} does not match {shown(pattern)}")

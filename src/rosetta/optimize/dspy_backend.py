@@ -28,11 +28,13 @@ def dspy_examples(signature: Any, examples: Any) -> list[Any]:
 
 
 def dspy_metric(signature: Any, metric: Any) -> Any:
-    """Our metric in DSPy's ``(example, prediction, trace)`` shape; an unparsed answer scores 0."""
+    """Our metric in DSPy's ``(example, prediction, trace)`` shape; an unparsed answer, or one the
+    output schema refuses, scores as an invalid answer does at run time."""
 
     def score(example: Any, prediction: Any, trace: Any = None) -> float:
-        data = signature.output_from_dspy(prediction)
-        value = metric.score(data or None, signature.output_from_dspy(example), valid=bool(data))
+        data = signature.output_from_dspy(prediction, validate=False)
+        valid = bool(data) and not signature.dspy_output_problems(prediction)
+        value = metric.score(data or None, signature.output_from_dspy(example, validate=False), valid=valid)
         return value >= 1.0 if trace is not None else value  # bootstrapping keeps only perfect traces
 
     return score

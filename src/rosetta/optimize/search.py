@@ -234,7 +234,8 @@ class _Search:
             if unit is None or (unit.state == optuna.trial.TrialState.FAIL and not unit.user_attrs.get("stopped")):
                 study.enqueue_trial(self.candidates[candidate],
                                     user_attrs={"candidate": candidate, "rung": rung, "rows": rows,
-                                                "kind": self.space.kind(self.candidates[candidate])})
+                                                "kind": self.space.kind(self.candidates[candidate]),
+                                                "knobs_text": self.space.describe_knobs(self.candidates[candidate])})
         while True:
             if not self.stopped:
                 self._answer_next()

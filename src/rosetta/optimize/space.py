@@ -240,6 +240,12 @@ class SearchSpace:
         parts += [name.replace("_", "-") for name in FORMAT_KNOBS if params.get(name, AUTO) != AUTO]
         return " + ".join(parts) or "unoptimized"
 
+    def describe_knobs(self, params: dict[str, Any]) -> str:
+        """The candidate's choices in words, for people (``rosetta trials``): "4 nearest demos (MMR
+        0.25, label-balanced); instruction: terse ("Classify the ticket…"); reasoning on"."""
+        return describe_params(params, self.set_kinds, [(kind, text) for kind, text in
+                                                        zip(self.instruction_kinds, self.instructions, strict=False)])
+
     def knobs(self, params: dict[str, Any]) -> Knobs:
         """Renderer knobs for a trial's params (absent params keep the adapter's choice)."""
         values: dict[str, Any] = {}
@@ -444,3 +450,34 @@ def label_function(signature: Any) -> Any:
     if schema.get("enum"):
         return lambda output: str(output)
     return None
+
+
+def describe_params(params: dict[str, Any], set_kinds: tuple[str, ...] = (),
+                    instructions: list[tuple[str, str | None]] | None = None) -> str:
+    """A candidate's params in words (see :meth:`SearchSpace.describe_knobs`); ``set_kinds`` and
+    ``instructions`` (kind, text) name what a bare index means when they are known."""
+    parts: list[str] = []
+    demo_set, count = params.get("demo_set", -1), params.get("demo_count")
+    if demo_set == NEAREST:
+        policy = [f"MMR {params['retrieval_diversity']:g}"] if params.get("retrieval_diversity") else []
+        policy += ["label-balanced"] if params.get("retrieval_balance") else []
+        policy += ["from the model's own answers"] if params.get("retrieval_pool") == "bootstrapped" else []
+        policy += [str(params["retrieval_order"]).replace("_", " ")] if params.get("retrieval_order") not in (
+            None, RETRIEVAL_ORDERS[0]) else []
+        parts.append(f"{count} nearest demos" + (f" ({', '.join(policy)})" if policy else ""))
+    elif demo_set >= 0:
+        kind = set_kinds[demo_set] if demo_set < len(set_kinds) else f"set {demo_set}"
+        order = ", reversed" if params.get("demo_order") == "reverse" else ""
+        parts.append(f"{count} {kind} demos{order}" if kind != "first-k" else f"first {count} train rows as demos{order}")
+    else:
+        parts.append("the definition's own demos")
+    instruction = params.get("instruction", 0)
+    if instruction:
+        kind, text = (instructions or [])[instruction] if instruction < len(instructions or []) else ("", None)
+        words = " ".join((text or "").split()[:8])
+        parts.append(f"instruction: {kind or f'#{instruction}'}" + (f' ("{words}…")' if words else ""))
+    for name in FORMAT_KNOBS:
+        value = params.get(name, AUTO)
+        if value != AUTO:
+            parts.append(f"{name.replace('_', ' ')} {value}")
+    return "; ".join(parts)

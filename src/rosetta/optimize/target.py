@@ -289,7 +289,7 @@ def last_study(root: Path, compiled_dir: Path, agent: str, model_id: str,
     journal = ProjectState.of(root).study(agent, model_id)
     if storage is None and not journal.is_file():
         raise UsageError(Problem(f"no search of {agent} on {model_id} is recorded", Location(str(journal)),
-                                 hint=f"run `rosetta compile {agent} --model {model_id} --optimize`, or pass the "
+                                 hint=f"run `rosetta optimize {agent} --model {model_id}`, or pass the "
                                       "--storage a search used"))
     opened, label = open_storage(storage, journal)
     names = optuna.get_all_study_names(opened)

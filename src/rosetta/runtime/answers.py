@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
+from rosetta.definition.patterns import schema_validator
 from rosetta.parts import deeper_than
 from rosetta.render.mechanisms import MECHANISMS, RESPOND_TOOL
 from rosetta.render.prompt import RenderedPrompt
@@ -134,42 +134,12 @@ def _first_json(text: str, stripped: str) -> tuple[Any, str | None]:
     return None, "no JSON value found in the answer; reply with a single JSON object"
 
 
-@lru_cache(maxsize=256)
-def _validator(schema_text: str) -> Any:
-    """The schema's jsonschema validator, with ``pattern`` searched under a time limit: the pattern
-    comes from a definition, the text from a model, and ``re`` backtracks without limit."""
-    from jsonschema import Draft202012Validator
-    from jsonschema.validators import extend, validator_for
-
-    schema = json.loads(schema_text)
-    return extend(validator_for(schema, default=Draft202012Validator), {"pattern": _bounded_pattern})(schema)
-
-
-def _bounded_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
-    from jsonschema.exceptions import ValidationError
-
-    from rosetta.definition.patterns import PatternError, PatternTimeout, search, shown
-
-    if not validator.is_type(instance, "string"):
-        return
-    try:
-        matched = search(pattern, instance)
-    except PatternTimeout:
-        yield ValidationError(f"checking the answer against {shown(pattern)} ran out of time; give a shorter, "
-                              "plainer value")
-    except PatternError as error:
-        yield ValidationError(f"the schema's pattern {shown(pattern)} cannot be used: {error}")
-    else:
-        if not matched:
-            yield ValidationError(f"{excerpt(instance, 200)!r} does not match {shown(pattern)}")
-
-
 def validate(data: Any, schema: dict[str, Any]) -> list[Issue]:
     """Every schema violation of ``data``, by path (sorted, so messages are stable), credentials
     redacted; data nested deeper than :data:`MAX_DEPTH` is one issue, not validated."""
     if deeper_than(data, MAX_DEPTH):
         return [Issue("$", _TOO_DEEP)]
-    validator = _validator(json.dumps(schema, sort_keys=True))
+    validator = schema_validator(json.dumps(schema, sort_keys=True))
     issues = [Issue(excerpt(redact(_json_path(error.absolute_path)), ISSUE_CHARS),
                     excerpt(redact(error.message), ISSUE_CHARS)) for error in validator.iter_errors(data)]
     return sorted(issues, key=lambda issue: (issue.path, issue.message))
