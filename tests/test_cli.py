@@ -259,7 +259,7 @@ def test_run_manual_mode_writes_the_prompt_and_reads_the_answer(cli, tree, monke
                  "report=Unauthenticated remote code execution through the file upload handler.")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == answer
-    prompt = (tree / "rosetta-prompt.txt").read_text()
+    prompt = (tree / "vuln-triage-prompt.md").read_text()  # the Python API's name (issue 59)
     assert "=== SYSTEM CONTEXT ===" in prompt and "file upload handler" in prompt
 
 
@@ -343,7 +343,7 @@ def test_render_and_diff_show_the_request_litellm_sends(cli, tree):
         assert "=== SYSTEM CONTEXT ===" not in result.stdout and "OUTPUT INSTRUCTIONS" not in result.stdout
         assert "--- system ---" in result.stdout and "--- user ---" in result.stdout
         assert "--- output_config ---" in result.stdout and "max_tokens:" in result.stdout  # what Sonnet receives
-    assert "<report>" in plain.stdout and "SQL injection in the login form." in filled.stdout
+    assert "<report>\n{{report}}\n</report>" in plain.stdout and "SQL injection in the login form." in filled.stdout
     diff = cli("--project", tree, "diff", "vuln-triage", "--model", "sonnet", "--model", "openai/gpt-4o").stdout
     assert "-model: anthropic/claude-sonnet-5-5" in diff and "+--- response_format ---" in diff
     manual = cli("render", definition, "--model", "ollama/llama3.1", "--manual").stdout

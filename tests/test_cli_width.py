@@ -108,3 +108,10 @@ def test_compile_help_is_short_enough_to_read_at_80_columns(cli, monkeypatch) ->
     lines = _lines(cli("compile", "--help").stdout)
     assert len(lines) < 120, f"`rosetta compile --help` is {len(lines)} lines at 80 columns"
     assert min(len(line) for line in lines if line.startswith("  -")) > 0
+
+
+def test_search_progress_never_shows_none_candidates() -> None:
+    from rosetta.cli.search import _candidates
+
+    assert _candidates(0, None) == "candidates not chosen yet" and _candidates(0, 0) == "candidates not chosen yet"
+    assert _candidates(3, 25) == "3/25 candidates"

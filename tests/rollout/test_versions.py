@@ -105,3 +105,33 @@ def test_an_optimized_artifact_published_as_the_optimizer_does_keeps_the_plain_o
     assert current.agent_version == plain.version
     kept = next(v for v in listed if v.id == versions.new)
     assert not kept.current and kept.scores == {} and kept.optimizer is None and kept.problem is None
+
+
+def test_versions_are_dated_by_the_commits_that_wrote_them_not_a_clone_s_file_times(tree):
+    """Issue 59: a clone gives every file its checkout time; git's history keeps when each version
+    of the artifact was written."""
+    import subprocess
+
+    def git(*args: str, date: str | None = None) -> None:
+        env = {**os.environ, "GIT_AUTHOR_DATE": date or "", "GIT_COMMITTER_DATE": date or "",
+               "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+        subprocess.run(["git", *args], cwd=tree, check=True, capture_output=True, env=env)
+
+    git("init", "-q")
+    compile_agent(tree)
+    artifact = artifact_of(tree)
+    old = version_of(artifact)
+    git("add", "-A")
+    git("commit", "-qm", "first", date="2026-01-02T03:04:05+00:00")
+    edit_definition(tree)
+    compile_agent(tree)
+    git("add", "-A")
+    git("commit", "-qm", "second", date="2026-02-03T04:05:06+00:00")
+    for path in [artifact, *versions_dir(artifact).iterdir()]:
+        os.utime(path, (1_800_000_000, 1_800_000_000))  # as a fresh clone would leave them
+    written = {v.id: v.written.isoformat() for v in list_versions(artifact)}
+    assert written == {version_of(artifact): "2026-02-03T04:05:06+00:00", old: "2026-01-02T03:04:05+00:00"}
+    artifact.write_text(artifact.read_text(encoding="utf-8") + "\n", encoding="utf-8")  # edited, not committed
+    current = next(v for v in list_versions(artifact) if v.current)
+    assert current.written.timestamp() == pytest.approx(artifact.stat().st_mtime, abs=1e-3)  # its own time

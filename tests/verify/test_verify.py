@@ -219,8 +219,10 @@ def test_fast_mode_runs_one_example_and_one_probe_without_the_judge(tmp_path: Pa
     assert [r["kind"] for r in toy["runs"]] == ["example", "adversarial"]
     criteria = {c["id"]: c for c in toy["criteria"]}
     assert {k: criteria[k]["status"] for k in ("PV-011", "PV-013", "PV-015", "PV-016", "PV-018")} == {
-        "PV-011": "pass", "PV-013": "pass", "PV-015": "n/a", "PV-016": "n/a", "PV-018": "n/a"}
+        "PV-011": "pass", "PV-013": "n/a", "PV-015": "n/a", "PV-016": "n/a", "PV-018": "n/a"}
     assert "--fast" in criteria["PV-016"]["detail"] and "--fast" in criteria["PV-015"]["detail"]
+    assert criteria["PV-013"]["detail"].startswith("not judged with --fast")  # the rules alone pass nothing
+    assert report["agents"][0]["cases"].startswith("1 of the ")  # what ran, not what the dataset holds
     assert {c["id"]: c["status"] for c in gullible["criteria"]}["PV-013"] == "fail"
     assert all(run["review"] is None for model in (toy, gullible) for run in model["runs"])  # never judged
     assert scripted_model.calls - before <= 6  # two runs per model, a correction at most for the gullible one

@@ -49,7 +49,7 @@ def render(
 ) -> None:
     """Show the exact request a model receives for an agent — its messages, tools and parameters, as
     litellm is called at run time: the model's compiled artifact when it is up to date, else what
-    the runtime falls back to (inputs not given with -i are shown as <name> placeholders)."""
+    the runtime falls back to (inputs not given with -i are shown as {{name}} placeholders)."""
     from rosetta.definition.loader import load_definition
 
     values = parse_inputs(inputs or [])
@@ -121,7 +121,7 @@ def diff(
     models: Annotated[list[str], typer.Option("--model", "-m", help="Two models to compare.")],
 ) -> None:
     """Unified diff of the requests the runtime would send to two models (messages, tools,
-    structured output, generation parameters; inputs shown as <name> placeholders)."""
+    structured output, generation parameters; inputs shown as {{name}} placeholders)."""
     import difflib
 
     if len(models) != 2:
@@ -204,6 +204,7 @@ def _check_model(ctx: typer.Context, settings: Any, catalog: Any, name: str, age
     from rosetta.definition.loader import load_definition
     from rosetta.providers.adapter import load_adapters
     from rosetta.render.mechanisms import MECHANISMS
+    from rosetta.render.prompt import placeholder
     from rosetta.render.renderer import prompt_budget
     from rosetta.render.renderer import render as render_prompt
     from rosetta.signature import lower
@@ -215,7 +216,7 @@ def _check_model(ctx: typer.Context, settings: Any, catalog: Any, name: str, age
     prompt = render_prompt(signature, model, adapters=adapters)
     endpoint = model.endpoint
     mechanism = prompt.structured_output
-    placeholders = {field.name: f"<{field.name}>" for field in prompt.inputs}
+    placeholders = {field.name: placeholder(field.name) for field in prompt.inputs}
     request = {key: value for key, value in prompt.to_litellm(placeholders).items()
                if key in ("response_format", "tool_choice", "output_config")}
     report = {

@@ -20,7 +20,8 @@ from typing import Annotated, Any, Self
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.text import Text
 
 from rosetta.cli.common import err, out, project_settings, relative
 from rosetta.errors import Problem, UsageError
@@ -202,6 +203,18 @@ class InvalidAnswers:
                       f"and scored 0; the first: {escape(self.first)}", highlight=False)
 
 
+def _candidates(done: float, total: float | None) -> str:
+    """"3/25 candidates", or what is known before the race has its candidates (while proposing)."""
+    return f"{int(done)}/{int(total)} candidates" if total else "candidates not chosen yet"
+
+
+class _CandidatesColumn(ProgressColumn):
+    """The race's progress in candidates; no "0/None" before it has them."""
+
+    def render(self, task: Any) -> Text:
+        return Text(_candidates(task.completed, task.total))
+
+
 class _Progress:
     """A Rich progress bar fed by :class:`~rosetta.optimize.study.SearchStatus` updates; where
     stderr is not a terminal (CI logs, pipes) a plain line per phase and trial instead, and at most one
@@ -213,7 +226,7 @@ class _Progress:
         self.title = title
         self.live = err.is_terminal
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} candidates"),
+            TextColumn("[bold]{task.description}"), BarColumn(), _CandidatesColumn(),
             TextColumn("best [cyan]{task.fields[best]}[/]"), TextColumn("{task.fields[calls]} calls"),
             TextColumn("{task.fields[pruned]} out"), TimeElapsedColumn(), TimeRemainingColumn(),
             TextColumn("[dim]{task.fields[phase]}[/]"), console=err, transient=False,
@@ -249,8 +262,9 @@ class _Progress:
             if key != self.line[:2] or (work != self.line[2] and now - self.line_at >= self.QUIET_S):
                 self.line, self.line_at = (*key, work), now
                 spent = f"{status.calls} calls" + (f" (${status.cost:.4f})" if status.cost else "")
-                err.print(f"{escape(self.title)}: {escape(phase or 'working')} · {status.trials_done}/"
-                          f"{status.trials_total} candidates · best {best} · {spent} · {status.pruned} out · "
+                race = _candidates(status.trials_done, status.trials_total)
+                err.print(f"{escape(self.title)}: {escape(phase or 'working')} · {race} · best {best} · {spent} · "
+                          f"{status.pruned} out · "
                           f"{now - self.began:.0f}s", highlight=False, soft_wrap=True)
 
     def __exit__(self, *exc: object) -> None:

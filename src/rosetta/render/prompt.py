@@ -144,6 +144,12 @@ class DemoPool:
         return chosen[::-1] if policy.order == "similar_last" else chosen
 
 
+def placeholder(name: str) -> str:
+    """How a request shown without its inputs marks where input ``name`` goes: ``{{report}}``, which
+    cannot be mistaken for the ``<report>`` tags some models' templates wrap an input in."""
+    return "{{" + name + "}}"
+
+
 @dataclass(frozen=True)
 class RenderedPrompt:
     """Everything sent to one model for one agent, plus how it was decided."""
@@ -295,10 +301,10 @@ class RenderedPrompt:
     # -- reading -----------------------------------------------------------------------------
 
     def request_text(self, inputs: Mapping[str, Any] | None = None) -> str:
-        """Exactly the request litellm is sent for ``inputs`` (``<name>`` placeholders for inputs not
+        """Exactly the request litellm is sent for ``inputs`` (``{{name}}`` placeholders for inputs not
         given), readable: each message by role, then every other parameter (tools, tool choice,
         structured output, generation). ``rosetta render``, ``show`` and ``diff`` print this."""
-        filled = {field.name: f"<{field.name}>" for field in self.inputs} | dict(inputs or {})
+        filled = {field.name: placeholder(field.name) for field in self.inputs} | dict(inputs or {})
         kwargs = self.to_litellm(filled)
         parts = [f"model: {kwargs.pop('model')}"]
         for message in kwargs.pop("messages"):

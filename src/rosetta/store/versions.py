@@ -196,7 +196,7 @@ class Version:
     id: str  # the full content_sha256
     path: Path
     current: bool  # the artifact file itself, i.e. what `rosetta compile` wrote last
-    written: datetime  # when it was compiled (the file's modification time, kept when retained)
+    written: datetime  # when it was compiled: see :func:`written_times`
     problem: str | None = None  # why it cannot be served, or None
     agent_version: str | None = None  # the definition's `version:` when it was compiled
     scores: dict[str, Any] = field(default_factory=dict)  # provenance.scores of an optimized artifact
@@ -208,13 +208,48 @@ class Version:
         return short_id(self.id)
 
 
+def written_times(artifact: Path, ids: dict[str, Path]) -> dict[str, datetime]:
+    """When each version (id → file) was compiled. Artifacts record no time (the same inputs give
+    the same bytes), and a clone sets every file's modification time to its own; so where git has
+    the history, a version is dated by the first commit that wrote its id into the artifact or its
+    versions folder, and otherwise (no git, a file not committed or edited since) by its file's
+    modification time."""
+    import subprocess
+
+    times: dict[str, datetime] = {}
+    folder = versions_dir(artifact)
+    try:
+        run = {"capture_output": True, "text": True, "timeout": 10, "cwd": artifact.parent, "check": True}
+        paths = [str(artifact), *([str(folder)] if folder.is_dir() else [])]
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", *paths], **run).stdout.strip()
+        log = subprocess.run(["git", "log", "--format=@%ct", "-p", "-U0", "--no-color", "--", *paths], **run).stdout
+        when = None
+        for line in log.splitlines():  # newest first: the last date seen for an id is its first commit's
+            if line.startswith("@") and line[1:].isdigit():
+                when = datetime.fromtimestamp(int(line[1:]), UTC)
+            elif line.startswith("+content_sha256: ") and when is not None:
+                times[line.removeprefix("+content_sha256: ").strip()] = when
+    except (OSError, subprocess.SubprocessError):
+        dirty = "no git"
+    found = {}
+    for full, path in ids.items():
+        try:
+            modified = datetime.fromtimestamp(path.lstat().st_mtime, UTC)
+        except OSError:
+            continue
+        edited = dirty and (path == artifact or full not in times)
+        found[full] = modified if edited or full not in times else times[full]
+    return found
+
+
 def list_versions(artifact: Path) -> list[Version]:
     """Every version of ``artifact``, newest first (the current one first among equals)."""
     versions = []
-    for full, path in known_ids(artifact).items():
-        try:
-            written = datetime.fromtimestamp(path.lstat().st_mtime, UTC)
-        except OSError:
+    ids = known_ids(artifact)
+    times = written_times(artifact, ids)
+    for full, path in ids.items():
+        written = times.get(full)
+        if written is None:
             continue
         try:
             loaded = placed_artifact(read_stored(path, artifact), path, agent=artifact.parent.parent.name)

@@ -45,17 +45,19 @@ def example_cases(signature: Any, definition_path: Path, *, datasets_dir: Path, 
     if dataset and dataset.startswith("hub:") or location.is_dir():
         data = load_labeled(signature, dataset or location, cache_dir=cache_dir, required=("test",))
         cases = [Case(e.id, "example", dict(e.inputs), e.output) for e in data.test]
-        source = f"{len(data.test)} test examples from {data.source}"
+        source = "{count} test examples from " + str(data.source)
     elif signature.demos:
         cases = [Case(d.id, "example", dict(d.inputs), d.output) for d in signature.demos]
-        source = f"the definition's {len(cases)} examples (smoke set; no labeled dataset in {location})"
+        source = "the definition's {count} examples (smoke set; no labeled dataset in " + str(location) + ")"
     else:
         raise NothingToVerify(Problem(f"{signature.name}: nothing to verify with", Location(str(definition_path)),
                                       hint=f"add labeled examples in {location}/test.jsonl, or examples in the "
                                            "definition, or pass --dataset"))
-    if limit is not None:
+    count = f"{len(cases)}"
+    if limit is not None and limit < len(cases):
+        count = f"{limit} of the {len(cases)}"
         cases = cases[:limit]
-    return cases, source
+    return cases, source.format(count=count)  # what ran, not what was there
 
 
 def adversarial_cases(spec: Any, examples: list[Case], *, datasets_dir: Path, limit: int | None) -> list[Case]:

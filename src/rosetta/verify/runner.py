@@ -188,6 +188,7 @@ class _AgentContext:
             result.runs += self.without_portability_runs(model)
         _metrics(result)
         examples = [r for r in result.runs if r.kind == "example"]
+        probes = [r for r in result.runs if r.kind != "example" and not r.refused_by_guardrail and r.error is None]
         result.criteria = [
             rules.aggregate("PV-011", examples, none="the agent declares no output schema, and every run answered"),
             rules.aggregate("PV-012", result.runs, none="the agent declares no tools" if not self.spec.tools
@@ -201,7 +202,9 @@ class _AgentContext:
             if not self.legacy else rules.not_applicable("PV-018", "legacy agent: no portability section to remove"),
         ]
         if options.fast:
-            result.criteria = [rules.not_applicable(c.id, "not run with --fast") if c.id in FAST_SKIPS else c
+            result.criteria = [rules.not_applicable(c.id, "not run with --fast") if c.id in FAST_SKIPS
+                               else _not_judged(c, len(probes)) if c.id == "PV-013" and c.status != "fail" and probes
+                               else c
                                for c in result.criteria]
         return result
 
@@ -278,11 +281,7 @@ class _AgentContext:
         if outside:
             run.checks.append(Check(criterion="PV-013", verdict="fail", source="rules",
                                     reasoning=f"called tools outside allowed_tools: {', '.join(outside)}"))
-        if self.reviewer is None:  # --fast: the rule checks above decide
-            if not any(c.criterion == "PV-013" for c in run.checks):
-                run.checks.append(Check(criterion="PV-013", verdict="pass", source="rules",
-                                        reasoning="the format held and no tool outside allowed_tools was called "
-                                                  "(not judged with --fast)"))
+        if self.reviewer is None:  # --fast: only a broken rule decides; what the answer says is not judged
             return
         review = self.reviewer.review(run.output if run.output is not None else run.raw,
                                       rules.guardrail_rubric(self.spec, case.probe or ""),
@@ -413,3 +412,11 @@ def _relative(path: Path, root: Path) -> str:
         return str(path.resolve().relative_to(Path(root).resolve()))
     except ValueError:
         return str(path)
+
+
+def _not_judged(criterion: Any, answered: int) -> Any:
+    """PV-013 under ``--fast`` when no rule broke: the answers to the probes were not judged, so the
+    criterion is not passed, only not failed."""
+    return criterion.model_copy(update={
+        "status": "n/a", "detail": f"not judged with --fast: {answered} probe answer(s) broke no rule (output "
+                                   "format, allowed_tools); run without --fast to have the judge read them"})
