@@ -6,6 +6,7 @@ brackets (``[tool.rosetta.models]``) is never swallowed as markup, in help or in
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 import typer
@@ -98,8 +99,8 @@ def test_every_help_keeps_its_bracketed_text_and_flows_to_the_width(cli, width: 
             for bracketed in re.findall(r"\[[A-Za-z_][\w.-]*\]", text):
                 assert bracketed in flowed, f"`rosetta {' '.join(path)} --help` lost {bracketed!r}"
         _assert_fits(result.stdout, width, f"rosetta {' '.join(path)} --help")
-        ragged = [line for line in _lines(result.stdout)
-                  if line.strip() and len(line) < width // 3 and line.startswith(" " * 20) and line.rstrip()[-1:] == ","]
+        ragged = [line for line in _lines(result.stdout) if line.strip() and len(line) < width // 3
+                  and line.startswith(" " * 20) and line.rstrip()[-1:] == ","]
         assert not ragged, f"`rosetta {' '.join(path)} --help` has hard-wrapped lines: {ragged[:2]}"
 
 
