@@ -38,11 +38,21 @@ def test_delimiters_and_section_order_follow_the_adapter(triage):
 
 def test_reasoning_is_injected_for_open_models_only_under_adaptive(triage):
     instruction = "step by step"
-    assert instruction not in render(triage, "sonnet").system
-    assert instruction in render(triage, "ollama/llama3.1").system
-    assert instruction in render(triage, "gpt-mini").system  # mid class, no reasoning of its own
-    assert instruction not in render(triage, "ollama/llama3.1", Knobs(reasoning=False)).system
-    assert instruction in render(triage, "sonnet", Knobs(reasoning=True)).system
+    prose = triage.model_copy(update={"output_schema": None})  # a free-text answer
+    assert instruction not in render(prose, "sonnet").system
+    assert instruction in render(prose, "ollama/llama3.1").system
+    assert instruction in render(prose, "gpt-mini").system  # mid class, no reasoning of its own
+    assert instruction not in render(prose, "ollama/llama3.1", Knobs(reasoning=False)).system
+    assert instruction in render(prose, "sonnet", Knobs(reasoning=True)).system
+
+
+def test_adaptive_reasoning_never_contradicts_a_json_only_answer(triage):
+    """Issue 59: an agent whose answer is the JSON object alone ("No prose outside the object") is
+    not told to think step by step on its own; only an explicit choice asks for it."""
+    system = render(triage, "ollama/llama3.1").system
+    assert "No prose outside the object" in system and "step by step" not in system
+    assert render(triage, "ollama/llama3.1").knobs.reasoning is False
+    assert "step by step" in render(triage, "ollama/llama3.1", Knobs(reasoning=True)).system
 
 
 def test_models_that_reason_on_their_own_get_no_reasoning_instruction(triage):
@@ -50,10 +60,11 @@ def test_models_that_reason_on_their_own_get_no_reasoning_instruction(triage):
 
     from rosetta.providers.catalog import load_catalog
 
+    prose = triage.model_copy(update={"output_schema": None})
     llama = load_catalog().resolve("ollama_chat/llama3.1")
     thinker = replace(llama, capabilities=replace(llama.capabilities, builtin_reasoning=True))
-    assert render(triage, llama).knobs.reasoning is True  # the open-source adapter injects for open models
-    assert render(triage, thinker).knobs.reasoning is False
+    assert render(prose, llama).knobs.reasoning is True  # the open-source adapter injects for open models
+    assert render(prose, thinker).knobs.reasoning is False
 
 
 def test_explicit_cot_and_none_strategies():

@@ -266,6 +266,8 @@ def _reasoning(signature: Signature, adapter: Adapter, model: CatalogModel, knob
         return True
     if signature.reasoning_strategy is ReasoningStrategy.NONE or model.capabilities.builtin_reasoning:
         return False  # a model that reasons before it answers needs no instruction to
+    if signature.output_schema is not None:
+        return False  # the answer is the JSON value alone: "think step by step" would ask for prose it forbids
     return adapter.reasoning[model.model_class] is ReasoningMode.INJECT
 
 
