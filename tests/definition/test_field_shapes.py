@@ -96,7 +96,7 @@ def test_output_rules_written_as_mappings_are_enforced_and_rendered(adr_writer):
 def test_a_blocking_output_pattern_discards_the_answer_and_streams_nothing_unchecked(project):
     (project / "signatures").mkdir()
     (project / "signatures" / "a.md").write_text(
-        "---\nname: a\nguardrails:\n  output_filtering:\n    - {pattern: '(?i)password', action: block, "
+        "---\nname: a\nguardrails:\n  output_filtering:\n    - {pattern: '(?i)password', action: reject, "
         "message: No passwords.}\n---\nYou answer.\n", encoding="utf-8")
     agent = load("a", project=project)
     with FaultServer([("ok", "The password is hunter2.")]) as server:

@@ -101,6 +101,12 @@ class Capabilities(SpecSection):
     """Provider features the agent depends on (tool_use, structured_output, vision, streaming)."""
 
 
+_OUTPUT_ACTIONS = {**dict.fromkeys(("redact", "mask", "remove", "strip", "replace", "sanitize"), "redact"),
+                   **dict.fromkeys(("block", "reject", "deny", "refuse", "fail", "error", "halt"), "block"),
+                   **dict.fromkeys(("flag", "warn", "log", "report", "audit"), "flag")}
+"""``output_filtering`` actions by meaning; any other is kept as written and only flags."""
+
+
 class OutputRule(SpecSection):
     """One ``guardrails.output_filtering`` entry written as a mapping: a named rule
     (``{rule: no_pii, action: block}``) or an expression the answer must not contain
@@ -117,6 +123,12 @@ class OutputRule(SpecSection):
     """The rule in a sentence, rendered into the prompt's constraints."""
     message: str | None = None
     """What to tell the caller when a blocked answer is discarded."""
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _action_by_meaning(cls, value: Any) -> Any:
+        # collections write the same three actions under other names: mask, reject, warn...
+        return _OUTPUT_ACTIONS.get(str(value).lower(), value) if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _check_pattern(self) -> OutputRule:
@@ -162,7 +174,7 @@ class Guardrails(SpecSection):
         """Every output rule in the mapping shape (a text rule is a rule by that name)."""
         return tuple(OutputRule(rule=r) if isinstance(r, str) else r for r in self.output_filtering)
 
-    def output_rule_names(self) -> tuple[str, ...]:
+    def output_rule_texts(self) -> tuple[str, ...]:
         """The rules as the prompt states them, in order."""
         return tuple(rule.text for rule in self.output_rules)
 
