@@ -116,3 +116,20 @@ def test_search_progress_never_shows_none_candidates() -> None:
 
     assert _candidates(0, None) == "candidates not chosen yet" and _candidates(0, 0) == "candidates not chosen yet"
     assert _candidates(3, 25) == "3/25 candidates"
+
+
+def test_every_table_title_and_caption_is_escaped() -> None:
+    """A title is Rich markup: unescaped, ``[tool.rosetta.models]`` (or an id in brackets) vanishes.
+    Every title and caption a command builds is a call to ``escape``, whatever it holds."""
+    import ast
+
+    unescaped = []
+    for path in sorted((REPO / "src" / "rosetta" / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Table":
+                for keyword in node.keywords:
+                    value = keyword.value
+                    escaped = isinstance(value, ast.Call) and getattr(value.func, "id", None) == "escape"
+                    if keyword.arg in ("title", "caption") and not escaped:
+                        unescaped.append(f"{path.name}:{node.lineno} {keyword.arg}")
+    assert not unescaped, f"table titles not escaped: {unescaped}"

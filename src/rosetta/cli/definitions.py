@@ -189,7 +189,7 @@ def list_agents(
                                      + ("portable" if a.portable else "single-provider")),
                           ("models", ", ".join(models) or "-")])
     else:
-        table = Table(title=f"{len(agents)} agents", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        table = Table(title=escape(f"{len(agents)} agents"), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
         for column in ("Agent", "Format", "Portable", "Body", "Models"):  # model ids one per line, never broken
             table.add_column(column, no_wrap=True)
         for a in agents:

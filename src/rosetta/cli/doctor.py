@@ -42,7 +42,7 @@ def doctor(ctx: typer.Context, probe: Annotated[list[str] | None, typer.Option(
     settings = project_settings(ctx)
     catalog = catalog_for(settings.root, settings.models)
     probed = {_declared(catalog, name) for name in probe or ()}
-    table = Table(title="providers", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(title=escape("providers"), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("Provider", "Example model", "Credentials"):
         table.add_column(column)
     seen: set[str] = set()

@@ -186,7 +186,7 @@ def models(
                                    ("adapter", f"{m.adapter} · {m.model_class} · {m.context_window:,}-token window"),
                                    ("capabilities", ", ".join(n for n, on in asdict(m.capabilities).items() if on))])
         return
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("Model", "Aliases", "Status", "Adapter", "Class", "Context"):  # ids one per line, never broken
         table.add_column(column, no_wrap=True)
     table.add_column("Capabilities", min_width=18)

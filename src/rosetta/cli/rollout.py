@@ -120,7 +120,7 @@ def versions_command(
                                      "rollout": rollout.to_dict() if rollout else None, "versions": rows},
                                     indent=2, ensure_ascii=False) + "\n")
         return
-    table = Table(title=f"{target.agent} on {target.model}: {len(versions)} versions", title_justify="left",
+    table = Table(title=escape(f"{target.agent} on {target.model}: {len(versions)} versions"), title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("Version", "Status", "Written (UTC)", "Data", "Scores (rows)", "By"):
         table.add_column(column, overflow="fold", no_wrap=column in ("Version", "Written (UTC)", "Data"))
@@ -286,7 +286,7 @@ def _print_report(target: _Target, report: Any, promoted: str | None) -> None:
     out.print(f"[bold]{escape(target.agent)}[/bold] on [bold]{escape(target.model)}[/bold]: experiment "
               f"[bold]{escape(experiment.id)}[/bold], treatment {short_id(treatment.version)} "
               f"({experiment.share:.0%} of users) vs control {short_id(control.version)}")
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption="◂ the metric that decides the experiment",
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption=escape("◂ the metric that decides the experiment"),
                   caption_justify="left")
     for column in ("Metric", "Control", "Treatment", "Effect", "Test", "p-value"):
         table.add_column(column, justify="left" if column in ("Metric", "Test") else "right")

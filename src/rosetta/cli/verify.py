@@ -103,7 +103,7 @@ def _print_summary(report: Any) -> None:
     have each criterion's detail), then every failure and undecided criterion in words."""
     from rosetta.verify.report import CRITERIA
 
-    table = Table(title=f"rosetta verify (judge {report.judge})", title_justify="left", box=box.SIMPLE_HEAD,
+    table = Table(title=escape(f"rosetta verify (judge {report.judge})"), title_justify="left", box=box.SIMPLE_HEAD,
                   pad_edge=False)
     table.add_column("agent", overflow="fold")
     table.add_column("model", overflow="fold")
