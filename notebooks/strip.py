@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
+if TYPE_CHECKING:
+    import nbformat
 
 HERE = Path(__file__).resolve().parent
 RUN_METADATA = ("execution", "ExecuteTime", "collapsed", "scrolled", "papermill")
@@ -33,7 +35,17 @@ def strip(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return notebook
 
 
+MISSING = ("notebooks/strip.py needs nbformat, which is not installed: pip install 'rosetta[notebook]' "
+           "(or ./dev test, whose environment has it)")
+"""What the script says, on standard error with exit code 2, where nbformat cannot be imported."""
+
+
 def main(argv: list[str]) -> int:
+    try:
+        import nbformat
+    except ImportError:
+        print(MISSING, file=sys.stderr)
+        return 2
     check = "--check" in argv
     paths = [Path(a) for a in argv if a != "--check"] or sorted(HERE.glob("*.ipynb"))
     dirty = []

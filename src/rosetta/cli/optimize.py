@@ -112,6 +112,8 @@ def evaluate_command(
             raise UsageError(Problem("--cross scores each model's own prompt and uncompiled render, greedily",
                                      field="--uncompiled" if uncompiled else "--repeats",
                                      hint="leave it out, or evaluate one --model without --cross"))
+        if plot is not None:
+            plotly_figures()  # a missing extra is said now, not after every model has answered
         _cross(ctx, loaded, [*([model] if model else []), *cross], split=split, metric=metric, dataset=dataset,
                jobs=jobs, format=format, plot=plot)
         return
@@ -190,12 +192,19 @@ def _cross(ctx: typer.Context, loaded: Any, models: list[str], *, split: str, me
             out.print(f"[yellow]{escape(column)} scores higher with another model's prompt than with its own[/yellow]")
 
 
-def write_heatmap(matrix: Any, path: Path) -> None:
-    """The matrix as a plotly heatmap in one self-contained HTML file, written atomically."""
+def plotly_figures() -> Any:
+    """``plotly.graph_objects``, or a UsageError naming the extra that installs it."""
     try:
         import plotly.graph_objects as go
     except ImportError:
-        raise UsageError(Problem("--plot needs plotly", hint="pip install 'rosetta[plots]'")) from None
+        raise UsageError(Problem("drawing the heatmap needs plotly, which is not installed", field="--plot",
+                                 hint="pip install 'rosetta[plots]'")) from None
+    return go
+
+
+def write_heatmap(matrix: Any, path: Path) -> None:
+    """The matrix as a plotly heatmap in one self-contained HTML file, written atomically."""
+    go = plotly_figures()
     from rosetta.fileio import write_atomic
     from rosetta.store.cross import UNCOMPILED
 

@@ -27,8 +27,8 @@ def run(
     ] = None,
     manual: Annotated[bool, typer.Option("--manual", help="Copy/paste mode: write the prompt, read the answer.")]
     = False,
-    prompt_file: Annotated[Path, typer.Option("--prompt-file", help="Where --manual writes the prompt.")]
-    = Path("rosetta-prompt.txt"),
+    prompt_file: Annotated[Path | None, typer.Option("--prompt-file", help="Where --manual writes the prompt "
+                                                     "(default: <agent>-prompt.md, as in Python).")] = None,
     answer_file: Annotated[Path | None, typer.Option("--answer-file", help="--manual: read the answer here "
                                                      "instead of standard input.")] = None,
     record_dir: Annotated[Path | None, typer.Option("--record-dir", help="Write the prompt, raw answer and "
@@ -42,10 +42,16 @@ def run(
     loaded = load_agent(ctx, agent)
     values = parse_inputs(inputs or [])
     if manual or model == "manual":
+        chosen = None if model == "manual" else model
+        prompt_file = prompt_file or Path(f"{loaded.name}-prompt.md")  # the Python API's name too
+        # what can refuse comes first (the input rules, then the prompt's render), so that nothing is
+        # said to be written, and nothing is written, for inputs a rule rejects
+        chain = loaded.runner.chain(values, chosen, fallbacks)
+        loaded.prompt_for(chain[0]).render_for_display(values)
         err.print(f"prompt written to {escape(str(prompt_file))}; paste it into any chat, then give the answer"
                   + (f" in {escape(str(answer_file))}" if answer_file else " on standard input (end with Ctrl-D)"))
-        result = loaded.run_manual(values, prompt_file=prompt_file, answer_file=answer_file,
-                                   model=None if model == "manual" else model, fallbacks=fallbacks)
+        result = loaded.run_manual(values, prompt_file=prompt_file, answer_file=answer_file, model=chosen,
+                                   fallbacks=fallbacks)
     else:
         with err.status(f"running {loaded.name}…"):
             result = loaded.run(values, model, fallbacks=fallbacks, record_dir=record_dir)

@@ -90,8 +90,9 @@ class Agent:
         return self.selector.select(model, strict, user_id).prompt
 
     def explain(self, model: str, *, strict: bool | None = None, user_id: object | None = None) -> Selection:
-        """Choose (without caching) and say why; raises in strict mode when it would fall back."""
-        selection: Selection = self.selector.route(model, self.strict if strict is None else strict).pick(user_id)
+        """Choose now (not from the cache) and say why; raises in strict mode when it would fall back.
+        The choice then serves later runs, so a run after it logs no fallback a second time."""
+        selection: Selection = self.selector.fresh(model, self.strict if strict is None else strict).pick(user_id)
         return selection
 
     def run(self, inputs: Mapping[str, Any], model: str | None = None, options: RunOptions | None = None, *,

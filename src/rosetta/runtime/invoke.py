@@ -313,6 +313,10 @@ def plan(
                 yield Wait(waited)
                 continue
             attempts.append(Attempt(prompt.model, "ok", None, time.monotonic() - began, waited))
+            if prompt.model.startswith("local/"):  # an embedded model's slow answer: say how to set its threads
+                from rosetta.local.threads import slow_call
+
+                slow_call(prompt.model, attempts[-1].latency_s)
             if limiter is not None:
                 limiter.settle(reservation, getattr(getattr(outcome, "usage", None), "total_tokens", None))
             if health is not None:

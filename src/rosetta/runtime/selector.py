@@ -12,8 +12,11 @@ model's own uncompiled render on that model is not lent to it (:mod:`rosetta.sto
 
 An artifact is used only when the store has verified it (see :mod:`rosetta.store.lookup`: it is
 this agent's, for this model, sealed, and built from inputs that hash the same now; in strict mode,
-also what its definition and labeled data render to now, which holds for pinned versions too); every fallback is logged once per (agent, model) with its
-reason, and ``strict`` turns fallbacks into errors. A ``<model>.rollout.yaml`` beside the exact model's artifact pins which
+also what its definition and labeled data render to now, which holds for pinned versions too).
+Every fallback is logged once per (agent, model) with its reason: an alias and the model's full id
+are one model, and :meth:`Selector.fresh` (behind ``explain``) chooses again and logs again, its
+choice then serving the runs, so a model explained and then run is logged once. ``strict`` turns
+fallbacks into errors. A ``<model>.rollout.yaml`` beside the exact model's artifact pins which
 version serves and may run an experiment: each user then gets the control or the treatment version,
 always the same one (see :mod:`rosetta.store.routing`). A rollout file that cannot be used is logged
 and ignored, never fatal (except in strict mode).
@@ -59,7 +62,8 @@ class Selector:
     def __init__(self, name: str, definition_path: Path | None, dirs: Settings, strict: bool) -> None:
         self.name, self.definition_path, self.dirs, self.strict = name, definition_path, dirs, strict
         self.shelf = Shelf(dirs, name)
-        self._routes: dict[tuple[str, bool], Route] = {}
+        self._routes: dict[tuple[str, bool], Route] = {}  # by (resolved model id, strict)
+        self._ids: dict[str, str] = {}  # each name asked for → the catalog id it resolved to
         self._adapters: dict[str, Any] | None = None
 
     @property
@@ -72,13 +76,26 @@ class Selector:
         return self._adapters
 
     def select(self, model: str, strict: bool | None = None, user_id: object | None = None) -> Selection:
-        """The selection for ``model`` (cached): during an experiment, the one of ``user_id``'s arm."""
-        key = (model, self.strict if strict is None else strict)
-        route = self._routes.get(key)
+        """The selection for ``model`` (cached, under the id ``model`` resolves to, so that an alias and
+        the full id share one choice and one fallback warning): during an experiment, the one of
+        ``user_id``'s arm."""
+        strict = self.strict if strict is None else strict
+        resolved = self._ids.get(model)
+        if resolved is None:
+            resolved = self._ids[model] = self.target(model).id
+        route = self._routes.get((resolved, strict))
         if route is None:
-            route = self._routes[key] = self.route(model, key[1])
+            route = self.fresh(model, strict)
         selection: Selection = route.pick(user_id)  # store/ holds the runtime's selections untyped
         return selection
+
+    def fresh(self, model: str, strict: bool) -> Route:
+        """:meth:`route`, chosen now (logging any fallback) and kept for :meth:`select`: a selection
+        explained and then run is chosen, and its fallback logged, once."""
+        route = self.route(model, strict)
+        self._ids[model] = resolved = route.active.model
+        self._routes[(resolved, strict)] = route
+        return route
 
     def route(self, model: str, strict: bool) -> Route:
         """What ``model`` serves (not cached): the versions its rollout file pins, else :meth:`choose`."""
@@ -143,9 +160,11 @@ class Selector:
                              artifact.content_sha256)
         reason = (f"no usable compiled artifact for {target.id}" + (f" ({'; '.join(reasons)})" if reasons else "")
                   + "; rendering the definition uncompiled")
+        if strict:  # raises, rendering nothing
+            self._fallback(target.id, reason, strict)
+        own = own or self.render_uncompiled(target)  # a render that fails says so, with no fallback logged first
         self._fallback(target.id, reason, strict)
-        return Selection(target.id, "uncompiled", None, reason, own or self.render_uncompiled(target),
-                         f"fallback: {reason}")
+        return Selection(target.id, "uncompiled", None, reason, own, f"fallback: {reason}")
 
     def render_uncompiled(self, target: CatalogModel) -> RenderedPrompt:
         """The definition rendered for ``target`` now, with no artifact."""

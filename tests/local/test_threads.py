@@ -1,0 +1,81 @@
+"""Issue 59: the embedded model's default thread count does not oversubscribe the CPUs, the explicit
+setting wins, and a slow local call says how to change the count. No model is loaded here."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from rosetta.local import threads
+from rosetta.local.threads import default_threads
+
+
+@pytest.mark.parametrize(("cpus", "load", "expected"), [
+    (1, None, 1), (2, None, 1), (3, None, 1), (4, None, 2), (16, None, 8),  # half, at least one
+    (2, 0.0, 1), (8, 0.2, 4),  # an idle machine: still half
+    (2, 1.56, 1),  # issue 59's machine: another job on one of two CPUs
+    (8, 5.0, 3), (8, 5.6, 2), (16, 15.0, 1), (4, 9.0, 1),  # a busy machine: only its free CPUs, never below one
+    (0, None, 1), (8, -1.0, 4), (8, float("nan"), 4),  # nonsense in: a usable count out
+])
+def test_the_default_is_half_the_cpus_and_fewer_on_a_busy_machine(cpus, load, expected):
+    assert default_threads(cpus, load) == expected
+
+
+def test_the_setting_wins_and_the_default_reads_this_process_cpus_and_the_load(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ROSETTA_ROOT", str(tmp_path))
+    monkeypatch.setattr(threads, "available_cpus", lambda: 8)
+    monkeypatch.setattr(threads, "current_load", lambda: 1.0)
+    monkeypatch.delenv("ROSETTA_LOCAL_THREADS", raising=False)
+    assert threads.thread_count() == 4
+    monkeypatch.setattr(threads, "current_load", lambda: 7.0)
+    assert threads.thread_count() == 1
+    monkeypatch.setenv("ROSETTA_LOCAL_THREADS", "6")  # explicit: taken as given, busy or not
+    assert threads.thread_count() == 6
+    monkeypatch.delenv("ROSETTA_LOCAL_THREADS")
+    (tmp_path / "pyproject.toml").write_text("[tool.rosetta]\nlocal_threads = 3\n")
+    assert threads.thread_count() == 3
+
+
+def test_the_cpus_counted_are_those_this_process_may_use(monkeypatch):
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 5}, raising=False)
+    assert threads.available_cpus() == 2
+    monkeypatch.delattr(threads.os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 12)
+    assert threads.available_cpus() == 12
+
+
+def test_a_slow_local_call_says_how_to_set_the_threads_once_per_model(monkeypatch, caplog):
+    monkeypatch.setattr(threads, "_slow_said", set())
+    with caplog.at_level(logging.WARNING, logger="rosetta.local"):
+        threads.slow_call("local/gemma-3-270m", threads.SLOW_CALL_S - 1)  # not slow: nothing said
+        assert not caplog.records
+        for _ in range(3):
+            threads.slow_call("local/gemma-3-270m", 82.0)
+        threads.slow_call("local/smollm2-135m-instruct", 82.0)
+    said = [record.getMessage() for record in caplog.records]
+    assert len(said) == 2 and "local/gemma-3-270m took 82 s" in said[0]
+    assert all("ROSETTA_LOCAL_THREADS" in line and "local_threads" in line for line in said)
+
+
+def test_a_slow_local_answer_through_the_runtime_is_reported(tree, monkeypatch, caplog):
+    """The runtime times each answer and hands an embedded model's to slow_call (no model loaded:
+    litellm answers from mock_response)."""
+    from rosetta.local.litellm_offline import import_litellm
+    from rosetta.runtime.agent import load
+
+    litellm = import_litellm()
+
+    answer = '{"severity": "high", "rationale": "Unauthenticated SQL injection in the login form."}'
+    monkeypatch.setattr(threads, "_slow_said", set())
+    monkeypatch.setattr(threads, "SLOW_CALL_S", -1.0)  # every answer counts as slow
+    agent = load("vuln-triage", project=tree)
+    with caplog.at_level(logging.WARNING, logger="rosetta.local"):
+        result = agent.run({"report": "SQL injection in the login form lets an unauthenticated attacker in."},
+                           "local/gemma-3-270m",
+                           complete=lambda **kwargs: litellm.completion(**kwargs, mock_response=answer))
+    assert result.valid
+    said = [r.getMessage() for r in caplog.records if r.name == "rosetta.local"]
+    assert len(said) == 1 and said[0].startswith("local/gemma-3-270m took")
+    assert "ROSETTA_LOCAL_THREADS" in said[0]
