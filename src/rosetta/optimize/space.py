@@ -38,10 +38,11 @@ from rosetta.parts import Demo
 from rosetta.providers.kinds import Delimiter, StructuredOutput
 from rosetta.render.prompt import RETRIEVAL_ORDERS, Knobs, Retrieval
 
-SPACE_VERSION = 5
+SPACE_VERSION = 6
 """Part of the study's name: bumped when a trial's params come to mean another prompt (as when demo
-set 0 became train's first rows, or trials became a race's units), so a journal from an older
-rosetta is not resumed and misread."""
+set 0 became train's first rows, trials became a race's units, or the adaptive reasoning of a
+JSON-only answer stopped meaning "think step by step"), so a journal from an older rosetta is not
+resumed and misread."""
 
 NEAREST = -2
 """The demo set that is not a set: per request, the train rows nearest to it."""
@@ -338,8 +339,8 @@ def build_space(signature: Any, model: Any, adapter: Any, train: tuple[Any, ...]
         notes.append("few-shot is disabled in the definition: demos are not searched")
     completion = getattr(model, "prompt_style", "chat") == "completion"
     reasoning: tuple[str, ...] = (AUTO,)
-    if not completion and signature.reasoning_strategy.value == "adaptive":
-        reasoning = (AUTO, "on", "off")
+    if not completion and signature.reasoning_strategy.value == "adaptive" and signature.output_schema is None:
+        reasoning = (AUTO, "on", "off")  # a JSON-only answer is never told to think aloud: nothing to search
     delimiters = (AUTO, *[d.value for d in Delimiter if d.value != adapter.delimiter.value])
     orders = (AUTO, *[name for name, order in SECTION_ORDERS.items() if list(order) != list(adapter.section_order)])
     structured: tuple[str, ...] = (AUTO,)
