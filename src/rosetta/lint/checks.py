@@ -368,8 +368,8 @@ def _shown_path(path: str) -> str:
 
 @rule(
     "RS-010", "Referenced files are found",
-    criterion="Every file the definition names (output.template, few_shot.examples_ref) is found next to it, at "
-    "the project root or at the repository root.",
+    criterion="Every file the definition names (output.template, few_shot.examples_ref) is found next to it, in a "
+    "folder above it up to the project root, or at the repository root.",
     remediation="Create the file or fix the path; until then the agent renders without it.",
     portability=False, severity=Severity.WARNING,
 )
