@@ -28,21 +28,21 @@ import re
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
-from typer.core import TyperOption
 
 from rosetta.__about__ import __version__
-from rosetta.cli import build, definitions, doctor, optimize, prompts, rollout, run, trials, verify
+from rosetta.cli import (
+    build,
+    definitions,
+    doctor,
+    optimize,
+    prompts,
+    rollout,
+    run,
+    trials,
+    verify,
+)
 from rosetta.cli.common import err, out
-
-def _flag_type(option: TyperOption, ctx: click.Context) -> str | None:
-    """A flag takes no value: its help row shows no type (Typer prints ``<bool>`` for every flag)."""
-    return None if option.is_flag else _option_type(option, ctx)
-
-
-_option_type = TyperOption.display_type_rich
-TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign]
 
 app = typer.Typer(
     name="rosetta",

@@ -81,14 +81,10 @@ def paths_or_default(ctx: typer.Context, paths: list[Path] | None) -> tuple[list
     return [relative(default)], found
 
 
-TABLE_MIN_WIDTH = 120
-"""Narrowest output a wide table is printed at; below it (an 80-column terminal, a pipe) commands
-print one record per row instead, so that no word or model id is split across lines."""
-
-
-def fits_table(console: Console = out, width: int = TABLE_MIN_WIDTH) -> bool:
-    """Whether ``console`` is wide enough for a table of ``width`` columns (a pipe is 80 columns
-    unless ``COLUMNS`` says otherwise)."""
+def fits_table(width: int, console: Console = out) -> bool:
+    """Whether ``console`` is wide enough for a table that needs ``width`` columns (a pipe is 80
+    unless ``COLUMNS`` says otherwise); narrower, commands print one record per row, so that no
+    word or model id is split across lines."""
     return console.width >= width
 
 
