@@ -12,6 +12,7 @@ import pytest
 from fault_server import FaultServer
 
 from rosetta.definition import load_definition
+from rosetta.errors import DefinitionError
 from rosetta.runtime.agent import load
 from rosetta.runtime.guardrails import GuardrailError
 from rosetta.runtime.invoke import RetryPolicy
@@ -158,3 +159,24 @@ def test_a_shape_rosetta_cannot_read_is_kept_reported_once_and_carried_into_the_
     assert [(f.line, f.field) for f in findings] == [(3, "capabilities"), (4, "persona")]
     assert "a mapping of 'key: value' lines" in findings[0].message
     assert lower(agent).extensions == {"capabilities": ["search", "summarize"], "persona": "Blunt and brief."}
+
+
+def test_a_reference_never_climbs_out_of_the_project_nor_reads_a_home_kept_in_git(tmp_path, monkeypatch):
+    """The repository-root lookup is for collections: a name that climbs out of the project from the
+    definition is refused as before, and a repository at or above the home directory (dotfiles in
+    git) is not looked in at all."""
+    home = tmp_path / "home"
+    (home / ".git").mkdir(parents=True)
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    project = home / "work" / "agents"
+    project.mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    monkeypatch.setenv("HOME", str(home))
+    head = "---\nname: a\noutput:\n  template: {template}\n---\nYou write.\n"
+    (project / "a.md").write_text(head.format(template=".ssh/id_rsa"))
+    assert load_definition(project / "a.md").source.missing_references[0].tried == (
+        str((project / ".ssh" / "id_rsa").resolve()),)  # the home is no collection root: not looked in
+    (project / "a.md").write_text(head.format(template="../../.ssh/id_rsa"))
+    with pytest.raises(DefinitionError, match="outside the project root"):
+        load_definition(project / "a.md")

@@ -31,9 +31,16 @@ def find_project_root(start: Path) -> Path:
 
 
 def find_repository_root(project_root: Path) -> Path:
-    """The nearest directory at or above ``project_root`` holding ``.git``, else ``project_root``."""
+    """The nearest directory at or above ``project_root`` holding ``.git``, else ``project_root``.
+    A repository at or above the home directory (dotfiles kept in git) is no collection: the
+    project root is used instead, so that a definition never reaches ``~/.ssh`` through it."""
     project_root = project_root.resolve()
-    return next((d for d in (project_root, *project_root.parents) if (d / ".git").exists()), project_root)
+    found = next((d for d in (project_root, *project_root.parents) if (d / ".git").exists()), project_root)
+    try:
+        home = Path.home().resolve()
+    except (KeyError, RuntimeError):  # no home directory
+        return found
+    return project_root if home == found or home.is_relative_to(found) else found
 
 
 def lookup_bases(base_dir: Path, root: Path) -> tuple[Path, ...]:
@@ -48,8 +55,8 @@ def lookup_bases(base_dir: Path, root: Path) -> tuple[Path, ...]:
 def resolve_reference(reference: str, *, base_dir: Path, root: Path, field: str,
                       location: Location) -> tuple[Path | None, tuple[Path, ...]]:
     """The file ``reference`` names (None when it is in none of the :func:`lookup_bases`) and every
-    path tried; raises when the name is unusable or lands outside the tree (the repository root, or
-    the project root outside a repository)."""
+    path tried; raises when the name is unusable or lands outside the project (outside the
+    repository, for the lookup from the repository root)."""
 
     def fail(message: str, hint: str) -> DefinitionError:
         return DefinitionError.at(
@@ -69,11 +76,12 @@ def resolve_reference(reference: str, *, base_dir: Path, root: Path, field: str,
             "write the path relative to the definition file, inside the project",
         )
     bases = lookup_bases(base_dir, root)
-    bound = bases[-1]
+    repository, root = bases[-1], root.resolve()
     tried = []
     try:
         for index, base in enumerate(bases):
             target = (base / reference).resolve()
+            bound = repository if base == repository else root  # only the repository's own lookup leaves the project
             outside = not target.is_relative_to(bound)
             if outside and (index == 0 or target.exists()):
                 raise fail(
