@@ -180,3 +180,19 @@ def test_a_reference_never_climbs_out_of_the_project_nor_reads_a_home_kept_in_gi
     (project / "a.md").write_text(head.format(template="../../.ssh/id_rsa"))
     with pytest.raises(DefinitionError, match="outside the project root"):
         load_definition(project / "a.md")
+
+
+def test_only_a_text_document_is_rendered_as_an_output_template(write):
+    """A template's text goes into every prompt: a definition naming ``.env`` gets nothing rendered
+    (and a warning), so a shared definition cannot mail a project's secrets to a hosted model."""
+    from rosetta.lint import lint_definition
+    from rosetta.render import render
+    from rosetta.signature import lower
+
+    write(".env", "OPENAI_API_KEY=sk-live-not-a-real-key\n")
+    agent = load_definition(write("a.md", "---\nname: a\noutput:\n  template: .env\n---\nYou write.\n"))
+    (missing,) = agent.source.missing_references
+    assert "not a text document" in missing.why and "output.template" not in agent.source.references
+    assert "sk-live" not in render(lower(agent), "openai/gpt-4o").system
+    (finding,) = [f for f in lint_definition(agent) if f.id == "RS-010"]
+    assert "not a text document" in finding.message and finding.line == 4

@@ -22,7 +22,14 @@ from rosetta.definition.formats import (
     read_definition,
     stem_of,
 )
-from rosetta.definition.models import AgentDefinition, AgentSpec, DefinitionSource, MissingReference, RCCFRole
+from rosetta.definition.models import (
+    TEMPLATE_SUFFIXES,
+    AgentDefinition,
+    AgentSpec,
+    DefinitionSource,
+    MissingReference,
+    RCCFRole,
+)
 from rosetta.definition.paths import find_project_root, resolve_reference
 from rosetta.definition.sections import split_sections
 from rosetta.definition.spec_errors import locate_field, validate_spec
@@ -205,6 +212,10 @@ def _find_references(spec: AgentSpec, raw: RawDefinition, root: Path) -> tuple[d
             continue
         if target is None:
             missing.append(MissingReference(path, reference, tuple(str(t) for t in tried)))
+        elif path == ("output", "template") and not target.name.lower().endswith(TEMPLATE_SUFFIXES):
+            missing.append(MissingReference(path, reference, (str(target),), why=(
+                f"{target.name} is not a text document ({', '.join(TEMPLATE_SUFFIXES[:4])}, …): its text is not "
+                "put into prompts")))
         else:
             found[format_path(path)] = target
     if problems:

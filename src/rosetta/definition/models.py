@@ -498,11 +498,19 @@ OPEN_VALUE_SETS: dict[tuple[str, ...], type[StrEnum]] = {
 
 @dataclass(frozen=True)
 class MissingReference:
-    """A file a definition names that is in none of the places looked in."""
+    """A file a definition names that is in none of the places looked in, or that is not used."""
 
     path: tuple[str | int, ...]
     reference: str
     tried: tuple[str, ...]
+    why: str = ""
+    """Why a file that was found is not used (empty: it was found nowhere)."""
+
+
+TEMPLATE_SUFFIXES = (".md", ".markdown", ".txt", ".rst", ".adoc", ".html", ".tmpl", ".template", ".j2", ".jinja",
+                     ".jinja2", ".mustache", ".hbs")
+"""What an output template may be: a text document. Its text goes into every prompt, to hosted
+models too, so a definition naming ``.env`` or ``id_rsa`` as its template gets nothing rendered."""
 
 
 class DefinitionSource(BaseModel):

@@ -375,6 +375,10 @@ def _shown_path(path: str) -> str:
 )
 def check_missing_references(definition: AgentDefinition) -> Iterator[Hit]:
     for missing in definition.source.missing_references:
+        if missing.why:
+            yield Hit(f"{format_path(missing.path)} {missing.reference!r}: {missing.why}; the agent renders without it",
+                      field=missing.path)
+            continue
         tried = ", ".join(_shown_path(t) for t in missing.tried) or "nowhere inside the project"
         yield Hit(f"{format_path(missing.path)} {missing.reference!r} was not found (tried {tried}); the agent "
                   "renders without it", field=missing.path)
