@@ -64,7 +64,7 @@ def _checks_of(name: str, rule: dict[Any, Any]) -> list[dict[str, Any]]:
     for key, quantifier, words in (("min_length", "{%d,}", "at least"), ("max_length", "{0,%d}", "at most")):
         if isinstance(rest.get(key), int) and not isinstance(rest[key], bool):
             size = rest.pop(key)
-            checks.append({"pattern": r"^[\s\S]" + quantifier % size + r"\Z",
+            checks.append({"pattern": r"^[\s\S]" + quantifier % min(max(size, 0), 10**9) + r"\Z",  # regex's limit
                            "message": common["message"] or f"{name} must be {words} {size} characters"})
     if rest.get("required") is True:
         rest.pop("required")
