@@ -153,7 +153,7 @@ class Settings:
     local_models: dict[str, Path] = field(default_factory=dict)
     """Extra GGUF models for the local/ provider: name → file (`local/<name>` then runs it)."""
     local_threads: int | None = None
-    """CPU threads the embedded model computes with (default: half the CPUs, fewer on a busy machine;
+    """CPU threads the embedded model computes with (default: the free CPUs, by the load average;
     see rosetta.local.threads.default_threads); lower it where other work shares the machine, e.g. a
     compile and an evaluate running side by side."""
     models: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -12,13 +12,13 @@ from rosetta.local.threads import default_threads
 
 
 @pytest.mark.parametrize(("cpus", "load", "expected"), [
-    (1, None, 1), (2, None, 1), (3, None, 1), (4, None, 2), (16, None, 8),  # half, at least one
-    (2, 0.0, 1), (8, 0.2, 4),  # an idle machine: still half
+    (1, None, 1), (2, None, 1), (3, None, 1), (4, None, 2), (16, None, 8),  # load unknown: half, at least one
+    (2, 0.0, 2), (8, 0.2, 8),  # an idle machine: every CPU
     (2, 1.56, 1),  # issue 59's machine: another job on one of two CPUs
     (8, 5.0, 3), (8, 5.6, 2), (16, 15.0, 1), (4, 9.0, 1),  # a busy machine: only its free CPUs, never below one
     (0, None, 1), (8, -1.0, 4), (8, float("nan"), 4),  # nonsense in: a usable count out
 ])
-def test_the_default_is_half_the_cpus_and_fewer_on_a_busy_machine(cpus, load, expected):
+def test_the_default_is_the_free_cpus_and_fewer_on_a_busy_machine(cpus, load, expected):
     assert default_threads(cpus, load) == expected
 
 
@@ -28,7 +28,7 @@ def test_the_setting_wins_and_the_default_reads_this_process_cpus_and_the_load(m
     monkeypatch.setattr(threads, "available_cpus", lambda: 8)
     monkeypatch.setattr(threads, "current_load", lambda: 1.0)
     monkeypatch.delenv("ROSETTA_LOCAL_THREADS", raising=False)
-    assert threads.thread_count() == 4
+    assert threads.thread_count() == 7
     monkeypatch.setattr(threads, "current_load", lambda: 7.0)
     assert threads.thread_count() == 1
     monkeypatch.setenv("ROSETTA_LOCAL_THREADS", "6")  # explicit: taken as given, busy or not

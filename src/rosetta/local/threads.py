@@ -34,22 +34,19 @@ def thread_count() -> int:
 
 
 def default_threads(cpus: int, load: float | None = None) -> int:
-    """The thread count when none is set: half of ``cpus`` (the CPUs this process may use), fewer
-    when the machine is already busy (``load``: the 1-minute load average, rounded, counts CPUs
-    taken), and at least one.
+    """The thread count when none is set: the CPUs this process may use (``cpus``) that are free now
+    (``load``: the 1-minute load average, rounded, counts CPUs taken), at least one; half of them
+    when the load is unknown.
 
     llama.cpp's threads spin while they wait for each other, so a context with more threads than
     free CPUs does not merely share them: it stalls, and two processes that each take every CPU run
     many times slower than either alone (one ``rosetta run`` beside another job on two CPUs: 82 s
-    with two threads, 23.5 s with one). Half the CPUs leaves room for the rest of the machine (and
-    for a second rosetta process); a small model gains little from more threads anyway. A pure
-    function of its arguments, so the choice is testable."""
+    with two threads, 23.5 s with one). Alone on an idle machine it takes every CPU, as fast as it
+    can be. A pure function of its arguments, so the choice is testable."""
     cpus = max(1, int(cpus))
-    half = max(1, cpus // 2)
-    if load is None or load != load or load < 0:  # unknown (or NaN): no evidence the machine is busy
-        return half
-    free = cpus - int(load + 0.5)
-    return max(1, min(half, free))
+    if load is None or load != load or load < 0:  # unknown (or NaN): leave room for the rest
+        return max(1, cpus // 2)
+    return max(1, min(cpus, cpus - int(load + 0.5)))
 
 
 def available_cpus() -> int:
