@@ -224,8 +224,7 @@ class Signature(BaseModel):
             return [Problem(f"the output nests JSON more than {_MAX_DEPTH} levels deep", field="output")]
         validator = schema_validator(json.dumps(self.output_schema, sort_keys=True))
         errors = sorted(validator.iter_errors(output), key=lambda e: ([str(p) for p in e.absolute_path], e.message))
-        return [Problem(_shortened(error.message), field=_field_path(error.absolute_path) or "output")
-                for error in errors]
+        return [Problem(_violation(error), field=_field_path(error.absolute_path) or "output") for error in errors]
 
 
 _MAX_PROBLEMS = 20
@@ -238,8 +237,13 @@ _DETERMINERS = frozenset({"a", "an", "the", "your", "our", "my", "their", "his",
 """A role that starts with one of these already has its article: "You are the on-call lead."."""
 
 
-def _shortened(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+def _violation(error: Any) -> str:
+    """What a jsonschema error says the schema wants, never the value the prediction holds (a model's
+    answer may quote a credential, and this text goes into an exception)."""
+    if error.validator == "required":
+        return f"is missing a required field ({error.message.split(' is a required property')[0]})"[:300]
+    wanted = json.dumps(error.validator_value, ensure_ascii=False, default=str)
+    return f"breaks the schema's {error.validator!r}: {wanted if len(wanted) <= 200 else wanted[:199] + '…'}"
 
 
 def _role_sentence(role: str) -> str:
