@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, time
 from enum import StrEnum
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -169,9 +170,10 @@ class Guardrails(SpecSection):
     def _rules_by_input(cls, value: Any) -> Any:
         return rules_by_input(value) if isinstance(value, dict) else value
 
-    @property
+    @cached_property
     def output_rules(self) -> tuple[OutputRule, ...]:
-        """Every output rule in the mapping shape (a text rule is a rule by that name)."""
+        """Every output rule in the mapping shape (a text rule is a rule by that name); built once, as
+        every run reads them."""
         return tuple(OutputRule(rule=r) if isinstance(r, str) else r for r in self.output_filtering)
 
     def output_rule_texts(self) -> tuple[str, ...]:
