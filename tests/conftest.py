@@ -7,6 +7,7 @@ import os
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -187,6 +188,19 @@ LOCAL_MODEL = "local/gemma-3-270m"
 CHAT_LOCAL_MODEL = "local/smollm2-135m-instruct"
 """The second embedded model: instruction-tuned, another family and chat template."""
 LOCAL_MODELS = (LOCAL_MODEL, CHAT_LOCAL_MODEL)
+
+
+def sample_inputs(definition: Path, root: Path) -> dict[str, Any]:
+    """Inputs a bundled agent accepts: its first example's, else every input filled with a sentence
+    that passes the bundled agents' input rules (long enough, naming a CVE)."""
+    from rosetta.definition.loader import load_definition
+    from rosetta.signature import lower
+
+    signature = lower(load_definition(definition, root=root))
+    if signature.demos:
+        return dict(signature.demos[0].inputs)
+    return {field.name: "CVE-2024-12345: SQL injection in the login form lets an attacker bypass authentication."
+            for field in signature.inputs}
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
+from conftest import REPO, sample_inputs
 from typer.testing import CliRunner
 from vendor_recorder import VendorRecorder
 
@@ -50,19 +50,6 @@ def recorder():
         yield server
 
 
-def inputs_of(project: Path, agent: str) -> dict[str, Any]:
-    """Inputs the agent accepts: its first example's, else every input filled with a sentence that
-    passes the bundled agents' input rules (long enough, naming a CVE)."""
-    from rosetta.definition.loader import load_definition
-    from rosetta.signature import lower
-
-    signature = lower(load_definition(project / AGENTS[agent], root=project))
-    if signature.demos:
-        return dict(signature.demos[0].inputs)
-    return {field.name: "CVE-2024-12345: SQL injection in the login form lets an attacker bypass authentication."
-            for field in signature.inputs}
-
-
 def rendered(project: Path, agent: str, model: str) -> RenderedPrompt | str:
     """What ``rosetta render -f json`` shows, or its error when the agent cannot work on the model."""
     from rosetta.cli import app
@@ -84,7 +71,7 @@ def test_render_shows_what_run_sends(project: Path, recorder: VendorRecorder, mo
     provider = model.split("/", 1)[0]
     where = {"api_base": recorder.base_for(provider), "api_key": "recorded"} if provider in HOSTED else {}
     for agent in sorted(AGENTS):
-        inputs = inputs_of(project, agent)
+        inputs = sample_inputs(project / AGENTS[agent], project)
         calls: list[dict[str, Any]] = []
 
         def capture(**kwargs: Any) -> Any:
