@@ -103,7 +103,9 @@ def read_answer(raw: str, prompt: RenderedPrompt) -> Answer:
 
 
 def decode_json(text: str) -> tuple[Any, str | None]:
-    """The JSON value in ``text``: the whole text, a fenced block, or the first value that decodes.
+    """The JSON value in ``text``: the whole text, a fenced block, or the first value that decodes —
+    unless a value runs out of text before it closes: then the answer was cut off, and nothing
+    nested in it is taken for the answer.
 
     Answers over :data:`MAX_ANSWER_CHARS`, and JSON too deep for the decoder, are not read."""
     stripped = text.strip()
