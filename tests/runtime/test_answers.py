@@ -78,19 +78,6 @@ def test_undecodable_answers():
     assert decode_json("")[1] == "the answer is empty; expected a JSON value"
     assert "no JSON value" in decode_json("I cannot help with that.")[1]
     assert decode_json('{"a": [1, 2]} trailing')[0] == {"a": [1, 2]}
-    assert decode_json('Consider {this}. Here: {"a": 1}')[0] == {"a": 1}  # a brace in prose is not an answer
-
-
-def test_a_cut_off_answer_is_said_to_be_cut_off_not_read_from_its_inside():
-    """A small model ran out of max_tokens inside rubric-reviewer's criteria: the first complete value
-    in the text is one criterion, which would be validated as the whole answer and blamed for lacking
-    the report's fields. The answer is cut off, and the retry is told so."""
-    cut = '{"verdict": "pass", "criteria": [{"id": "c1", "verdict": "pass", "reasoning": "ok", "confidence": 1}, {"id'
-    for raw, where in ((cut, "object opened at character 0"), ("Here: [1, 2", "array opened at character 6"),
-                       ('{"a": "never closed', "object opened at character 0")):
-        found, error = decode_json(raw)
-        assert found is None and error.startswith("the JSON answer is cut off") and where in error, error
-        assert "max_tokens" in error
 
 
 def test_free_text_agents_keep_the_text():
@@ -102,12 +89,10 @@ def test_free_text_agents_keep_the_text():
 
 def test_deep_or_huge_answers_are_answer_issues_not_errors(triage):
     prompt = render(triage, "openai/gpt-4o")
-    for raw in ("[" * 1000, "Here it is: " + "[" * 1000 + " done", "[" * 200 + "]" * 200):
+    for raw in ("[" * 1000, "Here it is: " + "[" * 1000 + " done", '{"a": "' + "[" * 100_000, "[" * 200 + "]" * 200):
         answer = read_answer(raw, prompt)
         assert not answer.valid
         assert answer.issues[0].message == f"the answer nests JSON more than {MAX_DEPTH} levels deep"
-    unclosed = read_answer('{"a": "' + "[" * 100_000, prompt)  # the brackets are inside a string that never ends
-    assert not unclosed.valid and unclosed.issues[0].message.startswith("the JSON answer is cut off")
     huge = read_answer(json.dumps({**GOOD, "rationale": "x" * MAX_ANSWER_CHARS}), prompt)
     assert not huge.valid and "answers over 1,000,000 are not read" in huge.issues[0].message
     in_a_string = read_answer(json.dumps({**GOOD, "rationale": "[" * 5000}), prompt)

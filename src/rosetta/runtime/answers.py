@@ -103,9 +103,7 @@ def read_answer(raw: str, prompt: RenderedPrompt) -> Answer:
 
 
 def decode_json(text: str) -> tuple[Any, str | None]:
-    """The JSON value in ``text``: the whole text, a fenced block, or the first value that decodes —
-    unless a value runs out of text before it closes: then the answer was cut off, and nothing
-    nested in it is taken for the answer.
+    """The JSON value in ``text``: the whole text, a fenced block, or the first value that decodes.
 
     Answers over :data:`MAX_ANSWER_CHARS`, and JSON too deep for the decoder, are not read."""
     stripped = text.strip()
@@ -127,19 +125,12 @@ def _first_json(text: str, stripped: str) -> tuple[Any, str | None]:
         except json.JSONDecodeError:
             pass
     decoder = json.JSONDecoder()
-    end = len(text.rstrip())
     for start in (i for i, ch in enumerate(text) if ch in "{["):
         try:
             value, _ = decoder.raw_decode(text, start)
             return value, None
-        except json.JSONDecodeError as error:
-            if error.pos >= end or error.msg.startswith("Unterminated string"):
-                # the value ran out of text: every later start lies inside it, and a value nested in a
-                # cut-off answer (one criterion of a truncated report) is not the answer
-                kind = "object" if text[start] == "{" else "array"
-                return None, (f"the JSON answer is cut off: the {kind} opened at character {start:,} never "
-                              "closes (the answer may have run out of max_tokens); reply with one complete, "
-                              "shorter JSON value")
+        except json.JSONDecodeError:
+            continue
     return None, "no JSON value found in the answer; reply with a single JSON object"
 
 
