@@ -101,8 +101,8 @@ def test_every_readme_command_runs_as_documented(tmp_path: Path, local_model: st
             new, old = _versions(root)
             run = run.replace("9a8b7c6d5e4f", new[:12]).replace("3f5c1a2b9d0e", old[:12])
         started = time.monotonic()
-        # one command at a time, as a user runs them: every CPU is the command's (the default reads
-        # the load average, which the suite before this test leaves high for a minute)
+        # one command at a time, as a user runs them: every CPU is the command's, whatever else the
+        # machine runs (the default would size itself to what other work leaves free)
         alone = {**os.environ, "ROSETTA_LOCAL_THREADS": str(os.cpu_count() or 1)}
         done = subprocess.run([sys.executable, "-m", "rosetta.cli", *run.split()[1:]], cwd=root, capture_output=True,
                               text=True, timeout=300, check=False, env=alone)

@@ -153,9 +153,9 @@ class Settings:
     local_models: dict[str, Path] = field(default_factory=dict)
     """Extra GGUF models for the local/ provider: name → file (`local/<name>` then runs it)."""
     local_threads: int | None = None
-    """CPU threads the embedded model computes with (default: the free CPUs, by the load average;
-    see rosetta.local.threads.default_threads); lower it where other work shares the machine, e.g. a
-    compile and an evaluate running side by side."""
+    """CPU threads the embedded model computes with (default: the CPUs free now, by their use over
+    a fifth of a second; see rosetta.local.threads.default_threads); lower it where other work shares
+    the machine, e.g. a compile and an evaluate running side by side."""
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Your own models, by provider/model id: self-hosted or OpenAI-compatible endpoints and hosted
     models the catalog lacks, or changes to a built-in entry (merged field by field); see the

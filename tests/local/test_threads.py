@@ -4,6 +4,10 @@ setting wins, and a slow local call says how to change the count. No model is lo
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +83,43 @@ def test_a_slow_local_answer_through_the_runtime_is_reported(tree, monkeypatch, 
     said = [r.getMessage() for r in caplog.records if r.name == "rosetta.local"]
     assert len(said) == 1 and said[0].startswith("local/gemma-3-270m took")
     assert "ROSETTA_LOCAL_THREADS" in said[0]
+
+
+STAT = """cpu  300 0 100 500 100 0 0 0 0 0
+cpu0 100 0 50 200 50 0 0 0 0 0
+cpu1 200 0 50 300 50 0 0 10 0 0
+cpu2 0 0 0 9 x
+intr 1 2 3
+"""
+
+
+def test_the_cpu_times_are_each_usable_cpus_busy_and_total_ticks(monkeypatch, tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text(STAT)
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert threads.cpu_times(stat) == {0: (150, 400), 1: (260, 610)}  # idle and I/O wait are free, steal busy
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {1}, raising=False)
+    assert threads.cpu_times(stat) == {1: (260, 610)}  # only the CPUs this process may run on
+    assert threads.cpu_times(tmp_path / "missing") == {}
+
+
+def test_the_load_is_what_the_cpus_do_now_not_a_minute_s_average(monkeypatch):
+    """A job that ended a moment ago no longer counts: one CPU busy over the sample, one idle."""
+    readings = iter([{0: (100, 1000), 1: (100, 1000)}, {0: (200, 1100), 1: (100, 1100)}])
+    monkeypatch.setattr(threads, "cpu_times", lambda: next(readings))
+    monkeypatch.setattr(threads, "SAMPLE_S", 0.0)
+    monkeypatch.setattr(threads.os, "getloadavg", lambda: (2.0, 2.0, 2.0))  # the average still remembers the job
+    assert threads.current_load() == pytest.approx(1.0)
+    monkeypatch.setattr(threads, "cpu_times", lambda: {})  # no /proc/stat (macOS): the load average
+    assert threads.current_load() == 2.0
+
+
+@pytest.mark.skipif(not Path("/proc/stat").is_file(), reason="the sample reads Linux's /proc/stat")
+def test_a_cpu_spinning_now_is_seen_as_busy():
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)  # started and running
+        assert threads.current_load() >= 0.6
+    finally:
+        spinner.kill()
+        spinner.wait()

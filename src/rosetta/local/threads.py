@@ -7,11 +7,17 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
+from pathlib import Path
 
 log = logging.getLogger("rosetta.local")
 
 SETTING = "ROSETTA_LOCAL_THREADS (or local_threads in [tool.rosetta])"
 """Where the thread count is set, as messages name it."""
+
+SAMPLE_S = 0.2
+"""How long the CPUs' use is watched before a context is made: enough to see a busy CPU, little
+beside loading a model."""
 
 SLOW_CALL_S = 30.0
 """A local call taking longer than this (seconds) is worth a word on the thread count: the bundled
@@ -35,8 +41,8 @@ def thread_count() -> int:
 
 def default_threads(cpus: int, load: float | None = None) -> int:
     """The thread count when none is set: the CPUs this process may use (``cpus``) that are free now
-    (``load``: the 1-minute load average, rounded, counts CPUs taken), at least one; half of them
-    when the load is unknown.
+    (``load``: the CPUs other work keeps busy, rounded, as :func:`current_load` measures it), at
+    least one; half of them when the load is unknown.
 
     llama.cpp's threads spin while they wait for each other, so a context with more threads than
     free CPUs does not merely share them: it stalls, and two processes that each take every CPU run
@@ -58,11 +64,39 @@ def available_cpus() -> int:
 
 
 def current_load() -> float | None:
-    """The 1-minute load average, or None where the OS has none (Windows)."""
+    """How many of this process's CPUs other work keeps busy now: their use over :data:`SAMPLE_S`,
+    read from ``/proc/stat`` where there is one (Linux); else the 1-minute load average; else None
+    (Windows). Not the load average first: it lags a minute, so a command run just after another
+    (a compile, then a verify) would still see the finished one's load and take one thread."""
+    before = cpu_times()
+    if before:
+        time.sleep(SAMPLE_S)
+        after = cpu_times()
+        return sum((after[cpu][0] - busy) / (after[cpu][1] - total)
+                   for cpu, (busy, total) in before.items() if cpu in after and after[cpu][1] > total)
     try:
         return os.getloadavg()[0]
     except (AttributeError, OSError):
         return None
+
+
+def cpu_times(stat: Path = Path("/proc/stat")) -> dict[int, tuple[int, int]]:
+    """Busy and total clock ticks so far of each CPU this process may run on, from ``stat`` ({}
+    where it cannot be read). Idle and I/O wait count as free; the rest (steal included) as busy."""
+    try:
+        lines = stat.read_text(encoding="ascii").splitlines()
+        allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    except (OSError, UnicodeDecodeError):
+        return {}
+    times: dict[int, tuple[int, int]] = {}
+    for line in lines:
+        name, *fields = line.split()
+        if not name.startswith("cpu") or not name[3:].isdigit():
+            continue
+        cpu, ticks = int(name[3:]), [int(field) for field in fields[:8] if field.isdigit()]
+        if len(ticks) >= 5 and (allowed is None or cpu in allowed):
+            times[cpu] = (sum(ticks) - ticks[3] - ticks[4], sum(ticks))
+    return times
 
 
 def slow_call(model: str, seconds: float) -> None:
