@@ -91,10 +91,11 @@ def cpu_times(stat: Path = Path("/proc/stat")) -> dict[int, tuple[int, int]]:
     times: dict[int, tuple[int, int]] = {}
     for line in lines:
         name, *fields = line.split()
-        if not name.startswith("cpu") or not name[3:].isdigit():
+        if not name.startswith("cpu") or not name[3:].isdigit() or len(fields) < 5 or \
+                not all(field.isdigit() for field in fields[:8]):
             continue
-        cpu, ticks = int(name[3:]), [int(field) for field in fields[:8] if field.isdigit()]
-        if len(ticks) >= 5 and (allowed is None or cpu in allowed):
+        cpu, ticks = int(name[3:]), [int(field) for field in fields[:8]]
+        if allowed is None or cpu in allowed:
             times[cpu] = (sum(ticks) - ticks[3] - ticks[4], sum(ticks))
     return times
 
