@@ -28,12 +28,14 @@ cache, so no row is helped by another's answers (rosetta's search chooses on dev
 test answers are paid for here, through that same path, after the choice).
 
 A full run takes many hours on a small CPU, so each finished row is kept in ``--results`` (JSONL, keyed
-by the agent, seed, data hash and settings). Run the same command again after an interruption and the
-finished rows are reused — the table marks them with the time they were measured — while the rest run
-now. A DSPy row (hours each) also survives interruption inside itself: DSPy's own response cache and
-the row's wall time so far are kept under ``.rosetta/bench/``, so a rerun replays the answers it
-already paid for (still counted as calls) and the row's wall time is the sum over its attempts.
-``--fresh`` measures everything again.
+by the agent, seed, data hash and settings; by default ``bench/results/optimizers-AGENT.jsonl``, which
+is committed, so every number in bench/README.md can be checked row by row, with the program DSPy
+chose). Run the same command again after an interruption and the finished rows are reused — the
+table marks them with the time they were measured — while the rest run now. A DSPy row (hours each)
+also survives interruption inside itself: DSPy's own response cache and the row's wall time so far
+are kept in a folder beside the results file (git ignores it), so a rerun on the same machine replays
+the answers it already paid for (still counted as calls) and the row's wall time is the sum over its
+attempts. ``--fresh`` measures everything again.
 
     python bench/optimizers.py [--agent question-type ...] [--seeds 0,1,2] [--max-calls 150] [--skip-dspy]
                                [--rows KEYS] [--fresh]
@@ -78,7 +80,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None,
                         help="smoke run: use only the first N rows of each split (not a measurement)")
     parser.add_argument("--results", type=Path, default=None,
-                        help="JSONL file keeping finished rows (default .rosetta/bench/optimizers-AGENT.jsonl)")
+                        help="JSONL file keeping finished rows (default bench/results/optimizers-AGENT.jsonl)")
     parser.add_argument("--fresh", action="store_true", help="measure every row again, ignoring kept rows")
     parser.add_argument("--rows", default=None,
                         help=f"measure only these rows now (comma-separated: {', '.join(ROWS)}); kept rows are "
@@ -100,7 +102,7 @@ def main() -> None:
     tables = {}
     for agent in args.agent or AGENTS:
         one = argparse.Namespace(**{**vars(args), "agent": agent})
-        one.results = args.results or ROOT / ".rosetta" / "bench" / f"optimizers-{agent}.jsonl"
+        one.results = args.results or ROOT / "bench" / "results" / f"optimizers-{agent}.jsonl"
         with tempfile.TemporaryDirectory() as state:
             rows = run(one, Path(state))
         tables[agent] = summarize(rows)
