@@ -29,7 +29,7 @@ test answers are paid for here, through that same path, after the choice).
 
 A full run takes many hours on a small CPU, so each finished row is kept in ``--results`` (JSONL, keyed
 by the agent, seed, data hash and settings; by default ``bench/results/optimizers-AGENT.jsonl``, which
-is committed, so every number in bench/README.md can be checked row by row, with the program DSPy
+is committed, so the numbers in bench/README.md can be checked row by row, with the program DSPy
 chose). Run the same command again after an interruption and the finished rows are reused — the
 table marks them with the time they were measured — while the rest run now. A DSPy row (hours each)
 also survives interruption inside itself: DSPy's own response cache and the row's wall time so far
