@@ -5,7 +5,8 @@ Each POST to /v1/chat/completions takes the next step of the script (the last st
 ("stall", seconds[, content]) answers late (with content, else "{}") ·
 ("drop",) closes the connection without answering · ("reset",) resets it (TCP RST) without
 answering · ("garbage",) sends malformed JSON · ("empty",) is a well-formed completion with no choices ·
-("context",) is OpenAI's context-length-exceeded 400 ·
+("context",) is OpenAI's context-length-exceeded 400 · ("reply", answer[, seconds]) answers
+``answer(body["messages"])`` (after ``seconds``, e.g. a model's latency) ·
 ("flaky", p) answers 503 with probability p (seeded), else a valid triage answer that echoes the
 request's `[call N]` marker, so a test can tell every answer belongs to its own call;
 ("flaky", p, [fault, ...]) plays one of those faults (picked at random, seeded) instead of the 503.
@@ -112,6 +113,11 @@ class FaultServer:
         if kind == "stall":
             time.sleep(step[1])
             step = ("ok", step[2] if len(step) > 2 else "{}")
+            kind = "ok"
+        if kind == "reply":
+            if len(step) > 2:
+                time.sleep(step[2])
+            step = ("ok", step[1](body.get("messages", [])))
             kind = "ok"
         if kind == "status":
             payload = json.dumps({"error": {"message": f"scripted {step[1]}", "type": "scripted", "code": step[1]}})

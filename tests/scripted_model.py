@@ -346,7 +346,7 @@ def toy_rows(split: str, count: int, offset: int = 0) -> list[dict[str, Any]]:
     return rows
 
 
-def write_toy_project(root: Any, *, train: int = 24, dev: int = 16, test: int = 16) -> None:
+def write_toy_project(root: Any, *, train: int = 24, dev: int = 20, test: int = 16) -> None:
     """A project with the toy agent and its datasets under ``root``."""
     from pathlib import Path
 

@@ -112,7 +112,7 @@ def test_optimize_in_a_sandbox_gives_the_study_its_frame_and_plots(toy: Path) ->
     assert len(frame) == len(result.study.trials) and frame.index.name == "number"
     assert {"score", "state", "prompt_tokens", "calls", "default", "winner", "instruction", "candidate", "rung",
             "rows"} <= set(frame.columns)
-    assert frame["default"].iloc[0] and frame["winner"].sum() == 1
+    assert frame["default"].sum() >= 1 and frame["winner"].sum() == 1  # the unoptimized render raced too
     assert frame.loc[frame["winner"], "score"].iloc[0] == 1.0
     assert not [c for c in frame.columns if c.startswith(("user_attrs_", "params_"))]
     for figure in (result.plot_history(), result.plot_importances(), result.plot_pareto()):
@@ -135,7 +135,7 @@ def test_live_progress_prints_one_line_per_phase_outside_jupyter(toy: Path, caps
 
 def test_importances_need_two_finished_trials(toy: Path) -> None:
     result = nb.optimize(toy / AGENT, "scripted/toy", trials=1, max_calls=60, progress=False)
-    with pytest.raises(UsageError, match="two finished trials; this study has 1"):
+    with pytest.raises(UsageError, match="two candidates with a finished trial; this study has 1"):
         result.plot_importances()
 
 

@@ -4,9 +4,9 @@ own 95% interval. Planted test labels that would change a test-based choice chan
 recorded test score.
 
 The toy model (tests/scripted_model.py) answers ``alpha`` without help, so the unoptimized render
-scores 0.25 on the toy's dev and test rows, and the proposed RULEBOOK instruction scores 1.0. Test
-labels all set to ``alpha`` turn that around on test only: the unoptimized render scores 1.0 there
-and the RULEBOOK prompt 0.25."""
+scores 0.2 on the toy's dev rows and 0.25 on test, and the proposed RULEBOOK instruction scores
+1.0. Test labels all set to ``alpha`` turn that around on test only: the unoptimized render scores
+1.0 there and the RULEBOOK prompt 0.25."""
 
 from __future__ import annotations
 
@@ -68,7 +68,8 @@ def test_planted_test_labels_change_neither_the_winner_nor_the_activation(tmp_pa
         runs[alpha_test] = (root, search(root, second))
     (honest_root, honest), (planted_root, planted) = runs[False], runs[True]
     assert honest.status == planted.status == status
-    assert "on dev" in honest.activation and unversioned(honest.activation) == unversioned(planted.activation)
+    assert "on the 10 confirmation rows (dev rows that chose nothing)" in honest.activation
+    assert unversioned(honest.activation) == unversioned(planted.activation)
     assert (honest.outcome.test_score == 1.0) != (planted.outcome.test_score == 1.0)  # test scores tell them apart
     one, other = written(honest), written(planted)
     assert one.prompt == other.prompt and one.provenance.knobs == other.provenance.knobs
@@ -103,40 +104,39 @@ def small_dataset(root: Path, rows: int = 5) -> Path:
     return small
 
 
-def test_an_active_artifact_scored_on_other_data_is_scored_on_this_searchs_dev_rows(tmp_path: Path) -> None:
+def test_the_active_artifact_answers_the_confirmation_rows_before_a_new_one_may_replace_it(tmp_path: Path) -> None:
     root = project(tmp_path / "toy", alpha_test=False)
     assert search(root, STRONG).outcome.dev_score == 1.0  # the active artifact: the RULEBOOK prompt
     small = small_dataset(root)
     weak = {**WEAK, "max_calls": 20}
     plan = search(root, weak, dataset=str(small), dry_run=True)
-    assert (plan.rescoring, plan.rescoring_why) == (5, "other data")  # the dry run counts the 5 dev answers
+    assert (plan.rescoring, plan.rescoring_why) == (2, "the confirmation rows, free where its prompt raced")
     asked = Asked()
     report = optimize(OptimizeRequest(definition=root / "signatures" / "toy-sorter.md", model="scripted/toy",
                                       settings=SearchSettings(**weak), dataset=str(small)),
                       settings=load_settings(root), complete=asked)
-    active_asked = [split for rulebook, split in asked.calls if rulebook]
-    assert active_asked == ["dev"] * 5  # the active artifact answered this search's dev rows, never test
+    # the active artifact answered this search's 2 confirmation rows from the cache (the small set's rows are
+    # the full set's first ones, which its prompt answered when it raced), never test
+    assert [split for rulebook, split in asked.calls if rulebook] == []
     assert report.status == "kept as a version"
-    assert "below the active artifact's 1.0 on the same 5 dev rows (the active artifact was scored on other " \
-           "data; on these rows it scores 1.0, 5 calls)" in report.activation
+    assert "not activated: on the 2 confirmation rows (dev rows that chose nothing) it scores 0.0 against the " \
+           "active artifact's 1.0, one-sided paired test p = 1 (replaces at p ≤ 0.05; the active artifact's " \
+           "answers took 2 calls, 0 paid)" in report.activation
     splits = [split for _, split in asked.calls]
     assert splits.count("test") == 5  # test answered once, by the winner only
     assert splits.index("test") > max(i for i, split in enumerate(splits) if split != "test")  # after every choice
-    # another metric makes the recorded dev score incomparable too: the dry run says it will score it again
-    again = search(root, {**WEAK, "max_calls": 60}, metric="fields", dry_run=True)
-    assert (again.rescoring, again.rescoring_why) == (16, "another metric (exact)")
 
 
-def test_a_race_stopped_short_of_all_dev_never_replaces_an_artifact_measured_on_all_of_it(tmp_path: Path) -> None:
+def test_a_race_stopped_short_of_its_confirmation_rows_never_replaces_an_optimized_artifact(tmp_path: Path) -> None:
     root = project(tmp_path / "toy", alpha_test=False)
-    assert search(root, WEAK).status == "written"  # 0.25 on all 16 dev rows
+    assert search(root, WEAK).status == "written"  # 0.2 on all 20 dev rows
     active = (root / ARTIFACT).read_bytes()
     race = search(root, {**STRONG, "max_calls": None}, dry_run=True).plan.race
     first_rung = 3 + race.rows[0] * race.keep[0]  # the proposals, then rung 0; each toy call costs $0.00002
     cut = search(root, {**STRONG, "max_calls": None, "max_cost": (first_rung + 1.5) * 0.00002})
-    assert cut.outcome.dev_examples == race.rows[0] < 16 and cut.status == "kept as a version"
-    assert f"but on only {cut.outcome.dev_examples} of the 16 dev rows the active artifact's 0.25 was measured " \
-           "on (the race stopped early: --max-cost" in cut.activation
+    assert cut.outcome.dev_examples == race.rows[0] < 20 and cut.status == "kept as a version"
+    assert "not activated: no dev rows that chose nothing were left to test it against the active artifact on " \
+           "(the search stopped before them (--max-cost" in cut.activation
     assert (root / ARTIFACT).read_bytes() == active
 
 
@@ -147,7 +147,7 @@ def test_the_test_score_has_its_honest_interval_and_the_dev_one_says_it_ignores_
                  "--pruner", "none", "--proposer", "none", "--fixed-demos")
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
-    assert "dev chose the winner on 16 rows, 95% interval [" in text and "it ignores that selection" in text
+    assert "dev chose the winner on 20 rows, 95% interval [" in text and "it ignores that selection" in text
     assert "test, scored once after every choice on 16 rows, 95% interval [0.031, 0.469], is the honest" in text
     artifact = parse_artifact((root / ARTIFACT).read_text(), path="x")
     scores = artifact.provenance.scores
@@ -155,7 +155,7 @@ def test_the_test_score_has_its_honest_interval_and_the_dev_one_says_it_ignores_
     per_row = [1.0 if row["output"]["label"] == "alpha" else 0.0  # the unoptimized render answers alpha
                for row in map(json.loads, (root / "datasets/toy-sorter/test.jsonl").read_text().splitlines())]
     assert scores["test"] == 0.25 and scores["test_ci95"] == list(interval95(per_row))
-    assert scores["dev_ci95_ignoring_selection"] == list(interval95([1.0] * 4 + [0.0] * 12))
+    assert scores["dev_ci95_ignoring_selection"] == list(interval95([1.0] * 4 + [0.0] * 16))
     for split in ("dev", "test"):  # every recorded score is reproduced exactly
         again = evaluate(root / "signatures" / "toy-sorter.md", "scripted/toy", settings=load_settings(root),
                          split=split)

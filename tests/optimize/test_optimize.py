@@ -143,27 +143,37 @@ def test_racing_compares_many_more_candidates_for_the_same_calls(toy: Path, tmp_
     flat = run(flat_root, pruner="none", proposer=None, max_calls=150, trials=None).outcome
     assert raced.trials >= 3 * flat.trials and raced.pruned > 0 and flat.pruned == 0
     assert raced.calls <= 150 and flat.calls <= 150 and raced.stopped is None
-    assert raced.race["rows"][-1] == 30 and raced.dev_examples == 30  # the winner answered all of dev
+    # the winner answered all of dev: 15 screening rows, then 15 confirmation rows
+    assert raced.race["rows"][-1] == raced.race["confirm"] == 15 and raced.dev_examples == 30
     assert raced.phases["proposals"] == 0 and sum(raced.phases.values()) == raced.calls
     # not `>= flat.dev_score`: that held while ties went to the lower candidate number, so to the four the flat
     # search scored; now a seeded order breaks ties, and with 0/1 scores on 2 rows most candidates tie. Racing
     # more candidates wins on average (bench/race_rungs.py), not on every draw
-    assert raced.dev_score > raced.baseline_dev
-    assert flat.baseline_dev is not None  # without --baseline: only where the race gave the default all of dev
+    assert raced.dev_score >= raced.baseline_dev
+    # without --baseline: only where the race gave the default all of dev, as the prior
+    assert (flat.baseline_dev is not None) == (flat.race["prior"] == 0)
 
 
-def test_a_perfect_dev_score_ends_the_search(toy: Path) -> None:
+def test_a_challenger_replaces_the_prior_only_by_the_paired_test_on_the_confirmation_rows(toy: Path) -> None:
+    # no nearest demos: the prior is the better of the seeded prompts on the screening rows (the unoptimized
+    # render, train's first rows as demos); the proposer's RULEBOOK, always right, beats it on the 10 rows that
+    # chose nothing
     outcome = run(toy, trials=30).outcome
-    assert outcome.dev_score == 1.0 and "nothing left to gain" in outcome.stopped
-    last = f"rung {len(outcome.race['rows']) - 1}"
-    assert outcome.phases[last] < outcome.race["keep"][-1] * (outcome.race["rows"][-1] - outcome.race["rows"][-2])
-    assert outcome.cut_short == 0  # finalists left unanswered were not stopped by the budget
+    race = outcome.race
+    assert race["prior"] in (0, 1) and race["challenger"] == race["winner"] != race["prior"]
+    confirmation = race["confirmation"]
+    assert confirmation["rows"] == 10 and confirmation["replaced"] and confirmation["p"] <= 0.05
+    assert confirmation["challenger"] == 1.0 > confirmation["prior"] and outcome.dev_score == 1.0
+    assert outcome.phases["confirmation"] == 2 * 10 and outcome.confirm_scores == (1.0,) * 10
+    assert RULEBOOK in outcome.prompt.knobs.instructions
 
 
 def test_max_calls_sizes_the_race(toy: Path) -> None:
     before = calls_made()
     outcome = run(toy, max_calls=40, proposer=None, trials=None).outcome
-    assert outcome.calls <= 40 and outcome.stopped is None and outcome.trials >= 8
+    # the prior's pass over the 20 dev rows and a challenger's over the 10 confirmation rows leave 10 answers to
+    # screen challengers with
+    assert outcome.calls <= 40 and outcome.stopped is None and outcome.trials >= 4
     assert calls_made() - before == outcome.calls + outcome.test_calls
 
 
@@ -176,10 +186,11 @@ def test_max_calls_is_a_hard_cap_when_answers_take_retries(toy: Path) -> None:
     written = toy / "compiled/toy-sorter/scripted/garbage.yaml"
     outcome = optimize(request, settings=load_settings(toy)).outcome
     assert outcome.calls <= 101 and calls_made() - before == outcome.calls + outcome.test_calls
-    # the race kept what its later rungs need at 3 calls an answer: two candidates answered all 16
-    # dev rows (96 calls), the other 18 stopped in the first rung, reported as such, not as eliminated
-    assert outcome.dev_examples == 16 and len(outcome.race["finalists"]) == 2 and 101 - 6 < outcome.calls
-    assert outcome.cut_short == outcome.trials - 2 and outcome.pruned == 0
+    # the race kept what its later rungs need at 3 calls an answer: the prior answered all 20 dev rows, the
+    # candidates the calls left could not pay for stopped, reported as such, not as eliminated
+    assert outcome.dev_examples == 20 and outcome.race["finalists"] == {outcome.race["prior"]: 0.0}
+    assert outcome.kind == "nearest-k"
+    assert outcome.cut_short >= outcome.trials - outcome.race["keep"][-1] - outcome.pruned > 0
     artifact = parse_artifact(written.read_text(), path="a")
     assert artifact.provenance.optimizer["cut_short"] == outcome.cut_short
     assert artifact.provenance.budget["phases"] == outcome.phases
@@ -188,15 +199,16 @@ def test_max_calls_is_a_hard_cap_when_answers_take_retries(toy: Path) -> None:
 def test_retries_in_the_first_rungs_never_take_the_finalists_calls(toy: Path) -> None:
     # about half of scripted/stutter's answers take a retry, which the plan (made on answers) cannot
     # know in advance: the race keeps the later rungs' calls at the retry rate it has seen, so the
-    # first rung's last candidates stop instead, and the leaders answer all of dev (without it the
-    # finalists got 6 rows of 16)
+    # first rung's last candidates stop instead, and the leaders answer all the screening rows, the prior all of
+    # dev (without it the finalists got 6 rows of 16)
     request = OptimizeRequest(definition=toy / "signatures" / "toy-sorter.md", model="scripted/stutter",
                               settings=SearchSettings(trials=None, max_calls=100, proposer=None, nearest_demos=False))
     outcome = optimize(request, settings=load_settings(toy)).outcome
-    assert outcome.calls <= 100 and outcome.race["rows"][-1] == 16
-    assert outcome.dev_examples == 16  # the winner answered all of dev
+    assert outcome.calls <= 100 and outcome.race["rows"][-1] == 10 and outcome.race["confirm"] == 10
+    assert outcome.race["prior"] in outcome.race["finalists"]
+    assert outcome.dev_examples == 20  # the winner answered all of dev
     assert 1 <= outcome.cut_short < outcome.race["keep"][0]  # the first rung's last candidates, reported as stopped
-    assert outcome.phases["rung 0"] < outcome.race["keep"][0] * outcome.race["rows"][0]
+    assert outcome.phases["rung 0"] <= outcome.race["keep"][0] * outcome.race["rows"][0]
 
 
 def test_a_budget_below_one_dev_pass_is_a_clear_error(toy: Path) -> None:
@@ -211,19 +223,20 @@ def test_dry_run_estimates_and_calls_nothing(toy: Path, cli: object) -> None:
     result = cli("-C", toy, "compile", toy / "signatures", "--model", "scripted/toy", "--optimize", "--dry-run",
                  "--trials", "5", "--max-calls", "50", "--proposer", "scripted/proposer")
     assert result.exit_code == 0, result.output
-    # the search stays within --max-calls (3 proposals and 40 answers, each up to 3 calls with its retries: the 45
-    # calls left after the proposals and one answer's retries pay for 28 answers in thirds, and 3 more candidates
-    # in rung 1);
+    # the search stays within --max-calls (3 proposals and 44 answers, each up to 3 calls with its retries: the 45
+    # calls left after the proposals and one answer's retries pay for the prior's 20, a challenger's 10
+    # confirmation rows, and 14 screening answers);
     # the test pass comes on top: 16 answers, up to 48 calls
     # litellm's price for the scripted model
     assert "at most 98 calls, about $0.0226 if all are made; nothing was called" in " ".join(result.output.split())
-    assert "the search: at most 50 calls (--max-calls 50): 3 proposals, 0 bootstrap answers, a race planned at 40 " \
+    assert "the search: at most 50 calls (--max-calls 50): 3 proposals, 0 bootstrap answers, a race planned at 44 " \
         "answers" in " ".join(result.output.split())
     assert "the test pass, outside --max-calls so that the winner's test score covers every row: 16 test answers, " \
         "at most 48 calls" in " ".join(result.output.split())
     assert "no bootstrapped demos: the answer is only a label" in result.output
-    assert "race: at most 5 candidates (fitted again when the space holds fewer distinct prompts); rows per rung " \
-        "[6, 16], candidates per rung [5, 1]" in " ".join(result.output.split())
+    assert "race: at most 4 candidates (fitted again when the space holds fewer distinct prompts); screening rows " \
+        "per rung [2, 10], candidates per rung [4, 2] (the prior never cut); then the prior and the best challenger " \
+        "answer 10 confirmation rows" in " ".join(result.output.split())
     assert calls_made() == before and not (toy / ARTIFACT).exists()
 
 
@@ -637,21 +650,20 @@ def test_dry_run_counts_the_baseline_test_pass_and_judge_calls(toy: Path, cli: o
     args = ("-C", toy, "compile", definition, "--model", "scripted/toy", "--optimize", "--dry-run", "--trials", "5",
             "--proposer", "none", "--baseline")
     # each answer is planned with its verdict (2 calls): 8 bootstrap answers (16 calls), one answer's worst
-    # case beyond that (2 retries, a verdict's 2) and one pass over 16 dev rows (32 calls) need 52
-    refused = cli(*args, "--max-calls", "51")
-    assert refused.exit_code == 2 and "allow at least 52 calls" in refused.output, refused.output
+    # case beyond that (2 retries, a verdict's 2) and the prior's pass over 20 dev rows (40 calls) need 60
+    refused = cli(*args, "--max-calls", "59")
+    assert refused.exit_code == 2 and "allow at least 60 calls" in refused.output, refused.output
     result = cli(*args, "--max-calls", "100")
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
-    # (100 - 16 - 4) // 2 = 40 answers: 5 candidates × 2 rows, then 5 × 4 more (the 3 a cut in thirds leaves
-    # out are paid by what it leaves unspent), 1 × 10 more
+    # (100 - 16 - 4) // 2 = 40 answers: the prior's 20, a challenger's 10 screening and 10 confirmation rows
     assert "the search: at most 100 calls (--max-calls 100): 0 proposals, 8 bootstrap answers, a race planned " \
-        "at 40 answers" in text and "rows per rung [6, 16], candidates per rung [5, 1]" in text
-    # test 16 × 2 (--baseline) and up to 16 dev rows of the unoptimized render, each answer up to 1 + 2 retries
-    # + a verdict of 3 calls: 48 × 6
-    assert "32 test answers and up to 16 dev answers of the unoptimized render, at most 288 calls" in text
+        "at 40 answers" in text and "screening rows per rung [10], candidates per rung [2]" in text
+    # test 16 × 2 (--baseline) and up to 20 dev rows of the unoptimized render, each answer up to 1 + 2 retries
+    # + a verdict of 3 calls: 52 × 6
+    assert "32 test answers and up to 20 dev answers of the unoptimized render, at most 312 calls" in text
     assert "each answer may take 2 validation retries and a judge's verdict of up to 3 calls" in text
-    assert "at most 388 calls" in text
+    assert "at most 412 calls" in text
 
 
 def test_a_search_logged_to_a_file_says_how_it_goes(toy: Path, cli: object) -> None:
@@ -665,8 +677,8 @@ def test_a_search_logged_to_a_file_says_how_it_goes(toy: Path, cli: object) -> N
     assert any(": racing · " in line for line in lines)
     assert "scoring the winner on test (0/16) · 3/3 candidates" in lines[-2]  # test answers are counted apart
     assert lines[-1].startswith("toy-sorter → scripted/toy: done · 3/3")
-    # three candidates in one rung (none is cut before all of dev), until one is perfect on all of dev
-    assert "calls by phase: 48 rung 0" in " ".join(result.output.split())
+    # three candidates in one rung (none is cut before the 10 screening rows), then two on the 10 confirmation rows
+    assert "calls by phase: 30 rung 0, 20 confirmation" in " ".join(result.output.split())
     assert len(lines) == len(set(lines)) and len(lines) <= 10
 
 
@@ -703,8 +715,9 @@ def test_a_dry_run_over_a_tree_skips_agents_without_data_and_lists_them(toy: Pat
 
 
 def test_a_worse_search_is_kept_as_a_version_not_activated(toy: Path, cli: object) -> None:
-    """A search that scores below the active artifact on the same dev rows, or was run on other data (a
-    small --dataset subset), never replaces it silently: it is kept as a version, and said so."""
+    """A search that does not beat the active artifact on its confirmation rows (dev rows that chose
+    nothing), on the same data or on other data (a small --dataset subset), never replaces it
+    silently: it is kept as a version, and said so."""
     from rosetta.store.versions import list_versions
 
     definition = toy / "signatures" / "toy-sorter.md"
@@ -719,7 +732,8 @@ def test_a_worse_search_is_kept_as_a_version_not_activated(toy: Path, cli: objec
 
     worse = search()
     assert worse.status == "kept as a version" and worse.outcome.dev_score < 1.0
-    assert "on dev, below the active artifact's 1.0 on the same 16 dev rows" in worse.activation
+    assert "not activated: on the 10 confirmation rows (dev rows that chose nothing) it scores 0.2 against the " \
+        "active artifact's 1.0" in worse.activation
     assert (toy / ARTIFACT).read_bytes() == active and Path(worse.artifact).is_file()
     assert sorted(v.current for v in list_versions(toy / ARTIFACT)) == [False, True]  # listed, not served
     small = toy / "small"
@@ -730,7 +744,8 @@ def test_a_worse_search_is_kept_as_a_version_not_activated(toy: Path, cli: objec
     subset = cli("-C", toy, "compile", definition, "--model", "scripted/toy", "--optimize", "--dataset", small,
                  "--max-calls", "20", "--proposer", "none", "--force")
     assert subset.exit_code == 0, subset.output
-    assert "not activated" in subset.output and "the active artifact was scored on other data" in subset.output
+    # scored on other data (a subset): both answer its 2 confirmation rows, and a tie keeps the active one
+    assert "not activated: on the 2 confirmation rows (dev rows that chose nothing)" in " ".join(subset.output.split())
     assert re.search(r"kept as version [0-9a-f]{7,}\.", " ".join(subset.output.split()))
     assert (toy / ARTIFACT).read_bytes() == active
     forced = search(activate=True)

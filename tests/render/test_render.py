@@ -10,6 +10,7 @@ from conftest import REPO
 from rosetta.definition import load_definition
 from rosetta.errors import RenderError, UsageError
 from rosetta.render import Knobs, render
+from rosetta.definition.models import Section
 from rosetta.signature import Demo, lower
 
 ADAPTER_MODELS = {"anthropic": "sonnet", "openai": "openai/gpt-4o", "google": "gemini/2.5-pro",
@@ -104,7 +105,8 @@ def test_every_knob_is_honoured(triage):
         demo_ids=["d2", "d1"], demo_count=1, instructions="Classify the report.", structured_output="prompt_schema"))
     assert prompt.system.startswith("<format>") and prompt.system.index("<constraints>") < prompt.system.index("<role>")
     assert "step by step" in prompt.system and "Classify the report." in prompt.system
-    assert "Reports vary widely" not in prompt.system  # the body's context was replaced
+    assert "Reports vary widely" in prompt.system  # an instruction rewords the role; the context stays
+    assert "<role>\nClassify the report.\n</role>" in prompt.system and "You are" not in prompt.system
     assert prompt.demo_ids == ("d2",) and '"high"' in prompt.demos[1].content
     assert prompt.structured_output == "prompt_schema"
     assert prompt.request_params == {"response_format": {"type": "json_object"}}  # JSON mode, schema in prompt
@@ -146,8 +148,10 @@ def test_models_without_a_system_role_get_it_in_the_first_user_turn(triage):
 def test_budget_drops_demos_then_context_and_records_it(triage):
     demos = tuple(Demo(id=f"d{i}", inputs={"report": "x" * 8000}, output={"severity": "low", "rationale": "x"})
                   for i in range(3))
-    signature = triage.model_copy(update={"demos": demos, "minimum_context_window": None})
-    prompt = render(signature, "ollama/gemma2", Knobs(instructions="background " * 3000))  # 8K window
+    background = Section(key="background", title="Background", role="context", content="background " * 3000, line=0)
+    signature = triage.model_copy(update={"demos": demos, "minimum_context_window": None,
+                                          "instructions": (*triage.instructions, background)})
+    prompt = render(signature, "ollama/gemma2")  # 8K window
     assert prompt.demo_ids == () and any(d.startswith("demo") for d in prompt.dropped)
     assert any(d.startswith("section") for d in prompt.dropped)
     assert prompt.tokens["total"] <= 8192

@@ -299,6 +299,8 @@ def _print_report(report: Any) -> None:
               f"{raced}; {spend} ({outcome.paid_calls} paid this run), {report.wall_s:.0f}s  "
               f"[dim]{escape(str(report.artifact))}[/dim]")
     out.print(f"           [dim]{escape(_honesty(outcome))}[/dim]")
+    if outcome.race.get("confirmation", {}).get("rows"):
+        out.print(f"           [dim]{escape(_decision(outcome.race))}[/dim]")
     if outcome.phases:
         spent = ", ".join(f"{calls} {phase}" for phase, calls in {**outcome.phases, "test": outcome.test_calls}.items()
                           if calls)
@@ -319,6 +321,21 @@ def _winner(outcome: Any) -> str:
     number = outcome.race.get("winner") if outcome.race else None
     what = f"candidate {number}" if number is not None else "DSPy's choice"
     return f"winner {what}" + (f" ({outcome.kind}, {origin(outcome.kind)})" if outcome.kind else "")
+
+
+def _decision(race: dict[str, Any]) -> str:
+    """How the prior and the best challenger compared on the confirmation rows, and what it decided."""
+    confirmation = race["confirmation"]
+    prior = f"prior: candidate {race['prior']} ({race.get('prior_kind')})"
+    if race.get("challenger") is None:
+        return f"{prior}, with no challenger left to test it against"
+    challenger = f"best challenger on the screening rows: candidate {race['challenger']} ({race.get('challenger_kind')})"
+    if "p" not in confirmation:
+        return f"{prior}; {challenger}, stopped before the {confirmation['rows']} confirmation rows: the prior stays"
+    verdict = "it replaces the prior" if confirmation["replaced"] else "the prior stays"
+    return (f"{prior}; {challenger}: on {confirmation['rows']} confirmation rows {confirmation['challenger']:.3f} "
+            f"against {confirmation['prior']:.3f}, one-sided paired test p = {confirmation['p']:.3g} (replaces at "
+            f"p ≤ {1 - confirmation['confidence']:g}): {verdict}")
 
 
 def _honesty(outcome: Any) -> str:
@@ -361,9 +378,8 @@ def _print_plan(label: str, report: Any) -> None:
         lines = [f"the search: at most {search} calls{budget}: {plan.proposals} proposals, {plan.bootstrap} "
                  f"bootstrap answers, a race planned at {plan.race.calls()} answers", test_line]
     if report.rescoring:
-        lines.append(f"the active artifact was scored on {report.rescoring_why}: before it may be replaced it answers "
-                     f"these {report.rescoring} dev rows (the choice is made on dev), at most "
-                     f"{report.rescoring * plan.per_answer} calls")
+        lines.append(f"before it may be replaced, the active artifact answers {report.rescoring} dev rows "
+                     f"({report.rescoring_why}), at most {report.rescoring * plan.per_answer} calls")
     lines.append(each)
     out.print(f"[bold]dry run[/bold] {escape(label)}: {head}, about ${report.cost_usd:.4f} if all are made; "
               "nothing was called")

@@ -210,8 +210,10 @@ class Optimization:
         from optuna.visualization import matplotlib as plots
 
         complete = self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
-        if len(complete) < 2:
-            raise UsageError(Problem(f"importances need two finished trials; this study has {len(complete)}",
+        candidates = len({t.user_attrs.get("candidate", t.number) for t in complete})  # a candidate's units: one knob set
+        if candidates < 2:
+            raise UsageError(Problem(f"importances need two candidates with a finished trial; this study has "
+                                     f"{candidates}",
                                      hint="allow more --max-calls, or fewer dev examples, so more variants finish"))
         target = {"target": lambda t: t.values[0]} if self.pareto else {}
         return _figure(plots.plot_param_importances, self.study, evaluator=None, **target, target_name="score")

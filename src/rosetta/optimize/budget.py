@@ -20,6 +20,7 @@ from rosetta.optimize.evaluation import draws_for
 from rosetta.optimize.label_odds import label_field
 from rosetta.optimize.metrics import Metric
 from rosetta.optimize.race import Plan, plan
+from rosetta.optimize.space import anchor_count
 from rosetta.optimize.study import SearchSettings, base_model
 from rosetta.datasets import LabeledData
 from rosetta.errors import Problem, UsageError
@@ -61,11 +62,13 @@ class CallPlan:
         unoptimized render's remaining dev rows too)."""
         return (self.test + self.baseline_dev) * self.per_answer
 
-    def fitted(self, candidates: int) -> Plan:
-        """The race fitted again to ``candidates`` distinct prompts, when the space holds fewer than
-        the plan's: the same budget, fewer candidates in rung 0 and so more in the later rungs."""
+    def fitted(self, candidates: int, anchors: int) -> Plan:
+        """The race fitted again to ``candidates`` distinct prompts and ``anchors`` seeded ones the
+        prior is chosen from, when the space holds other numbers than the plan's: the same budget,
+        fewer candidates in rung 0 and so more in the later rungs."""
         assert self.race is not None
-        return plan(self.race.rows[-1], self.room, candidates, halving=self.halving) or self.race
+        dev = self.race.rows[-1] + self.race.confirm
+        return plan(dev, self.room, candidates, halving=self.halving, anchors=anchors) or self.race
 
 
 def call_plan(data: LabeledData, settings: SearchSettings, signature: Any, metric: Metric, prompt: Any, *,
@@ -90,12 +93,15 @@ def call_plan(data: LabeledData, settings: SearchSettings, signature: Any, metri
         notes.append("no bootstrapped demos: the answer is only a label")
     halving = settings.pruner != "none"
     room = _room(settings.max_calls, proposals, bootstrap, len(data.dev), retries=retries, judge=judge)
-    race = plan(len(data.dev), room, settings.trials, halving=halving)
+    race = plan(len(data.dev), room, settings.trials, halving=halving,
+                anchors=anchor_count(signature, data.train, settings.nearest_demos))
     if race is None:
         raise UsageError(Problem("no dev rows to race on", field="dataset", hint="add rows to the dev split"))
     notes.append(f"race: at most {race.candidates} candidate{'s' if race.candidates != 1 else ''} (fitted again "
-                 f"when the space holds fewer distinct prompts); rows per rung {list(race.rows)}, candidates per "
-                 f"rung {list(race.keep)}" + (" (later rungs take more when answers need fewer validation retries "
+                 f"when the space holds fewer distinct prompts); screening rows per rung {list(race.rows)}, "
+                 f"candidates per rung {list(race.keep)} (the prior never cut); then "
+                 + ("the prior and the best challenger answer" if race.finalists > 1 else "the prior answers")
+                 + f" {race.confirm} confirmation rows" + (" (later rungs take more when answers need fewer validation retries "
                                                "than were kept for them)" if retries and settings.max_calls else ""))
     baseline = settings.baseline_test
     return CallPlan(settings.max_calls, proposals, bootstrap, race, retries, judge, tests * (2 if baseline else 1),

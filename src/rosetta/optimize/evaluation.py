@@ -66,7 +66,13 @@ class HeldBack(BudgetExhausted):
 
 @dataclass
 class Budget:
-    """Limits on calls, USD and wall time; all optional. Thread-safe."""
+    """Limits on calls, USD and wall time; all optional. Thread-safe.
+
+    Answers asked at once (``--jobs``) may take *turns* (:meth:`turn`): each is admitted in its
+    turn's order and only on what the answers before it really spent, as if they had been asked
+    one at a time, so the same answers are admitted at any ``--jobs`` and the race's artifact does
+    not depend on the machine (an answer waits for those in flight only when their worst case,
+    held meanwhile, leaves it no room)."""
 
     max_calls: int | None = None
     max_cost: float | None = None
@@ -81,6 +87,10 @@ class Budget:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
+        self._turns = threading.Condition(self._lock)
+        self._next_turn = 0
+        self._refused: dict[Any, BudgetExhausted] = {}  # this batch's units refused a turn, and why
+        self._admitted = threading.local()  # set inside a turn: its worst case is held already
         self._started = time.monotonic()
 
     def check(self, reserve: int = 1) -> None:
@@ -88,14 +98,18 @@ class Budget:
         take several (validation retries), and --max-calls is a hard cap, so an answer starts only
         when its worst case fits."""
         with self._lock:
-            self._check(reserve)
+            self._check(reserve, self.held)
 
     @contextmanager
     def spending(self, reserve: int) -> Iterator[None]:
         """Hold ``reserve`` calls while one answer is asked and charged, so answers asked at once
-        (--jobs) cannot all start on the same calls left."""
+        (--jobs) cannot all start on the same calls left. Inside a :meth:`turn`, whose worst case
+        is held already, it holds nothing more."""
+        if getattr(self._admitted, "inside", False):
+            yield
+            return
         with self._lock:
-            self._check(reserve)
+            self._check(reserve, self.held)
             self.pending += reserve
         try:
             yield
@@ -103,11 +117,54 @@ class Budget:
             with self._lock:
                 self.pending -= reserve
 
-    def _check(self, reserve: int) -> None:
+    def start_turns(self) -> None:
+        """Number the next answers' turns from 0 (one batch of answers asked at once)."""
+        with self._lock:
+            self._next_turn = 0
+            self._refused = {}
+
+    @contextmanager
+    def turn(self, number: int, reserve: int, held: int = 0, unit: Any = None) -> Iterator[None]:
+        """Admit the answer of turn ``number`` once every earlier turn is decided, when its worst
+        case ``reserve`` fits beside what the admitted ones spent (their worst case while in
+        flight; it waits for them rather than be refused on a worst case) and ``held``; raise
+        :class:`BudgetExhausted` (or :class:`HeldBack`) otherwise — and for every later turn of the
+        same ``unit`` (or, once the budget is exhausted, of any unit). Hold ``reserve`` until the
+        answer is charged."""
+        with self._turns:
+            self._turns.wait_for(lambda: self._next_turn == number)
+            try:
+                refused = self._refused.get(unit) or next(
+                    (e for e in self._refused.values() if not isinstance(e, HeldBack)), None)
+                if refused is not None:
+                    raise type(refused)(refused.reason)
+                while True:
+                    try:
+                        self._check(reserve, held)
+                        break
+                    except BudgetExhausted as error:
+                        if not self.pending:
+                            self._refused[unit] = error
+                            raise
+                        self._turns.wait()
+            finally:
+                self._next_turn += 1
+                self._turns.notify_all()
+            self.pending += reserve
+        self._admitted.inside = True
+        try:
+            yield
+        finally:
+            self._admitted.inside = False
+            with self._turns:
+                self.pending -= reserve
+                self._turns.notify_all()
+
+    def _check(self, reserve: int, held: int) -> None:
         spent = self.calls + self.carried_calls + self.pending + reserve
         if self.max_calls is not None and spent > self.max_calls:
             raise BudgetExhausted(f"--max-calls {self.max_calls} reached")
-        if self.max_calls is not None and spent + self.held > self.max_calls:
+        if self.max_calls is not None and spent + held > self.max_calls:
             raise HeldBack(f"the calls left are kept for the leaders' rungs (--max-calls {self.max_calls})")
         if self.max_cost is not None and self.cost >= self.max_cost:
             raise BudgetExhausted(f"--max-cost ${self.max_cost:g} reached")
@@ -124,6 +181,17 @@ class Budget:
 
     def elapsed(self) -> float:
         return time.monotonic() - self._started
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One answer's race score, plain metric score, and the calls and cost behind them (logical:
+    a cached answer counts what it cost when paid for)."""
+
+    race: float
+    plain: float
+    calls: int
+    cost: float
 
 
 class Evaluator:
@@ -195,24 +263,37 @@ class Evaluator:
         that gives them, and greedy decoding (a sampling model's odds would vary between runs)."""
         return self.label is not None and bool(prompt.sampling_params) and gives_logprobs(prompt.model)
 
-    def race_scores(self, prompt: Any, examples: Sequence[Example]) -> list[tuple[float, float]]:
-        """Each example's (race score, plain score): the race score is the correct label's
-        probability where :attr:`label` is set and the model gives log-probabilities (an answer
-        that did not validate scores 0), else the plain metric's score."""
-        odds = self.asks_odds(prompt)
-        prompt_hash = prompt_key(prompt, {"label_odds": TOP_LOGPROBS} if odds else None)
-
-        def one(example: Example) -> tuple[float, float]:
-            answer = self.answer(prompt, example, prompt_hash, odds=bool(odds))
-            plain = self.score(answer, example)
-            if answer.odds is None or not answer.valid or self.label is None:
-                return plain, plain
-            self.odds_seen = True
-            return answer.odds.get(str(self.label.value(example.output)), 0.0), plain
+    def race_scores(self, prompt: Any, examples: Sequence[Example]) -> list[Scored]:
+        """Each example's race and plain score (see :meth:`race_score`), ``jobs`` at a time."""
+        key = self.race_key(prompt)
         if self.jobs == 1 or len(examples) == 1:
-            return [one(example) for example in examples]
+            return [self.race_score(prompt, example, key) for example in examples]
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
-            return list(pool.map(one, examples))
+            return list(pool.map(lambda example: self.race_score(prompt, example, key), examples))
+
+    def race_key(self, prompt: Any) -> tuple[str, bool]:
+        """The cache key of ``prompt``'s race answers, and whether they are asked with log-probabilities."""
+        odds = bool(self.asks_odds(prompt))
+        return prompt_key(prompt, {"label_odds": TOP_LOGPROBS} if odds else None), odds
+
+    def race_score(self, prompt: Any, example: Example, key: tuple[str, bool]) -> Scored:
+        """One example's scores, ``key`` being :meth:`race_key`'s: the race score is the correct
+        label's probability where :attr:`label` is set and the model gives log-probabilities (an
+        answer that did not validate scores 0), else the plain metric's score."""
+        prompt_hash, odds = key
+        answer = self.answer(prompt, example, prompt_hash, odds=odds)
+        plain, verdict_calls, verdict_cost = self._scored(answer, example)
+        calls, cost = answer.calls + verdict_calls, answer.cost + verdict_cost
+        if answer.odds is None or not answer.valid or self.label is None:
+            return Scored(plain, plain, calls, cost)
+        self.odds_seen = True
+        return Scored(answer.odds.get(str(self.label.value(example.output)), 0.0), plain, calls, cost)
+
+    def worst_case(self, prompt: Any) -> int:
+        """The most calls one scored answer to ``prompt`` takes: it, its validation retries, and
+        a judge's verdict."""
+        judge = max(1, self.metric.worst_case_calls()) if self.metric.needs_model else 0
+        return 1 + default_validation_retries(prompt) + judge
 
     def scores(self, prompt: Any, examples: Sequence[Example], draws: int = 1) -> list[float]:
         """Each example's score: the mean over ``draws`` answers (one for a model that decodes greedily)."""
@@ -225,8 +306,12 @@ class Evaluator:
 
     def score(self, answer: Answer, example: Example) -> float:
         """The metric's score; a judge's verdict is cached and charged like any other model answer."""
+        return self._scored(answer, example)[0]
+
+    def _scored(self, answer: Answer, example: Example) -> tuple[float, int, float]:
+        """The metric's score, and the calls and cost of the judge's verdict behind it (none without one)."""
         if not self.metric.needs_model or not answer.valid or answer.data is None:
-            return self.metric.score(answer.data, example.output, valid=answer.valid)
+            return self.metric.score(answer.data, example.output, valid=answer.valid), 0, 0.0
         payload = json.dumps([self.metric.describe(), answer.data, example.output], sort_keys=True, default=str)
         key = hashlib.sha256(("judge:" + payload).encode()).hexdigest()
         with self.budget.spending(max(1, self.metric.worst_case_calls())):  # cached or not: the same check
@@ -238,7 +323,7 @@ class Evaluator:
                 verdict = Answer(value, "", True, max(self.metric.model_calls() - before, 1), 0.0)
                 self.cache.put(key, verdict)
             self.budget.charge(verdict, paid=paid)
-        return float(verdict.data)
+        return float(verdict.data), verdict.calls, verdict.cost
 
 
 def gives_logprobs(model: str) -> bool:

@@ -1,14 +1,19 @@
-"""Racing candidates: successive halving on shared dev rows, planned to fit the call budget.
+"""Racing candidates against a prior: screening on half of dev, a paired test on the other half.
 
-Every candidate of rung 0 answers the same first two rows of one fixed dev order (why two:
-:data:`FIRST_ROWS`); the best third go on to rung 1, which adds rows, and so on until the last
-rung, where the finalists answer the whole dev split. Rows already answered are never asked again,
-so rung ``k`` costs only its new rows. The plan (how many candidates, how many rows per rung) is
-fixed before the first call from the dev size and the budget, and spends the budget: the answers
-a cut in thirds leaves over buy more candidates, in rung 0 first. The race departs from it only
-where validation retries make answers cost more than one call, and then by what the calls spent so
-far say, never by what was cached, so cached answers, resumes and workers never change what is
-tried.
+dev is split in two before the first call (:func:`split_dev`): *screening* rows and
+*confirmation* rows. The race screens challengers on the screening rows by successive halving:
+every candidate of rung 0 answers the same first two rows (why two: :data:`FIRST_ROWS`); the best
+third go on to rung 1, which adds rows, and so on until the last rung has answered every screening
+row. The *prior* — the nearest-demos prompt where a pool exists, else the strongest seeded prompt
+— is never cut. Then the prior and the best challenger answer the confirmation rows, and the
+challenger replaces the prior only when a one-sided paired test on those rows, which chose
+nothing, says it is better (:func:`replaces`); a tie keeps the prior. Label odds may screen; the
+test uses the plain metric.
+
+Rows already answered are never asked again, so a rung costs only its new rows. The plan (how
+many candidates, how many rows per rung) is fixed before the first call from the dev size and the
+budget, and spends the budget: the answers a cut in thirds leaves over buy more candidates, in
+rung 0 first.
 
 :func:`plan` sizes the race; :func:`dev_order` interleaves labels so a rung's few rows cover
 several; :func:`leaders` and :func:`winner` choose on equal rows, preferring the simpler prompt
@@ -41,20 +46,32 @@ UNBOUNDED_CANDIDATES = 24
 """Candidates when neither ``--trials`` nor a call budget is given."""
 
 
+CONFIDENCE = 0.95
+"""How sure the paired test on confirmation rows must be that a challenger beats the prior (one-sided)."""
+
+
 @dataclass(frozen=True)
 class Plan:
-    """How many candidates answer how many rows at each rung."""
+    """How many candidates answer how many screening rows at each rung (the prior among them), and
+    how many confirmation rows the prior and the best challenger answer after."""
 
-    rows: tuple[int, ...]  # rows answered by the end of each rung (the last: all of dev)
-    keep: tuple[int, ...]  # candidates in each rung
+    rows: tuple[int, ...]  # screening rows answered by the end of each rung (the last: all of them)
+    keep: tuple[int, ...]  # candidates in each rung, the prior included
+    confirm: int = 0  # confirmation rows: the rest of dev
 
     @property
     def candidates(self) -> int:
         return self.keep[0]
 
+    @property
+    def finalists(self) -> int:
+        """Candidates answering the confirmation rows: the prior, and a challenger if there is one."""
+        return min(2, self.keep[-1])
+
     def calls(self) -> int:
         """Answers the race needs, retries aside."""
-        return sum(keep * (rows - before) for keep, rows, before in zip(self.keep, self.rows, (0, *self.rows)))
+        return sum(keep * (rows - before) for keep, rows, before in zip(self.keep, self.rows, (0, *self.rows))) \
+            + self.finalists * self.confirm
 
     def widened(self, rung: int, entrants: int, spare: int) -> Plan:
         """This plan with as many more candidates in ``rung`` (at most ``entrants``, those that
@@ -62,46 +79,58 @@ class Plan:
         step = self.rows[rung] - self.rows[rung - 1]
         extra = max(0, min(spare // step, entrants - self.keep[rung]))
         keep = (*self.keep[:rung], self.keep[rung] + extra, *self.keep[rung + 1:])
-        return Plan(self.rows, keep) if extra else self
+        return Plan(self.rows, keep, self.confirm) if extra else self
 
     def answers_after(self, rung: int, entrants: int) -> int:
-        """Answers the rungs after ``rung`` need when ``entrants`` candidates finish it, retries aside."""
-        return sum(min(keep, entrants) * (rows - before) for keep, rows, before
-                   in zip(self.keep[rung + 1:], self.rows[rung + 1:], self.rows[rung:]))
+        """Answers the rungs after ``rung`` (the confirmation included) need when ``entrants``
+        candidates finish it, retries aside."""
+        later = sum(min(keep, entrants) * (rows - before) for keep, rows, before
+                    in zip(self.keep[rung + 1:], self.rows[rung + 1:], self.rows[rung:]))
+        return later + min(self.finalists, entrants) * self.confirm
 
     def describe(self) -> dict[str, Any]:
         return {"candidates": self.candidates, "rows": list(self.rows), "keep": list(self.keep),
-                "calls": self.calls()}
+                "confirm": self.confirm, "calls": self.calls()}
 
 
 def plan(dev_size: int, budget: int | None, candidates: int | None = None, *, halving: bool = True,
-         first: int = FIRST_ROWS) -> Plan | None:
-    """The race over the most candidates (at most ``candidates``) whose answers fit ``budget``, rung
-    0 answering ``first`` rows and each later rung about three times as many, up to all of dev; the
-    answers a third-by-third cut leaves over buy more candidates (see :func:`_spent`). Without a
-    budget, ``candidates`` (or 24) race. None when not even one candidate can answer all of dev.
-    ``halving=False``: every candidate answers all of dev."""
+         first: int = FIRST_ROWS, anchors: int = 1) -> Plan | None:
+    """The race over the most candidates (at most ``candidates``; the ``anchors`` seeded prompts the
+    prior is chosen from among them, never cut) whose answers fit ``budget``: rung 0 answering
+    ``first`` screening rows and each later rung about three times as many, up to all of them, then
+    the confirmation rows (:func:`split_dev`); the answers a third-by-third cut leaves over buy more
+    candidates (see :func:`_spent`). Without a budget, ``candidates`` (or 24) race. None when not
+    even the prior can answer all of dev. ``halving=False``: every candidate answers every
+    screening row."""
     if dev_size <= 0:
         return None
+    screen = screening_rows(dev_size)
     cap = candidates or (MAX_CANDIDATES if budget is not None else UNBOUNDED_CANDIDATES)
-    rows = rungs(dev_size, first) if halving else (dev_size,)
+    rows = rungs(screen, first) if halving else (screen,)
+    confirm = dev_size - screen
     if budget is None:
-        return _uncut(_thirds(rows, cap))
-    count = max((n for n in range(1, cap + 1) if _thirds(rows, n).calls() <= budget), default=0)
-    return _uncut(_spent(_thirds(rows, count), budget, cap)) if count else None
+        return _uncut(_thirds(rows, cap, anchors, confirm))
+    count = max((n for n in range(1, cap + 1) if _thirds(rows, n, anchors, confirm).calls() <= budget), default=0)
+    return _uncut(_spent(_thirds(rows, count, anchors, confirm), budget, cap)) if count else None
+
+
+def screening_rows(dev_size: int) -> int:
+    """How many of dev's rows screen (the rest confirm): half, rounded up."""
+    return (dev_size + 1) // 2
 
 
 def _uncut(race: Plan) -> Plan:
-    """``race`` without the rungs that cut no candidate (the next rung keeps them all): each would
-    only be a decision on fewer rows that decides nothing, e.g. one candidate answering dev in
-    three steps. The same candidates answer the same rows, so the calls are unchanged."""
+    """``race`` without the screening rungs that cut no candidate (the next rung keeps them all):
+    each would only be a decision on fewer rows that decides nothing, e.g. one candidate answering
+    the screening rows in three steps. The same candidates answer the same rows, so the calls are
+    unchanged."""
     kept = [k for k in range(len(race.rows)) if k == len(race.rows) - 1 or race.keep[k + 1] < race.keep[k]]
-    return Plan(tuple(race.rows[k] for k in kept), tuple(race.keep[k] for k in kept))
+    return Plan(tuple(race.rows[k] for k in kept), tuple(race.keep[k] for k in kept), race.confirm)
 
 
 def rungs(dev_size: int, first: int) -> tuple[int, ...]:
     """Rows answered by the end of each rung: ``first``, then about :data:`ETA` times more per
-    rung, the last all of dev (a single rung when ``first`` is within a factor ETA of dev)."""
+    rung, the last all ``dev_size`` (a single rung when ``first`` is within a factor ETA of it)."""
     first = max(1, min(first, dev_size))
     depth = round(math.log(dev_size / first, ETA))  # rungs after the first
     if depth <= 0:
@@ -109,43 +138,70 @@ def rungs(dev_size: int, first: int) -> tuple[int, ...]:
     return tuple(sorted({round(first * (dev_size / first) ** (k / depth)) for k in range(depth)} | {dev_size}))
 
 
-def _thirds(rows: tuple[int, ...], count: int) -> Plan:
-    return Plan(rows, tuple(max(1, math.ceil(count / ETA ** k)) for k in range(len(rows))))
+def _thirds(rows: tuple[int, ...], count: int, anchors: int, confirm: int) -> Plan:
+    """``count`` candidates, the ``anchors`` in every rung and a third of the challengers kept at
+    each cut, at least one."""
+    if count <= anchors:
+        return Plan(rows, (count,) * len(rows), confirm)
+    return Plan(rows, tuple(anchors + max(1, math.ceil((count - anchors) / ETA ** k)) for k in range(len(rows))),
+                confirm)
 
 
 def _spent(race: Plan, budget: int, cap: int) -> Plan:
     """``race`` with the answers it leaves unspent turned into candidates: first more in rung 0
     (up to ``cap``), then more in each later rung in turn (never more than the rung before kept).
-    One more candidate in thirds would often need another finalist (a whole dev pass), so without
-    this up to a quarter of the budget went unused. The race adds candidates to a rung by the same
-    rule when its answers cost fewer calls than were kept for them (:meth:`Plan.widened`), so a
-    plan that has spent its budget here is run as it stands."""
+    One more candidate in thirds would often need another finalist (a whole pass over the
+    screening rows), so without this up to a quarter of the budget went unused. The race adds
+    candidates to a rung by the same rule when its answers cost fewer calls than were kept for them
+    (:meth:`Plan.widened`), so a plan that has spent its budget here is run as it stands."""
     keep = list(race.keep)
     keep[0] += max(0, min((budget - race.calls()) // race.rows[0], cap - keep[0]))
-    race = Plan(race.rows, tuple(keep))
+    race = Plan(race.rows, tuple(keep), race.confirm)
     for rung in range(1, len(race.rows)):
         race = race.widened(rung, race.keep[rung - 1], budget - race.calls())
     return race
 
 
 def dev_order(examples: Sequence[Any], seed: int, label_of: Callable[[Any], str] | None) -> list[Any]:
-    """The one order every candidate answers dev in: seeded, and with labels interleaved (the most
-    frequent label first, each label's rows shuffled), so the first rows cover several labels."""
+    """One seeded order of dev with labels interleaved (the most frequent label first, each label's
+    rows shuffled), so the first rows cover several labels."""
+    return _interleave(_groups(examples, seed, label_of))
+
+
+def split_dev(examples: Sequence[Any], seed: int,
+              label_of: Callable[[Any], str] | None) -> tuple[list[Any], list[Any]]:
+    """dev's screening rows (:func:`screening_rows` of them) and confirmation rows, each label's
+    rows dealt to the two in turn, so both halves cover the labels alike; each half in the order
+    every candidate answers it (labels interleaved, as :func:`dev_order`)."""
+    groups = _groups(examples, seed, label_of)
+    dealt = [row for rows in groups.values() for row in rows]
+    halves: tuple[dict[str, list[Any]], dict[str, list[Any]]] = ({}, {})
+    for position, row in enumerate(dealt):
+        label = next(label for label, rows in groups.items() if row in rows)
+        halves[position % 2].setdefault(label, []).append(row)
+    return _interleave(halves[0]), _interleave(halves[1])
+
+
+def _groups(examples: Sequence[Any], seed: int, label_of: Callable[[Any], str] | None) -> dict[str, list[Any]]:
+    """dev's rows by label, each label's shuffled with ``seed``, the most frequent label first (one
+    group of all rows, shuffled, without labels)."""
     rng = random.Random(seed)
     if label_of is None:
-        order = list(examples)
-        rng.shuffle(order)
-        return order
+        rows = list(examples)
+        rng.shuffle(rows)
+        return {"": rows}
     groups: dict[str, list[Any]] = defaultdict(list)
     for example in examples:
         groups[label_of(example.output)].append(example)
     for rows in groups.values():
         rng.shuffle(rows)
-    labels = sorted(groups, key=lambda label: (-len(groups[label]), label))
-    order: list[Any] = []
-    for position in range(max(len(rows) for rows in groups.values())):
-        order += [groups[label][position] for label in labels if position < len(groups[label])]
-    return order
+    return {label: groups[label] for label in sorted(groups, key=lambda label: (-len(groups[label]), label))}
+
+
+def _interleave(groups: dict[str, list[Any]]) -> list[Any]:
+    """The groups' rows taking the labels in turn, in the groups' order."""
+    longest = max((len(rows) for rows in groups.values()), default=0)
+    return [rows[position] for position in range(longest) for rows in groups.values() if position < len(rows)]
 
 
 @dataclass(frozen=True)
@@ -176,11 +232,13 @@ def tie_order(candidates: int, seed: int) -> list[int]:
     return places
 
 
-def leaders(standings: Sequence[Standing], keep: int) -> list[int]:
-    """The ``keep`` best candidates on the same rows (ties: the earlier in the tie order; the
-    simpler prompt is preferred only among finalists, where the rows are enough to tell)."""
+def leaders(standings: Sequence[Standing], keep: int, anchors: Sequence[int] = ()) -> list[int]:
+    """The ``keep`` best candidates on the same rows, the ``anchors`` always among them (ties: the
+    earlier in the tie order; the simpler prompt is preferred only among finalists, where the rows
+    are enough to tell)."""
     ranked = sorted(standings, key=lambda s: (-s.mean, s.tie))
-    return [s.candidate for s in ranked[:keep]]
+    kept = [s.candidate for s in ranked if s.candidate in anchors]
+    return kept + [s.candidate for s in ranked if s.candidate not in anchors][:max(0, keep - len(kept))]
 
 
 def within_noise(best: Standing, other: Standing) -> bool:
@@ -204,3 +262,37 @@ def winner(finalists: Sequence[Standing], *, tolerance: float | None = None) -> 
     else:
         close = [s for s in finalists if within_noise(best, s)]
     return min(close, key=lambda s: (s.tokens, -s.mean, s.tie))
+
+
+def one_sided_p(differences: Sequence[float]) -> float:
+    """The p-value of a one-sided paired sign-flip test that the per-row ``differences``
+    (challenger − prior, on the same rows) have a positive mean: the chance, were each difference's
+    sign a coin flip, of a total at least the one observed. Exact (every sign pattern, counted by
+    their totals) unless the totals grow too many, then 20,000 seeded draws, so the same rows
+    always give the same answer. 1.0 for no rows; a total of 0 or less is never significant."""
+    values = [round(d, 9) for d in differences if abs(d) > 1e-12]
+    observed = round(sum(values), 9)
+    if observed <= 0:
+        return 1.0
+    counts: dict[float, int] = {0.0: 1}
+    for value in values:
+        step: dict[float, int] = defaultdict(int)
+        for total, ways in counts.items():
+            step[round(total + value, 9)] += ways
+            step[round(total - value, 9)] += ways
+        counts = step
+        if len(counts) > 200_000:
+            break
+    else:
+        return sum(ways for total, ways in counts.items() if total >= observed - 1e-9) / 2 ** len(values)
+    rng = random.Random("one_sided_p")
+    draws = 20_000
+    hits = sum(1 for _ in range(draws) if sum(v if rng.random() < 0.5 else -v for v in values) >= observed - 1e-9)
+    return (hits + 1) / (draws + 1)
+
+
+def replaces(challenger: Sequence[float], prior: Sequence[float], confidence: float = CONFIDENCE) -> tuple[bool, float]:
+    """Whether the challenger's plain scores beat the prior's on the same confirmation rows by the
+    one-sided paired test at ``confidence``, and its p-value; a tie keeps the prior."""
+    p = one_sided_p([a - b for a, b in zip(challenger, prior, strict=True)])
+    return p <= 1 - confidence, p

@@ -1,7 +1,9 @@
 """One search over one (agent, model) study, as the steps the study module's docstring lists: set
-the study up (proposals, bootstrapped demos, the space, the race's plan and candidates), run the
-race rung by rung, then name the winner, chosen on dev alone (test is scored by the caller, once
-every choice is made: see :mod:`rosetta.optimize.target`).
+the study up (proposals, bootstrapped demos, the space, the race's plan and candidates), screen the
+challengers rung by rung on half of dev with the prior never cut, then let the best challenger
+replace the prior only if it beats it on the other half (see :mod:`rosetta.optimize.race`). Every
+choice is made on dev; test is scored by the caller, once every choice is made (see
+:mod:`rosetta.optimize.target`).
 
 A study's trials are the race's units: one candidate answering one rung's rows. The main process
 enqueues each rung's units, every process (it and any ``--worker``) takes them from the study's
@@ -19,22 +21,21 @@ import os
 import socket
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rosetta.optimize.budget import CallPlan, call_plan
 from rosetta.optimize.cache import EvalCache, prompt_key
-from rosetta.optimize.evaluation import Budget, BudgetExhausted, Evaluator, HeldBack, interval95
+from rosetta.optimize.evaluation import Budget, BudgetExhausted, Evaluator, HeldBack, Scored, interval95
 from rosetta.optimize.label_odds import label_field
 from rosetta.optimize.metrics import Metric
-from rosetta.optimize.race import Plan, Standing, dev_order, leaders, tie_order, winner
-from rosetta.optimize.space import SPACE_VERSION, build_space, label_function
+from rosetta.optimize.race import CONFIDENCE, Plan, Standing, leaders, replaces, split_dev, tie_order, winner
+from rosetta.optimize.space import SEEDED, SPACE_VERSION, build_space, label_function
 from rosetta.optimize.study import (
-    PERFECT,
     SearchOutcome,
     SearchSettings,
     SearchStatus,
-    Surplus,
     bootstrap,
     completion,
     create_study,
@@ -94,6 +95,7 @@ class _Search:
         self.mine: set[int] = set()  # the trials this process ran
         self.stopped: list[str] = []  # why the search stopped early, first reason first
         self.finalists: list[Standing] = []
+        self.prior: Standing | None = None  # chosen once the screening rows are answered
         self.eliminated = 0
 
     def report(self, phase: str | None = None, note: str | None = None) -> None:
@@ -151,18 +153,21 @@ class _Search:
                                  nearest=settings.nearest_demos)
         self.searchable = self.signature.model_copy(update={"demos": self.space.demos})
         if stored is not None:
-            self.plan = Plan(tuple(stored["rows"]), tuple(stored["keep"]))
-        else:  # 3. the race's plan, fitted again when the space holds fewer distinct prompts
+            self.plan = Plan(tuple(stored["rows"]), tuple(stored["keep"]), int(stored["confirm"]))
+        else:  # 3. the race's plan, fitted again when the space holds other numbers of prompts
             self.plan = first
         self.candidates = self._candidates()
+        self.anchors = self._anchors()
         if stored is None:
-            if len(self.candidates) < first.candidates:
-                self.plan = self.planned.fitted(len(self.candidates))
+            if len(self.candidates) < first.candidates or self.anchors != self._anchors(first.candidates):
+                self.plan = self.planned.fitted(min(len(self.candidates), first.candidates), len(self.anchors))
             self.study.set_user_attr("race_plan", {"rows": list(self.plan.rows), "keep": list(self.plan.keep),
-                                                   "demo_sets": demo_sets})
+                                                   "confirm": self.plan.confirm, "demo_sets": demo_sets})
         self.candidates = self.candidates[:self.plan.candidates]
         self.ties = tie_order(len(self.candidates), settings.seed)
-        self.dev = dev_order(data.dev, settings.seed, label_of)
+        screening, confirming = split_dev(data.dev, settings.seed, label_of)
+        self.dev = screening + confirming  # rungs answer a prefix of the screening rows, then the rest
+        self.screening = len(screening)
         self.status.trials_total = len(self.candidates)
         self.report(note=self.proposals.note)
 
@@ -180,19 +185,29 @@ class _Search:
                 break
         return chosen
 
+    def _anchors(self, count: int | None = None) -> list[int]:
+        """The never-cut candidates the prior is chosen from (among the first ``count``): the
+        nearest-demos prompt where the space has one, else the seeded ones (the unoptimized render,
+        the plain k-shot prompt)."""
+        kinds = [self.space.kind(params) for params in self.candidates[:count]]
+        return [c for c, kind in enumerate(kinds) if kind == "nearest-k"] or \
+            [c for c, kind in enumerate(kinds) if kind in SEEDED]
+
     # -- 3: the race -------------------------------------------------------------------------------
 
     def race(self) -> None:
-        """Rung by rung: enqueue the units of the candidates still in, answer them (with any
-        workers), promote the leaders; stop early when the budget is spent or a candidate is
-        perfect on all of dev."""
+        """Screening, rung by rung: enqueue the units of the candidates still in, answer them (with
+        any workers), promote the leaders and the prior's seeded candidates; then confirmation: the
+        prior and the best challenger answer the rest of dev, and the challenger replaces the prior
+        only if the paired test says it is better there. Stops early when the budget is spent."""
         study, plan_ = self.study, self.plan
         alive = list(range(len(self.candidates)))
-        self.report("racing", self.proposals.note or f"{len(alive)} candidates, rows per rung {list(plan_.rows)}")
+        self.report("racing", self.proposals.note or f"{len(alive)} candidates, screening rows per rung "
+                                                     f"{list(plan_.rows)}, then {plan_.confirm} confirmation rows")
         standings: dict[int, Standing] = {}
         for rung, rows in enumerate(plan_.rows):
             if rung:
-                promoted = self._promoted(rung, leaders([standings[c] for c in alive], len(alive)))
+                promoted = self._promoted(rung, leaders([standings[c] for c in alive], len(alive), self.anchors))
                 self.eliminated += len(alive) - len(promoted)
                 alive = promoted
             self.status.pruned = self.eliminated
@@ -204,9 +219,38 @@ class _Search:
             if self.stopped or not done:
                 break
             alive = [c for c in alive if c in done]  # the rest were held back: stopped by the budget
+        self._confirm()
         self._cancel_waiting()
         study.set_user_attr("race_done", True)
         self.status.trials_done = len(self.candidates)
+
+    def _confirm(self) -> None:
+        """The prior (the best of the never-cut candidates on the screening rows, the plainest on a
+        tie) and the best challenger answer the confirmation rows; :attr:`chosen` is the challenger
+        only when it beats the prior there by the one-sided paired test."""
+        anchors = [s for s in self.finalists if s.candidate in self.anchors]
+        self.prior = max(anchors, key=lambda s: (s.plain_mean, -self.anchors.index(s.candidate)), default=None)
+        others = [s for s in self.finalists if self.prior is None or s.candidate != self.prior.candidate]
+        tolerance = self.settings.pareto_tolerance if self.settings.pareto else None
+        self.challenger = winner(others, tolerance=tolerance) if others else None
+        self.confirmation: dict[str, Any] = {"rows": self.plan.confirm}
+        self.chosen = self.prior or (winner(self.finalists) if self.finalists else None)
+        if self.prior is None or not self.plan.confirm or self.stopped:
+            return
+        entrants = [s.candidate for s in (self.prior, self.challenger) if s is not None]
+        self.report("confirming", f"the prior and the best challenger on {self.plan.confirm} confirmation rows")
+        done = self._rung(len(self.plan.rows), len(self.dev), entrants)
+        prior, challenger = done.get(self.prior.candidate), done.get(entrants[-1])
+        if prior is not None:
+            self.prior = self.chosen = prior
+        if prior is None or challenger is None or len(entrants) == 1:
+            return
+        better, p = replaces(challenger.plain[self.screening:], prior.plain[self.screening:])
+        self.confirmation.update(prior=round(_mean(prior.plain[self.screening:]), 6),
+                                 challenger=round(_mean(challenger.plain[self.screening:]), 6),
+                                 p=round(p, 6), confidence=CONFIDENCE, replaced=better)
+        if better:
+            self.chosen = challenger
 
     def _cancel_waiting(self) -> None:
         """Units left in the queue when the race ended early are failed, saying why, so that no
@@ -229,7 +273,7 @@ class _Search:
 
         study = self.study
         units = self._units(rung)
-        for candidate in alive:
+        for candidate in sorted(alive, key=self._turn_order):
             unit = units.get(candidate)
             if unit is None or (unit.state == optuna.trial.TrialState.FAIL and not unit.user_attrs.get("stopped")):
                 study.enqueue_trial(self.candidates[candidate],
@@ -249,14 +293,18 @@ class _Search:
                 time.sleep(IDLE_S)  # other processes are answering the rest
         finished = {c: self._standing(units[c]) for c in alive
                     if c in units and units[c].state == optuna.trial.TrialState.COMPLETE}
-        if rows == len(self.dev) and any(s.plain_mean >= 1.0 for s in finished.values()) \
-                and PERFECT not in self.stopped:
-            self.stopped.append(PERFECT)
         unfinished = [units[c].user_attrs for c in alive if c not in finished]
         if not self.stopped and any(not attrs.get("held_back") for attrs in unfinished):
             reason = next((attrs["stopped"] for attrs in unfinished if attrs.get("stopped")), None)
             self.stopped.append(reason or "the race was interrupted")
         return finished
+
+    def _turn_order(self, candidate: int) -> tuple[int, int]:
+        """Where ``candidate``'s unit comes in its rung: the prior first, then the seeded candidates it
+        is chosen from, then the rest, so that where the budget runs short it stops a challenger,
+        never the prior."""
+        prior = self.prior is not None and candidate == self.prior.candidate
+        return (0 if prior else 1 if candidate in self.anchors else 2), candidate
 
     def _units(self, rung: int) -> dict[int, Any]:
         """This rung's units by candidate: the finished one where there is one, else the latest."""
@@ -285,48 +333,86 @@ class _Search:
             time.sleep(IDLE_S)
 
     def _answer_next(self) -> bool:
-        """Take one waiting unit from the study and answer it; False when there was none."""
+        """Take the waiting units from the study (all this process gets) and answer them together;
+        False when there were none. Their answers run ``--jobs`` at a time and take turns in unit
+        and row order (:meth:`Budget.turn`), so the answers admitted, and the scores recorded,
+        are those of one answer at a time, on any machine."""
         import optuna
 
         study = self.study
-        if not study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
+        trials: list[Any] = []
+        for _ in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
+            trial = study.ask()
+            if "candidate" not in trial.user_attrs:  # another process took the waiting unit first: optuna made a
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)  # new, empty trial
+                break
+            trials.append(trial)
+        if not trials:
             return False
-        trial = study.ask()
+        trials.sort(key=lambda t: (int(t.user_attrs["rung"]), self._turn_order(int(t.user_attrs["candidate"]))))
         try:
-            if "candidate" not in trial.user_attrs:
-                raise Surplus()  # another process took the waiting unit first: optuna made a new, empty trial
-            value = self._answer(trial)
-        except Surplus:
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
-            return False
-        except HeldBack as held:  # this rung's share is spent; the race goes on with those that finished
-            trial.set_user_attr("stopped", held.reason)
-            trial.set_user_attr("held_back", True)
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
-            return True
-        except BudgetExhausted as exhausted:
-            self.stopped.append(exhausted.reason)
-            trial.set_user_attr("stopped", exhausted.reason)
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
-            return True
+            units = self._answer(trials)
         except BaseException:
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            for trial in trials:
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
             raise
-        study.tell(trial, value)
+        for trial, unit in zip(trials, units, strict=True):
+            if unit.refused is None:
+                study.tell(trial, sum(unit.race) / len(unit.race))
+                continue
+            trial.set_user_attr("stopped", unit.refused.reason)
+            if isinstance(unit.refused, HeldBack):  # this rung's share is spent; the race goes on with those that finished
+                trial.set_user_attr("held_back", True)
+            elif unit.refused.reason not in self.stopped:
+                self.stopped.append(unit.refused.reason)
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
         self.report()
         return True
 
-    def _answer(self, trial: Any) -> float:
-        """One unit: the candidate's prompt answers the rung's new rows (the earlier rows' scores
-        come from its unit of the previous rung); records per-row scores, calls and cost."""
-        budget, attrs = self.budget, trial.user_attrs
-        self.mine.add(trial.number)
-        trials = self.study.get_trials(deepcopy=False)
-        budget.carried_calls = sum(int(t.user_attrs.get("calls", 0)) for t in trials
+    def _answer(self, trials: list[Any]) -> list[_Unit]:
+        """The units ``trials`` hold: each candidate's prompt answers its rung's new rows (the
+        earlier rows' scores come from its unit of the rung before); records per-row scores, calls
+        and cost on each trial."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        budget = self.budget
+        self.mine.update(trial.number for trial in trials)
+        everyone = self.study.get_trials(deepcopy=False)
+        budget.carried_calls = sum(int(t.user_attrs.get("calls", 0)) for t in everyone
                                    if t.state.name in ("COMPLETE", "FAIL") and t.number not in self.mine)
+        units = [self._unit(trial, everyone, position) for position, trial in enumerate(trials)]
+        turns = [(unit, row) for unit in units for row in range(unit.answered, unit.rows)]
+
+        def take(number: int) -> None:
+            unit, row = turns[number]
+            try:
+                with budget.turn(number, unit.reserve, unit.held, unit=unit.trial.number):
+                    unit.scored[row] = self.evaluator.race_score(unit.prompt, self.dev[row], unit.key)
+            except BudgetExhausted as refused:
+                unit.refused = unit.refused or refused
+
+        budget.start_turns()
+        try:
+            if self.settings.jobs > 1 and len(turns) > 1:
+                with ThreadPoolExecutor(max_workers=self.settings.jobs) as pool:
+                    list(pool.map(take, range(len(turns))))  # started in turn order: no turn waits on one not started
+            else:
+                for number in range(len(turns)):
+                    take(number)
+        finally:
+            for unit in units:
+                unit.record()
+            if unit.plain:
+                mean = sum(unit.plain) / len(unit.plain)
+                if self.status.best is None or mean > self.status.best:
+                    self.status.best = mean
+        return units
+
+    def _unit(self, trial: Any, everyone: list[Any], position: int) -> _Unit:
+        """One unit made ready to answer: its prompt, the rows it answered in the rung before, and
+        the calls kept for later rungs while it answers (it being the ``position``-th of its batch)."""
+        attrs = trial.user_attrs
         candidate, rung, rows = int(attrs["candidate"]), int(attrs["rung"]), int(attrs["rows"])
-        budget.held = self._held(rung, trials)
-        budget.check()
         trial.set_user_attr("host", socket.gethostname())
         trial.set_user_attr("pid", os.getpid())
         params = self.candidates[candidate]
@@ -341,34 +427,20 @@ class _Search:
         earlier = self._units(rung - 1).get(candidate) if rung else None
         race = list(earlier.user_attrs["race"]) if earlier is not None else []
         plain = list(earlier.user_attrs["plain"]) if earlier is not None else []
-        spent_before, cost_before, answered_before = budget.calls, budget.cost, len(race)
-        try:
-            for race_score, plain_score in self.evaluator.race_scores(prompt, self.dev[len(race):rows]):
-                race.append(race_score)
-                plain.append(plain_score)
-        finally:
-            trial.set_user_attr("calls", budget.calls - spent_before)
-            trial.set_user_attr("answers", len(race) - answered_before)
-            trial.set_user_attr("cost", budget.cost - cost_before)
-            trial.set_user_attr("race", race)
-            trial.set_user_attr("plain", plain)
-        mean = sum(plain) / len(plain)
-        if self.status.best is None or mean > self.status.best:
-            self.status.best = mean
-        if rows == len(self.dev) and mean >= 1.0:
-            self.stopped.append(PERFECT)
-        return sum(race) / len(race)
+        return _Unit(trial, prompt, self.evaluator.race_key(prompt), race, plain, rows,
+                     self.evaluator.worst_case(prompt), self._held(rung, everyone, position))
 
-    def _held(self, rung: int, trials: list[Any]) -> int:
-        """Calls kept for the rungs after ``rung``: the answers they need for the candidates of this
-        rung so far (this one included), and the retries those take at the rate seen so far in
-        ``trials`` (the study's). Without it, retries in the wide first rungs would spend what the
-        finalists need, and the winner would be chosen on a fraction of dev; with it, the first
-        rung's last candidates stop."""
+    def _held(self, rung: int, trials: list[Any], position: int) -> int:
+        """Calls kept for the rungs after ``rung`` while the ``position``-th unit of a batch
+        answers: the answers they need for the candidates of this rung so far (those finished
+        before the batch, the batch's up to this one), and the retries those take at the rate seen
+        in ``trials`` (the study's, before the batch). Without it, retries in the wide first rungs
+        would spend what the finalists need, and the winner would be chosen on a fraction of dev;
+        with it, the first rung's last candidates stop."""
         trials = [t for t in trials if "candidate" in t.user_attrs]
-        entrants = sum(1 for t in trials
-                       if t.user_attrs.get("rung") == rung and t.state.name in ("COMPLETE", "RUNNING"))
-        later = self.plan.answers_after(rung, max(1, entrants))
+        entrants = position + 1 + sum(1 for t in trials
+                                      if t.user_attrs.get("rung") == rung and t.state.name == "COMPLETE")
+        later = self.plan.answers_after(rung, max(1, entrants)) if rung < len(self.plan.rows) else 0
         done = [t.user_attrs for t in trials if t.state.name in ("COMPLETE", "FAIL") and t.user_attrs.get("answers")]
         answers = sum(int(attrs["answers"]) for attrs in done)
         calls = sum(int(attrs.get("calls", 0)) for attrs in done)
@@ -407,11 +479,11 @@ class _Search:
     # -- 4: the outcome --------------------------------------------------------------------------
 
     def outcome(self) -> SearchOutcome:
-        """The winner among the finalists, chosen on dev, with totals and each phase's calls (test
-        is not read: the caller scores it once the activation is decided too)."""
-        settings, status = self.settings, self.status
-        finalists = self.finalists
-        if not finalists:  # the plan fits one pass over dev: retries, or another limit, took its calls
+        """The winner — the prior, or the challenger that beat it on the confirmation rows — with
+        totals and each phase's calls (test is not read: the caller scores it once the activation
+        is decided too)."""
+        status, best = self.status, self.chosen
+        if best is None:  # the plan fits one pass over dev: retries, or another limit, took its calls
             spent = self.budget.calls + self.budget.carried_calls
             reason = self.stopped[0] if self.stopped else "the race was interrupted"
             raise UsageError(Problem(f"the search stopped before any candidate answered its first rung ({reason}; "
@@ -419,7 +491,6 @@ class _Search:
                                      hint="answers took more validation retries than the budget had room for: "
                                           "allow more calls" if "--max-calls" in reason else
                                           "raise the limit that stopped it"))
-        best = winner(finalists, tolerance=settings.pareto_tolerance if settings.pareto else None)
         params = self.candidates[best.candidate]
         prompt = self.render(self.searchable, self.space.knobs(params))
         test_budget = Budget()
@@ -429,7 +500,8 @@ class _Search:
         status.to_answer = 0
         self.report("winner chosen on dev")
         cut_short = len({int(t.user_attrs["candidate"]) for t in trials
-                         if t.user_attrs.get("stopped") not in (None, PERFECT)})
+                         if t.user_attrs.get("stopped") is not None})
+        confirmed = len(best.plain) == len(self.dev) > self.screening
         return SearchOutcome(
             prompt=prompt, params=dict(params), dev_score=best.plain_mean, baseline_dev=default,
             trials=len(self.candidates), pruned=self.eliminated, calls=sum(phases.values()) if phases else 0,
@@ -442,15 +514,18 @@ class _Search:
             notes=[n for n in (self.proposals.note, *self.space.notes) if n],
             phases=phases, cut_short=cut_short, dev_interval=interval95(best.plain),
             dev_examples=len(best.plain), dev_rows=tuple(e.id for e in self.dev[:len(best.plain)]),
-            race=self._race_record(best, finalists),
+            confirm_rows=tuple(e.id for e in self.dev[self.screening:]) if confirmed else (),
+            confirm_scores=tuple(best.plain[self.screening:]) if confirmed else (),
+            race=self._race_record(best),
             scoring="label odds" if self.evaluator.odds_seen else "metric", kind=self.space.kind(params))
 
     def _phases(self, trials: list[Any]) -> dict[str, int]:
         """Calls per phase: proposals, bootstrapping, and each rung of the race."""
         phases = {"proposals": self.proposals.calls, "bootstrap": int(self.study.user_attrs.get("bootstrap_calls", 0))}
-        for rung in range(len(self.plan.rows)):
-            phases[f"rung {rung}"] = sum(int(t.user_attrs.get("calls", 0)) for t in trials
-                                         if t.user_attrs.get("rung") == rung and t.state.name in ("COMPLETE", "FAIL"))
+        for rung in range(len(self.plan.rows) + 1):
+            name = f"rung {rung}" if rung < len(self.plan.rows) else "confirmation"
+            phases[name] = sum(int(t.user_attrs.get("calls", 0)) for t in trials
+                               if t.user_attrs.get("rung") == rung and t.state.name in ("COMPLETE", "FAIL"))
         return phases
 
     def _default_dev(self, trials: list[Any], test_budget: Budget) -> float | None:
@@ -467,7 +542,55 @@ class _Search:
             plain += evaluator.scores(self.base_prompt, self.dev[len(plain):])
         return sum(plain) / len(plain)
 
-    def _race_record(self, best: Standing, finalists: list[Standing]) -> dict[str, Any]:
+    def _race_record(self, best: Standing) -> dict[str, Any]:
+        """The plan, the screening finalists' plain scores, the prior, the challenger and what the
+        confirmation rows said."""
+        def kind(standing: Standing | None) -> str | None:
+            return self.space.kind(self.candidates[standing.candidate]) if standing is not None else None
+
         return {**self.plan.describe(), "winner": best.candidate,
-                "finalists": {s.candidate: round(s.plain_mean, 6) for s in finalists}, "tie_order": self.ties}
+                "finalists": {s.candidate: round(s.plain_mean, 6) for s in self.finalists},
+                "prior": self.prior.candidate if self.prior is not None else None, "prior_kind": kind(self.prior),
+                "challenger": self.challenger.candidate if self.challenger is not None else None,
+                "challenger_kind": kind(self.challenger), "confirmation": self.confirmation, "tie_order": self.ties}
+
+
+@dataclass
+class _Unit:
+    """A unit being answered: its trial, prompt and scores so far, the rows it answers up to, the
+    worst case of one answer, the calls kept for later rungs meanwhile, and why it stopped short."""
+
+    trial: Any
+    prompt: Any
+    key: tuple[str, bool]
+    race: list[float]
+    plain: list[float]
+    rows: int
+    reserve: int
+    held: int
+    answered: int = 0  # rows answered in earlier rungs
+    scored: dict[int, Scored] = field(default_factory=dict)
+    refused: BudgetExhausted | None = None  # the first refusal (later rows of the unit are refused too)
+
+    def __post_init__(self) -> None:
+        self.answered = len(self.race)
+
+    def record(self) -> None:
+        """The rows answered in a row (up to a refused one, or one whose call failed) onto the trial."""
+        new: list[Scored] = []
+        for row in range(self.answered, self.rows):
+            if row not in self.scored:
+                break
+            new.append(self.scored[row])
+        self.race += [s.race for s in new]
+        self.plain += [s.plain for s in new]
+        self.trial.set_user_attr("calls", sum(s.calls for s in new))
+        self.trial.set_user_attr("answers", len(new))
+        self.trial.set_user_attr("cost", sum(s.cost for s in new))
+        self.trial.set_user_attr("race", self.race)
+        self.trial.set_user_attr("plain", self.plain)
+
+
+def _mean(scores: Any) -> float:
+    return sum(scores) / len(scores) if scores else 0.0
 

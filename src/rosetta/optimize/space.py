@@ -38,11 +38,12 @@ from rosetta.parts import Demo
 from rosetta.providers.kinds import Delimiter, StructuredOutput
 from rosetta.render.prompt import RETRIEVAL_ORDERS, Knobs, Retrieval
 
-SPACE_VERSION = 6
+SPACE_VERSION = 7
 """Part of the study's name: bumped when a trial's params come to mean another prompt (as when demo
-set 0 became train's first rows, trials became a race's units, or the adaptive reasoning of a
-JSON-only answer stopped meaning "think step by step"), so a journal from an older rosetta is not
-resumed and misread."""
+set 0 became train's first rows, trials became a race's units, the adaptive reasoning of a
+JSON-only answer stopped meaning "think step by step", or dev was split into screening and
+confirmation rows and instructions stopped replacing Context), so a journal from an older rosetta
+is not resumed and misread."""
 
 NEAREST = -2
 """The demo set that is not a set: per request, the train rows nearest to it."""
@@ -66,6 +67,16 @@ POOLS = ("labeled", "bootstrapped")
 correctly (its own phrasing, DSPy's bootstrapped demos); the second only when there are enough."""
 
 FORMAT_KNOBS = ("reasoning", "section_order", "delimiter", "structured_output")
+
+
+def anchor_count(signature: Any, train: tuple[Any, ...], nearest: bool) -> int:
+    """How many seeded prompts the race's prior is chosen from (as :func:`build_space` will hold
+    them): one, the nearest-demos prompt, where train holds more rows than a request gets; else the
+    unoptimized render and, where demos are searched, train's first k rows."""
+    high = signature.demo_range[1]
+    if nearest and 0 < high < len(train):
+        return 1
+    return 2 if high > 0 and train else 1
 
 
 def origin(kind: str) -> str:
@@ -349,8 +360,8 @@ def build_space(signature: Any, model: Any, adapter: Any, train: tuple[Any, ...]
         alternative = StructuredOutput.PROMPT_SCHEMA if adapter.structured_output is not StructuredOutput.PROMPT_SCHEMA \
             else StructuredOutput.RESPONSE_SCHEMA
         structured = (AUTO, alternative.value)
-    # a terse built-in candidate needs no proposer: the one-line description in place of the role and
-    # context text (constraints and format stay); long rules often drown a small model's few-shot cues
+    # a terse built-in candidate needs no proposer: the one-line description in place of the role
+    # (context, constraints and format stay); a long persona often drowns a small model's few-shot cues
     terse = (signature.description,) if signature.description and high > 0 else ()
     texts = (None, *dict.fromkeys(t for t in (*terse, *instructions) if t))
     sources = ("definition", *("terse" if text in terse else "proposed" for text in texts[1:]))

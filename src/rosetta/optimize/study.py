@@ -6,11 +6,13 @@
 2. A few train rows answered with the default prompt become "bootstrapped" demos when they score
    1 (skipped when the answer is only a label: such a demo would repeat its labeled row).
 3. The race: candidates from the space (the unoptimized render, the plain k-shot prompt and the
-   nearest-demos prompt first), successive halving on one fixed dev order. Each trial of the
+   nearest-demos prompt first), successive halving on the screening half of one fixed dev order,
+   the prior never cut. Each trial of the
    study is one *unit* — one candidate answering one rung's rows — so several processes can
    share a rung (``--worker``), and a killed study resumes from its finished units.
-4. The winner among the finalists, chosen on dev alone. Test is not read here: the caller decides
-   on dev whether the winner replaces the active artifact, then scores it once on test, for the
+4. The winner: the prior, or the best challenger where a paired test on confirmation rows (dev
+   rows the screening did not use) says it is better. Test is not read here: the caller decides on
+   those rows whether the winner replaces the active artifact, then scores it once on test, for the
    report (see :mod:`rosetta.optimize.target`).
 
 Everything that costs a model call goes through the evaluation cache; the study lives in a
@@ -134,15 +136,13 @@ class SearchOutcome:
     cut_short: int = 0  # candidates the budget stopped before their rung was done
     dev_interval: tuple[float, float] | None = None  # 95% interval of the winner's dev score, ignoring selection
     dev_examples: int = 0  # dev rows behind dev_score
-    dev_rows: tuple[str, ...] = ()  # their ids: the rows the active artifact is compared on when re-scored
+    dev_rows: tuple[str, ...] = ()  # their ids
+    confirm_rows: tuple[str, ...] = ()  # the dev rows that chose nothing: where the prior was tested, and the active artifact is
+    confirm_scores: tuple[float, ...] = ()  # the winner's plain score on each of them
     race: dict[str, Any] = field(default_factory=dict)  # the plan, and how the winner ranked
     study_run: str = ""  # the study this run used: ``study``, or ``study~N`` after --force
     scoring: str = "metric"  # what the race compared: "metric", or "label odds" (the correct label's probability)
     kind: str | None = None  # the winner's kind (space.SearchSpace.kind); None for DSPy's choice
-
-
-class Surplus(Exception):
-    """A process asked for a unit another process had just taken; the empty trial is discarded."""
 
 
 def study_name(agent: str, model_id: str, identity: dict[str, Any]) -> str:
@@ -366,9 +366,6 @@ def wait_for_setup(study: Any, budget: Budget, timeout_s: float = 900.0) -> tupl
     proposals = Proposals(**{**stored, "usable": tuple(stored["usable"]), "dropped": tuple(stored["dropped"]),
                              "errors": tuple(stored.get("errors", ()))})
     return proposals, [Demo(id=i, inputs=inputs, output=output) for i, inputs, output in attrs["bootstrapped"]]
-
-
-PERFECT = "a candidate scored 1.0 on all of dev: nothing left to gain"
 
 
 def _schema_output(model: str | None) -> bool:

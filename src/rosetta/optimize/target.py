@@ -5,9 +5,11 @@ adapter and model — so a plain ``rosetta compile`` keeps it while those are un
 in its provenance what the search used (dataset hash, metric, seed, settings) and found (knobs,
 dev and test scores, calls and cost). ``--optimize`` re-runs only when one of those changed.
 
-Every choice is made on dev: the race, the winner, and whether the winner replaces the active
-artifact (compared on the same dev rows). Test is scored once, after all of them, for the report:
-a score that chose nothing is an honest estimate of the next rows' (``optimizer.chosen_on``).
+Every choice is made on dev: the race screens on half of it, and the other half (rows that chose
+nothing) decides, by a one-sided paired test, both whether the best challenger replaces the prior
+and whether the winner replaces the active artifact; a tie keeps what is there. Test is scored
+once, after all of them, for the report: a score that chose nothing is an honest estimate of the
+next rows' (``optimizer.chosen_on``).
 """
 
 from __future__ import annotations
@@ -58,8 +60,8 @@ class OptimizeReport:
     outcome: Any = None
     plan: CallPlan | None = None  # the calls planned, the same for the dry run and the search
     cost_usd: float = 0.0  # a dry run's estimate for the most calls it states (0 when litellm knows no price)
-    rescoring: int = 0  # dev answers the active artifact gives first, scored on other data (outside the budget)
-    rescoring_why: str = ""  # what the active artifact's recorded dev score was measured on instead
+    rescoring: int = 0  # dev answers the active artifact gives before it may be replaced (outside the budget)
+    rescoring_why: str = ""  # which rows those are
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     activation: str | None = None  # how the new artifact compared with the active one, when they were compared
@@ -99,7 +101,7 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
     report = OptimizeReport(signature.name, model.id, "", str(path), plan=plan)
     if request.dry_run:
         report.status = "dry run"
-        report.rescoring, report.rescoring_why = (0, "") if request.activate else _rescored_rows(path, context)
+        report.rescoring, report.rescoring_why = (0, "") if request.activate else _rescored_rows(path, plan)
         most = (plan.search_calls() or 0) + plan.dspy_dev * plan.per_answer + plan.test_calls() \
             + report.rescoring * plan.per_answer
         report.cost_usd = _cost_estimate(context, unoptimized, most)
@@ -126,7 +128,8 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
         report.status = "worker done"
         return report
     # every choice is made before test is read: the winner (above), then whether it replaces the active one
-    decision = Activation(False) if request.activate else _compare_with_active(path, outcome, context, complete)
+    decision = Activation(False) if request.activate else _compare_with_active(path, outcome, context, search, cache,
+                                                                                 complete)
     baseline = unoptimized if search.baseline_test and request.optimizer == "rosetta" else None  # as the plan says
     _score_test(outcome, context, search, cache, baseline, complete=complete,
                 status=shown[0] if shown else SearchStatus(), on_status=on_status)
@@ -166,46 +169,52 @@ class Activation:
                 "it with `rosetta experiment start`")
 
 
-def _compare_with_active(path: Path, outcome: SearchOutcome, context: Context, complete: Any) -> Activation:
-    """Whether the winner replaces the active artifact at ``path``, decided on dev alone. An optimized
-    artifact gives way only to one scoring at least as well on the same dev rows: a search on a few
-    rows, or on other data, must not silently replace a measured better prompt, and a choice made
-    on test would leave the test score no honest estimate. When the active artifact's dev score was
-    measured on other rows (:func:`_measured_elsewhere`), it is first scored on the rows the winner
-    was scored on (its calls are said; the dry run counts them)."""
+def _compare_with_active(path: Path, outcome: SearchOutcome, context: Context, search: SearchSettings, cache: Any,
+                         complete: Any) -> Activation:
+    """Whether the winner replaces the optimized active artifact at ``path``: by the rule that lets a
+    challenger replace the search's prior — a one-sided paired test on the confirmation rows (dev
+    rows that chose nothing), both prompts answering them through the evaluation cache (free where
+    the active prompt raced); a tie keeps the active one. A plain render or an import, which no
+    labeled rows ever measured, gives way to the search's winner (the prior, or a challenger that
+    beat it)."""
     from rosetta.errors import RosettaError
+    from rosetta.optimize.evaluation import Budget, Evaluator
+    from rosetta.optimize.label_odds import label_field
+    from rosetta.optimize.race import CONFIDENCE, replaces
     from rosetta.store.artifact import ArtifactError, read_artifact
 
     try:
         active = read_artifact(path)
     except (OSError, ArtifactError):
         return Activation(False)
-    old, now = active.provenance.scores.get("dev"), round(outcome.dev_score, 6)
+    old = active.provenance.scores.get("dev")
     if old is None or active.provenance.dataset_sha256 is None:
         return Activation(False)  # an unoptimized render, or an import never scored: nothing measured to lose
-    rows, measured = len(outcome.dev_rows), ""
-    elsewhere = _measured_elsewhere(active, context)
-    if elsewhere:
-        chosen = set(outcome.dev_rows)
-        examples = [example for example in context.data.dev if example.id in chosen]
-        try:
-            scored = [score_example(context.agent, active.prompt, context.metric, example, 0, complete=complete,
-                                     label="the active artifact", draws=1) for example in examples]
-        except RosettaError as error:
-            return Activation(True, f"not activated: the active artifact was scored on {elsewhere}, and scoring it "
-                                    f"on these {rows} dev rows failed ({error.problems[0].message})")
-        old = round(sum(row["score"] for row in scored) / len(scored), 6) if scored else 0.0
-        measured = (f" (the active artifact was scored on {elsewhere}; on these rows it scores {old}, "
-                    f"{sum(row['calls'] for row in scored)} calls)")
-    elif rows < len(context.data.dev):
-        return Activation(True, f"not activated: it scores {now} on dev, but on only {rows} of the "
-                                f"{len(context.data.dev)} dev rows the active artifact's {old} was measured on "
-                                f"(the race stopped early: {outcome.stopped or 'cut short'})")
-    if now >= old:
-        return Activation(False, f"activated: it scores {now} on dev, at least the active artifact's {old} on the "
-                                 f"same {rows} dev rows{measured}")
-    return Activation(True, f"not activated: it scores {now} on dev, below the active artifact's {old} on the same "
-                            f"{rows} dev rows{measured}")
+    rows = len(outcome.confirm_rows)
+    if not rows:
+        why = f"the search stopped before them ({outcome.stopped})" if outcome.stopped else \
+            "its choice was made on all of dev"
+        return Activation(True, f"not activated: no dev rows that chose nothing were left to test it against the "
+                                f"active artifact on ({why})")
+    if active.prompt == outcome.prompt:  # nothing the runtime sends changes: only the recorded scores, measured anew
+        return Activation(False, "activated: the same prompt as the active artifact, its scores measured again")
+    by_id = {example.id: example for example in context.data.dev}
+    examples = [by_id[row] for row in outcome.confirm_rows]
+    budget = Budget()
+    label = label_field(context.signature, context.metric) if search.label_odds else None
+    evaluator = Evaluator(context.agent, context.metric, cache, budget, jobs=search.jobs, complete=complete,
+                          label=label)
+    try:
+        held = [scored.plain for scored in evaluator.race_scores(active.prompt, examples)]
+    except RosettaError as error:
+        return Activation(True, f"not activated: scoring the active artifact on the {rows} confirmation rows failed "
+                                f"({error.problems[0].message})")
+    better, p = replaces(outcome.confirm_scores, held)
+    new, kept = round(sum(outcome.confirm_scores) / rows, 6), round(sum(held) / rows, 6)
+    found = (f"on the {rows} confirmation rows (dev rows that chose nothing) it scores {new} against the active "
+             f"artifact's {kept}, one-sided paired test p = {p:.3g} (replaces at p ≤ {1 - CONFIDENCE:g}; the "
+             f"active artifact's answers took {budget.calls} calls, {budget.paid_calls} paid)")
+    return Activation(not better, ("activated: " if better else "not activated: ") + found)
 
 
 def _score_test(outcome: SearchOutcome, context: Context, search: SearchSettings, cache: Any, baseline: Any, *,
@@ -381,37 +390,19 @@ SELECTED_DEV_CI = "dev_ci95_ignoring_selection"
 the winner for scoring high on those rows, so the interval is optimistic (``test_ci95`` is not)."""
 
 
-def _measured_elsewhere(active: Any, context: Context) -> str | None:
-    """What the optimized active artifact's recorded dev score was measured on, when it is not this
-    search's dev rows under this metric: then it is scored on them before a winner may replace it.
-    None when the recorded score compares as it is (or the artifact records none: nothing to lose)."""
-    provenance = active.provenance
-    if provenance.dataset_sha256 is None or provenance.scores.get("dev") is None:
-        return None
-    if provenance.dataset_sha256 != context.data.sha256:
-        return "other data"
-    recorded = (provenance.optimizer.get("identity") or {}).get("metric") or {"name": provenance.scores.get("metric")}
-    if recorded != context.metric.describe():
-        return f"another metric ({recorded.get('name')})"
-    if provenance.scores.get("dev_scored", len(context.data.dev)) != len(context.data.dev):
-        return f"only {provenance.scores['dev_scored']} of these dev rows"
-    if provenance.scores.get("answerer_sha256", "") != (answerer_revision(context.model.id) or ""):
-        return "another decoder build"
-    return None
-
-
-def _rescored_rows(path: Path, context: Context) -> tuple[int, str]:
-    """Dev answers the active artifact at ``path`` gives before a new one may replace it (see
-    :func:`_compare_with_active`), at most: all of dev when its dev score was measured elsewhere,
-    else none; and what it was measured on."""
+def _rescored_rows(path: Path, plan: CallPlan) -> tuple[int, str]:
+    """Dev answers the optimized active artifact at ``path`` gives before a new one may replace it
+    (see :func:`_compare_with_active`), at most, and why: the confirmation rows; none when there is
+    no optimized active artifact (or DSPy chooses, which leaves no rows to test on)."""
     from rosetta.store.artifact import ArtifactError, read_artifact
 
     try:
         active = read_artifact(path)
     except (OSError, ArtifactError):
         return 0, ""
-    elsewhere = _measured_elsewhere(active, context)
-    return (len(context.data.dev), elsewhere) if elsewhere else (0, "")
+    if plan.race is None or active.provenance.scores.get("dev") is None or active.provenance.dataset_sha256 is None:
+        return 0, ""
+    return plan.race.confirm, "the confirmation rows, free where its prompt raced"
 
 
 def _cost_estimate(context: Context, prompt: Any, calls: int) -> float:

@@ -78,7 +78,7 @@ class Knobs:
     reasoning: bool | None = None
     demo_ids: tuple[str, ...] | None = None
     demo_count: int | None = None
-    instructions: str | None = None  # replaces the body's role/context text
+    instructions: str | None = None  # replaces the Role: the identity sentence and Role sections
     structured_output: StructuredOutput | None = None
     phase: str = "default"  # which generation_params phase to use
     demo_selection: str = "fixed"  # one of DEMO_SELECTIONS

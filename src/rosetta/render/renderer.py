@@ -104,7 +104,8 @@ def render(
     user_blocks = tuple((field.name, input_block(field, delimiter)) for field in signature.inputs)
 
     def compose(sections: tuple[Section, ...], demos: list[Demo]) -> tuple[str, list[Message], dict[str, int]]:
-        system = _system_text(signature, sections, delimiter, order, reasoning, adapter, mechanism, provider_schema)
+        system = _system_text(signature, sections, delimiter, order, reasoning, adapter, mechanism, provider_schema,
+                              opening="" if knobs.instructions is not None else identity_text(signature))
         demo_messages = [turn for demo in demos for turn in demo_turns(demo, user_blocks)]
         tokens = {"system": estimate_tokens(system),
                   "demos": sum(estimate_tokens(m.content) for m in demo_messages), **fixed_tokens}
@@ -369,16 +370,21 @@ def _demo_size(demo: Demo) -> int:
 
 
 def _instructions(signature: Signature, knobs: Knobs) -> tuple[Section, ...]:
+    """The body's sections, the Role's replaced by the ``instructions`` knob where one is set:
+    an instruction variant rewords who the agent is, never drops what the definition says in
+    Context, Constraints or Format."""
     if knobs.instructions is None:
         return signature.instructions
-    kept = tuple(s for s in signature.instructions if s.role.value in ("constraints", "format"))
-    override = Section(key="instructions", title="", role="context", content=knobs.instructions, line=0)
+    kept = tuple(s for s in signature.instructions if s.role.value != "role")
+    override = Section(key="instructions", title="", role="role", content=knobs.instructions, line=0)
     return (override, *kept)
 
 
 def _system_text(signature: Signature, sections: tuple[Section, ...], delimiter: Delimiter, order: list[str],
                  reasoning: bool, adapter: Adapter, mechanism: StructuredOutput | None,
-                 provider_schema: dict | None) -> str:
+                 provider_schema: dict | None, *, opening: str) -> str:
+    """The system text; ``opening`` starts the Role block (the identity sentence, or nothing where an
+    instruction replaces the role)."""
     groups = group_sections(sections)
     constraints_extra = []
     if signature.forbidden_actions:
@@ -406,7 +412,6 @@ def _system_text(signature: Signature, sections: tuple[Section, ...], delimiter:
         "format": block_content("format", groups["format"], format_extra, delimiter),
         "tools": tools_text,
     }
-    opening = identity_text(signature)
     if opening:
         blocks["role"] = f"{opening}\n\n{blocks['role']}".strip()
     return assemble_system(blocks, order, delimiter)
