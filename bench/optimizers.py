@@ -6,7 +6,11 @@ choosing its prompt, the test pass excluded; wall time includes the test pass):
 - unoptimized render — rosetta's per-model render of the definition, no search;
 - fixed k-shot — the first k train rows as demos (k = the definition's count_range max);
 - k nearest demos, no search — per request, the k train rows nearest to it (rosetta's lexical
-  TF-IDF retrieval, the pool carried in the prompt): retrieval alone, 0 calls;
+  TF-IDF retrieval, the pool carried in the prompt): retrieval alone, 0 calls; it is the prior
+  rosetta's search starts from and must beat;
+- nearest-label vote, no model — the same k nearest train rows per test row, and no model at all:
+  the label most of them carry (ties: the nearer), answered with that row's output (without a label:
+  the nearest row's output) — the floor a prompt must clear to be worth a model call;
 - random search — label-balanced random demo sets (labels taken in turn; plain samples where the
   output has no label), each scored on all of dev, as many as 400 calls allow (8 × 50 dev rows,
   10 × 40), the best one on dev;
@@ -41,7 +45,10 @@ attempts. ``--fresh`` measures everything again.
                                [--rows KEYS] [--fresh]
 
 With no ``--agent``, the four agents of the measurements in bench/README.md, one table each, then
-the targets over all of them.
+the targets over all of them, and the paired per-row difference between rosetta's artifact and its
+prior (k nearest demos, no search) on test: per agent and pooled, with a hierarchical bootstrap
+interval (seeds, then rows), and how many (agent, seed) runs are significantly worse than the prior
+(a one-sided paired test at 95%). Every row keeps its per-row test scores for that.
 """
 
 from __future__ import annotations
@@ -108,14 +115,15 @@ def main() -> None:
         tables[agent] = summarize(rows)
         print_table(agent, tables[agent], args.limit)
     print_targets(tables)
+    print_paired(tables)
 
 
 AGENTS = ("question-type", "news-topic", "vuln-triage", "leak-detector")
 """Two pure classification tasks on public data (TREC question type, AG News topic), one
 label-plus-rationale task and one extraction task (see datasets/README.md)."""
 
-ROWS = ("unoptimized", "fixed-k", "nearest-k", "random", "dspy-labeled", "dspy-knn", "dspy-bootstrap", "dspy-mipro",
-        "rosetta")
+ROWS = ("unoptimized", "fixed-k", "nearest-k", "nearest-vote", "random", "dspy-labeled", "dspy-knn", "dspy-bootstrap",
+        "dspy-mipro", "rosetta")
 """The rows, in the order they are measured and shown (rosetta last, below the rows it is compared
 with; the cheap rows first, so an interrupted run keeps them)."""
 
@@ -129,6 +137,7 @@ DSPY_SEARCHES = ("dspy-bootstrap", "dspy-mipro")
 
 METHODS = {
     "unoptimized": "unoptimized render", "nearest-k": "k nearest demos, no search",
+    "nearest-vote": "nearest-label vote, no model",
     "random": "random search", "dspy-labeled": "DSPy LabeledFewShot",
     "dspy-knn": "DSPy KNNFewShot (same retrieval, DSPy's format)",
     "dspy-bootstrap": "DSPy BootstrapFewShotWithRandomSearch, DSPy's format",
@@ -205,7 +214,8 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
         answers = evaluator.answers(prompt, data.test)
         scores = [metric.score(a.data, e.output, valid=a.valid) for a, e in zip(answers, data.test, strict=True)]
         row = {"method": name, "test": sum(scores) / len(scores), "parsed": sum(a.valid for a in answers) /
-               len(answers), "calls": calls, "wall_s": time.monotonic() - started, "note": note, **extra}
+               len(answers), "calls": calls, "wall_s": time.monotonic() - started, "note": note,
+               "per_row": scores, **extra}
         print(f"  {name}: test {row['test']:.3f}, {calls} calls, {row['wall_s']:.0f}s", file=sys.stderr)
         return row
 
@@ -229,6 +239,31 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
         retrieved = render(with_train, model, Knobs(demo_ids=tuple(d.id for d in train_demos), demo_count=k,
                                                     demo_selection="nearest"), adapters=adapters)
         return score(f"{k} nearest demos, no search", retrieved, 0, started)
+
+    def nearest_vote() -> dict:
+        """The k nearest train rows of each test row, as the nearest-demos row retrieves them, and no
+        model: the label most of them carry (ties: the nearer), answered with the nearest such row's
+        output; without a label, the nearest row's output."""
+        from collections import Counter
+
+        started = time.monotonic()
+        pool = render(with_train, model, Knobs(demo_ids=tuple(d.id for d in train_demos), demo_count=k,
+                                               demo_selection="nearest"), adapters=adapters).demo_pool
+        label_of = label_function(signature)
+        scores = []
+        for example in data.test:
+            near = pool.choose(example.inputs)[::-1]  # the most similar first
+            output = near[0].output
+            if label_of is not None:
+                votes = Counter(label_of(d.output) for d in near)
+                top = max(votes.values())
+                output = next(d.output for d in near if votes[label_of(d.output)] == top)
+            scores.append(metric.score(output, example.output, valid=True))
+        row = {"method": f"nearest-label vote of {k} train rows, no model", "test": sum(scores) / len(scores),
+               "parsed": 1.0, "calls": 0, "wall_s": time.monotonic() - started, "per_row": scores,
+               "note": "labels voted" if label_of is not None else "the nearest row's output copied"}
+        print(f"  {row['method']}: test {row['test']:.3f}", file=sys.stderr)
+        return row
 
     def random_search(seed: int) -> dict:
         started = time.monotonic()
@@ -258,10 +293,14 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
         # the search chooses on dev only; the winner's test pass is scored here, once, through the runtime
         race = outcome.race
         interval = outcome.dev_interval or (outcome.dev_score, outcome.dev_score)
+        confirmation = race.get("confirmation", {})
         return score(f"rosetta (--max-calls {args.max_calls})", outcome.prompt, outcome.calls, started, cache=cache,
-                     kind=outcome.kind,
-                     note=f"{outcome.trials} candidates raced (rows per rung {race['rows']}, kept {race['keep']}), "
-                          f"{outcome.pruned} out, {outcome.cut_short} stopped by the budget; winner: candidate "
+                     kind=outcome.kind, confirmation=confirmation,
+                     note=f"{outcome.trials} candidates raced (screening rows per rung {race['rows']}, kept "
+                          f"{race['keep']}, {race.get('confirm')} confirmation rows), {outcome.pruned} out, "
+                          f"{outcome.cut_short} stopped by the budget; prior candidate {race.get('prior')} "
+                          f"({race.get('prior_kind')}), challenger {race.get('challenger')} "
+                          f"({race.get('challenger_kind')}), confirmation {confirmation}; winner: candidate "
                           f"{race['winner']} ({outcome.kind}), dev {outcome.dev_score:.3f} "
                           f"[{interval[0]:.3f}, {interval[1]:.3f}] on {outcome.dev_examples} rows; rows scored by "
                           f"{outcome.scoring}; calls by phase {outcome.phases}"
@@ -282,6 +321,7 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
     measured("unoptimized", None, unoptimized)
     measured("fixed-k", None, fixed_shot)
     measured("nearest-k", None, nearest)
+    measured("nearest-vote", None, nearest_vote)
     for seed in seeds:
         measured("random", seed, lambda seed=seed: random_search(seed))
     for name in DSPY_ROWS:
@@ -623,7 +663,67 @@ def print_targets(tables: dict[str, list[dict]]) -> None:
           f"{len(above)} ({', '.join(above) or 'none'}; needed: two)")
 
 
-REPORT = (summarize, print_table, judge, print_targets)
+def paired(lines: list[dict], draws: int = 4000) -> dict | None:
+    """rosetta's artifact against its prior (the k-nearest-demos row) on the same test rows: the mean
+    per-row difference over seeds and rows, its 95% hierarchical bootstrap interval (seeds resampled,
+    then each drawn seed's rows), the per-seed differences, and the seeds whose artifact a one-sided
+    paired test at 95% finds worse than the prior. None when either row kept no per-row scores."""
+    from rosetta.optimize.race import one_sided_p
+
+    prior = next((line["rows"][0] for line in lines if line["name"] == "nearest-k"), None)
+    ours = next((line for line in lines if line["name"] == "rosetta"), None)
+    if prior is None or ours is None or "per_row" not in prior:
+        return None
+    runs = {r["seed"]: [a - b for a, b in zip(r["per_row"], prior["per_row"], strict=True)]
+            for r in ours["rows"] if r.get("per_row")}
+    if not runs:
+        return None
+    rng = random.Random(79)
+    seeds = sorted(runs)
+    means = []
+    for _ in range(draws):
+        resampled: list[float] = []
+        for diffs in (runs[rng.choice(seeds)] for _ in seeds):  # seeds with replacement, then each one's rows
+            resampled += rng.choices(diffs, k=len(diffs))
+        means.append(statistics.fmean(resampled))
+    worse = [seed for seed, diffs in runs.items() if one_sided_p([-d for d in diffs]) <= 0.05]
+    ordered = sorted(means)
+    return {"mean": statistics.fmean(d for diffs in runs.values() for d in diffs),
+            "low": ordered[int(0.025 * draws)], "high": ordered[int(0.975 * draws) - 1],
+            "per_seed": {seed: statistics.fmean(diffs) for seed, diffs in runs.items()}, "worse": worse,
+            "rows": len(prior["per_row"]), "boot": means}  # the bootstrap means in draw order (pooled: drawn together)
+
+
+def print_paired(tables: dict[str, list[dict]]) -> None:
+    """The paired per-row difference between rosetta's artifact and its prior on test, per agent and
+    pooled (the mean of the agents' means; its interval from their bootstraps drawn together), with
+    the targets: the lower bound above -0.02 on every agent, pooled at least 0, and at most 5% of the
+    (agent, seed) runs significantly worse than the prior."""
+    found = {agent: paired(lines) for agent, lines in tables.items()}
+    print("\nrosetta's artifact − its prior (k nearest demos, no search), per test row, paired:")
+    print(f"{'agent':<22} {'mean':>7} {'95% interval (seeds, then rows)':>33} {'per seed':<32} worse than the prior")
+    for agent, result in found.items():
+        if result is None:
+            print(f"{agent:<22} — no per-row test scores kept for rosetta's rows or the prior's: measure them again")
+            continue
+        seeds = ", ".join(f"{seed}: {value:+.3f}" for seed, value in sorted(result["per_seed"].items()))
+        interval = f"[{result['low']:+.3f}, {result['high']:+.3f}]"
+        missed = " (lower bound below -0.02: MISSED)" if result["low"] < -0.02 else ""
+        print(f"{agent:<22} {result['mean']:>+7.3f} {interval:>33} {seeds:<32} "
+              f"{len(result['worse'])} of {len(result['per_seed'])}{missed}")
+    measured = [result for result in found.values() if result is not None]
+    if len(measured) < 2:
+        return
+    pooled = sorted(statistics.fmean(values) for values in zip(*(r["boot"] for r in measured)))
+    mean = statistics.fmean(r["mean"] for r in measured)
+    low, high = pooled[int(0.025 * len(pooled))], pooled[int(0.975 * len(pooled)) - 1]
+    worse = sum(len(r["worse"]) for r in measured)
+    runs = sum(len(r["per_seed"]) for r in measured)
+    print(f"{'pooled':<22} {mean:>+7.3f} [{low:+.3f}, {high:+.3f}]; runs significantly worse than the prior: {worse} "
+          f"of {runs} ({worse / runs:.0%}; target ≤ 5%); pooled lower bound {'≥ 0: met' if low >= 0 else '< 0: MISSED'}")
+
+
+REPORT = (summarize, print_table, judge, print_targets, paired, print_paired)
 """The bench's functions that only report rows: editing them measures nothing again."""
 
 

@@ -55,3 +55,32 @@ def test_the_knn_row_retrieves_what_rosetta_s_nearest_demos_do() -> None:
     for row in data.dev:
         ours = [data.train[i].id for i in rank(input_text(row.inputs), pool, k)]
         assert [demo.rosetta_id for demo in knn(**row.inputs)] == ours
+
+
+def test_the_paired_report_compares_rosettas_artifact_with_its_prior_row_by_row() -> None:
+    """Per agent: the mean per-row difference from the prior (the k-nearest-demos row) over seeds and
+    rows, a hierarchical bootstrap interval, and the seeds a paired test finds worse than the prior."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import optimizers
+
+    prior = [1.0, 0.0] * 20
+    same, worse = {"seed": 0, "per_row": list(prior)}, {"seed": 1, "per_row": [0.0] * 40}
+    lines = [{"name": "nearest-k", "rows": [{"per_row": prior}]}, {"name": "rosetta", "rows": [same]}]
+    tied = optimizers.paired(lines, draws=500)
+    assert tied is not None and (tied["mean"], tied["low"], tied["high"], tied["worse"]) == (0.0, 0.0, 0.0, [])
+    lines[1]["rows"] = [same, worse]  # seed 1 lost the 20 rows the prior got right
+    result = optimizers.paired(lines, draws=500)
+    assert result["mean"] == -0.25 and result["per_seed"] == {0: 0.0, 1: -0.5} and result["worse"] == [1]
+    assert result["low"] < -0.25 < result["high"] <= 0.0  # the seeds disagree: the interval is wide
+    assert optimizers.paired([{"name": "nearest-k", "rows": [{"test": 0.5}]}, lines[1]]) is None  # kept before 79
+
+
+def test_the_nearest_label_vote_row_calls_no_model(tmp_path: Path) -> None:
+    results = tmp_path / "rows.jsonl"
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "optimizers.py"), "--agent", "news-topic",
+                           "--limit", "6", "--rows", "nearest-vote", "--results", str(results)],
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    row = json.loads(results.read_text(encoding="utf-8"))
+    assert row["key"] == "nearest-vote" and row["calls"] == 0 and len(row["per_row"]) == 6
+    assert row["test"] == sum(row["per_row"]) / 6 and row["note"] == "labels voted"
