@@ -68,7 +68,7 @@ def test_planted_test_labels_change_neither_the_winner_nor_the_activation(tmp_pa
         runs[alpha_test] = (root, search(root, second))
     (honest_root, honest), (planted_root, planted) = runs[False], runs[True]
     assert honest.status == planted.status == status
-    assert "on the 10 confirmation rows (dev rows that chose nothing)" in honest.activation
+    assert "on the 13 confirmation rows (dev rows that chose nothing)" in honest.activation
     assert unversioned(honest.activation) == unversioned(planted.activation)
     assert (honest.outcome.test_score == 1.0) != (planted.outcome.test_score == 1.0)  # test scores tell them apart
     one, other = written(honest), written(planted)
@@ -110,34 +110,40 @@ def test_the_active_artifact_answers_the_confirmation_rows_before_a_new_one_may_
     small = small_dataset(root)
     weak = {**WEAK, "max_calls": 20}
     plan = search(root, weak, dataset=str(small), dry_run=True)
-    assert (plan.rescoring, plan.rescoring_why) == (2, "the confirmation rows, free where its prompt raced")
+    assert (plan.rescoring, plan.rescoring_why) == (3, "the confirmation rows, free where its prompt raced")
     asked = Asked()
     report = optimize(OptimizeRequest(definition=root / "signatures" / "toy-sorter.md", model="scripted/toy",
                                       settings=SearchSettings(**weak), dataset=str(small)),
                       settings=load_settings(root), complete=asked)
-    # the active artifact answered this search's 2 confirmation rows from the cache (the small set's rows are
+    # the active artifact answered this search's 3 confirmation rows from the cache (the small set's rows are
     # the full set's first ones, which its prompt answered when it raced), never test
     assert [split for rulebook, split in asked.calls if rulebook] == []
     assert report.status == "kept as a version"
-    assert "not activated: on the 2 confirmation rows (dev rows that chose nothing) it scores 0.0 against the " \
+    assert "not activated: on the 3 confirmation rows (dev rows that chose nothing) it scores 0.0 against the " \
            "active artifact's 1.0, one-sided paired test p = 1 (replaces at p ≤ 0.05; the active artifact's " \
-           "answers took 2 calls, 0 paid)" in report.activation
+           "answers took 3 calls, 0 paid)" in report.activation
     splits = [split for _, split in asked.calls]
-    assert splits.count("test") == 5  # test answered once, by the winner only
-    assert splits.index("test") > max(i for i, split in enumerate(splits) if split != "test")  # after every choice
+    assert splits.count("test") == 5 and splits[-5:] == ["test"] * 5  # test answered once, after every choice
 
 
-def test_a_race_stopped_short_of_its_confirmation_rows_never_replaces_an_optimized_artifact(tmp_path: Path) -> None:
+def test_a_search_stopped_early_never_replaces_an_optimized_artifact_untested(tmp_path: Path) -> None:
+    from rosetta.errors import UsageError
+
     root = project(tmp_path / "toy", alpha_test=False)
     assert search(root, WEAK).status == "written"  # 0.2 on all 20 dev rows
     active = (root / ARTIFACT).read_bytes()
     race = search(root, {**STRONG, "max_calls": None}, dry_run=True).plan.race
-    first_rung = 3 + race.rows[0] * race.keep[0]  # the proposals, then rung 0; each toy call costs $0.00002
-    cut = search(root, {**STRONG, "max_calls": None, "max_cost": (first_rung + 1.5) * 0.00002})
-    assert cut.outcome.dev_examples == race.rows[0] < 20 and cut.status == "kept as a version"
-    assert "not activated: no dev rows that chose nothing were left to test it against the active artifact on " \
-           "(the search stopped before them (--max-cost" in cut.activation
+    prior = 3 + race.anchors * 20  # the proposals, then the seeded prompts' pass over dev; a toy call costs $0.00002
+    with pytest.raises(UsageError, match="--max-cost"):  # stopped inside the prior's pass: nothing measured to write
+        search(root, {**STRONG, "max_calls": None, "max_cost": (3 + 10) * 0.00002})
     assert (root / ARTIFACT).read_bytes() == active
+    cut = search(root, {**STRONG, "max_calls": None, "max_cost": (prior + 1.5) * 0.00002}, force=True)  # in rung 0
+    assert cut.outcome.stopped.startswith("--max-cost") and "p" not in cut.outcome.race["confirmation"]  # untested
+    assert cut.outcome.dev_examples == 20 and cut.outcome.kind in ("unoptimized", "first-k")  # the prior, on all dev
+    assert cut.status == "kept as a version" if cut.outcome.kind == "first-k" else cut.status == "written"
+    assert "one-sided paired test" in cut.activation or "the same prompt" in cut.activation
+    if cut.status == "kept as a version":
+        assert (root / ARTIFACT).read_bytes() == active
 
 
 def test_the_test_score_has_its_honest_interval_and_the_dev_one_says_it_ignores_selection(tmp_path: Path,

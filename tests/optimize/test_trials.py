@@ -29,8 +29,9 @@ def test_trials_lists_every_unit_of_the_last_search(searched: Path, cli) -> None
     data = json.loads(cli("-C", searched, "trials", "toy-sorter", "-m", "scripted/toy", "-f", "json").stdout)
     rows = data["trials"]
     assert data["study"] and data["storage"].startswith("journal:") and len(rows) > 3
-    assert {"candidate", "rung", "rows", "score", "calls", "knobs", "state", "kind", "origin"} <= set(rows[0])
-    assert rows[0]["default"] and rows[0]["rung"] == 0 and rows[0]["calls"] > 0
+    assert {"candidate", "rung", "phase", "rows", "score", "calls", "knobs", "state", "kind", "origin"} <= set(rows[0])
+    # the seeded prompts answer all of dev first (the prior is the better of them), then the race's rungs
+    assert rows[0]["default"] and rows[0]["phase"] == "prior" and rows[0]["rows"] == 20 and rows[0]["calls"] > 0
     rungs = {row["rung"] for row in rows if row["state"] == "complete"}
     assert len(rungs) > 1  # the race went past its first rung
 

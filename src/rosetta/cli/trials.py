@@ -78,7 +78,7 @@ def trial_row(trial: Any) -> dict[str, Any]:
     kind = attrs.get("kind") or ("unoptimized" if attrs.get("default") else None)  # studies from before kinds
     plain = attrs.get("plain") or []
     return {"number": trial.number, "candidate": attrs.get("candidate"), "rung": attrs.get("rung"),
-            "rows": attrs.get("rows"), "state": trial.state.name.lower(),
+            "phase": attrs.get("phase") or f"rung {attrs.get('rung')}", "rows": attrs.get("rows"), "state": trial.state.name.lower(),
             "score": sum(plain) / len(plain) if plain else values[0], "race_score": values[0],
             "stopped": attrs.get("stopped"), "calls": attrs.get("calls"), "cost": attrs.get("cost"),
             "prompt_tokens": attrs.get("prompt_tokens"), "default": bool(attrs.get("default")),
@@ -96,14 +96,14 @@ def _print(rows: list[dict[str, Any]], title: str) -> None:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     odds = any(r["race_score"] is not None and r["score"] is not None and abs(r["race_score"] - r["score"]) > 1e-9
                for r in rows)
-    columns = ("#", "Cand.", "Rung", "Rows", "State", *(("Odds",) if odds else ()), "Score", "Calls", "Cost", "Tokens")
+    columns = ("#", "Cand.", "Phase", "Rows", "State", *(("Odds",) if odds else ()), "Score", "Calls", "Cost", "Tokens")
     for column in columns:
         table.add_column(column, justify="left" if column == "State" else "right", no_wrap=True)
     choices: dict[Any, str] = {}
     for row in rows:
         state = "stopped" if row["stopped"] else row["state"]
         race = (_cell(row["race_score"], "{:.3f}"),) if odds else ()
-        table.add_row(str(row["number"]), _cell(row["candidate"]), _cell(row["rung"]), _cell(row["rows"]), state,
+        table.add_row(str(row["number"]), _cell(row["candidate"]), row["phase"], _cell(row["rows"]), state,
                       *race, _cell(row["score"], "{:.3f}"), _cell(row["calls"]), _cell(row["cost"] or None, "${:.4f}"),
                       _cell(row["prompt_tokens"] or None))
         kind = f" ({row['kind']}, {row['origin']})" if row["kind"] else ""

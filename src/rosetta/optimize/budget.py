@@ -97,12 +97,15 @@ def call_plan(data: LabeledData, settings: SearchSettings, signature: Any, metri
                 anchors=anchor_count(signature, data.train, settings.nearest_demos))
     if race is None:
         raise UsageError(Problem("no dev rows to race on", field="dataset", hint="add rows to the dev split"))
-    notes.append(f"race: at most {race.candidates} candidate{'s' if race.candidates != 1 else ''} (fitted again "
-                 f"when the space holds fewer distinct prompts); screening rows per rung {list(race.rows)}, "
-                 f"candidates per rung {list(race.keep)} (the prior never cut); then "
-                 + ("the prior and the best challenger answer" if race.finalists > 1 else "the prior answers")
-                 + f" {race.confirm} confirmation rows" + (" (later rungs take more when answers need fewer validation retries "
-                                               "than were kept for them)" if retries and settings.max_calls else ""))
+    seeded = "the prior answers" if race.anchors == 1 else \
+        f"{race.anchors} seeded prompts, the prior the better of them on the screening rows, answer"
+    several = race.keep[0] != 1
+    notes.append(f"{seeded} all {race.dev} dev rows; then at most {race.keep[0]} challenger{'s' if several else ''} "
+                 f"(fitted again when the space holds fewer distinct prompts) race{'' if several else 's'} on "
+                 f"screening rows per rung {list(race.rows)}, keeping {list(race.keep)}, and the best answers the "
+                 f"{race.confirm} confirmation rows" + (" (later rungs take more when answers need fewer validation "
+                                                          "retries than were kept for them)"
+                                                          if retries and settings.max_calls else ""))
     baseline = settings.baseline_test
     return CallPlan(settings.max_calls, proposals, bootstrap, race, retries, judge, tests * (2 if baseline else 1),
                     len(data.dev) if baseline else 0, room=room, halving=halving, notes=tuple(notes))

@@ -90,6 +90,8 @@ class Budget:
         self._turns = threading.Condition(self._lock)
         self._next_turn = 0
         self._refused: dict[Any, BudgetExhausted] = {}  # this batch's units refused a turn, and why
+        self._batch: tuple[int, float] = (0, 1.0)  # calls spent before the batch, and calls an answer takes
+        self._admitted_answers = 0  # answers of this batch admitted so far
         self._admitted = threading.local()  # set inside a turn: its worst case is held already
         self._started = time.monotonic()
 
@@ -117,20 +119,30 @@ class Budget:
             with self._lock:
                 self.pending -= reserve
 
-    def start_turns(self) -> None:
-        """Number the next answers' turns from 0 (one batch of answers asked at once)."""
+    def start_turns(self, rate: float = 1.0) -> None:
+        """Number the next answers' turns from 0 (one batch of answers asked at once); ``rate``: the
+        calls an answer has taken so far (validation retries and verdicts included), at which the
+        batch's answers are counted against the calls held for later rungs."""
         with self._lock:
             self._next_turn = 0
             self._refused = {}
+            self._batch = (self.calls + self.carried_calls, rate)
+            self._admitted_answers = 0
 
     @contextmanager
     def turn(self, number: int, reserve: int, held: int = 0, unit: Any = None) -> Iterator[None]:
-        """Admit the answer of turn ``number`` once every earlier turn is decided, when its worst
-        case ``reserve`` fits beside what the admitted ones spent (their worst case while in
-        flight; it waits for them rather than be refused on a worst case) and ``held``; raise
-        :class:`BudgetExhausted` (or :class:`HeldBack`) otherwise — and for every later turn of the
-        same ``unit`` (or, once the budget is exhausted, of any unit). Hold ``reserve`` until the
-        answer is charged."""
+        """Admit the answer of turn ``number`` once every earlier turn is decided; raise
+        :class:`HeldBack` or :class:`BudgetExhausted` otherwise — and for every later turn of the
+        same ``unit`` (or, once the budget is exhausted, of any unit). Two checks, each the same
+        whatever answers are still in flight:
+
+        - the calls ``held`` for later rungs: what the batch had spent before it began, and its
+          admitted answers at the batch's rate, leave them (counted in answers, known at once);
+        - the hard cap: the answer's worst case ``reserve`` fits beside what the admitted answers
+          spent — their worst case while in flight, so where that does not fit it waits for them
+          and decides on what they really spent, as one answer at a time would.
+
+        Holds ``reserve`` until the answer is charged."""
         with self._turns:
             self._turns.wait_for(lambda: self._next_turn == number)
             try:
@@ -138,15 +150,21 @@ class Budget:
                     (e for e in self._refused.values() if not isinstance(e, HeldBack)), None)
                 if refused is not None:
                     raise type(refused)(refused.reason)
+                base, rate = self._batch
+                if self.max_calls is not None and base + (self._admitted_answers + 1) * rate + held > self.max_calls:
+                    self._refused[unit] = HeldBack(f"the calls left are kept for the leaders' rungs (--max-calls "
+                                                   f"{self.max_calls})")
+                    raise self._refused[unit]
                 while True:
                     try:
-                        self._check(reserve, held)
+                        self._check(reserve, 0)
                         break
                     except BudgetExhausted as error:
                         if not self.pending:
                             self._refused[unit] = error
                             raise
                         self._turns.wait()
+                self._admitted_answers += 1
             finally:
                 self._next_turn += 1
                 self._turns.notify_all()

@@ -1,14 +1,14 @@
 """Racing candidates against a prior: screening on half of dev, a paired test on the other half.
 
-dev is split in two before the first call (:func:`split_dev`): *screening* rows and
-*confirmation* rows. The race screens challengers on the screening rows by successive halving:
-every candidate of rung 0 answers the same first two rows (why two: :data:`FIRST_ROWS`); the best
-third go on to rung 1, which adds rows, and so on until the last rung has answered every screening
-row. The *prior* — the nearest-demos prompt where a pool exists, else the strongest seeded prompt
-— is never cut. Then the prior and the best challenger answer the confirmation rows, and the
-challenger replaces the prior only when a one-sided paired test on those rows, which chose
-nothing, says it is better (:func:`replaces`); a tie keeps the prior. Label odds may screen; the
-test uses the plain metric.
+dev is split in two before the first call (:func:`split_dev`): a third *screening* rows, the rest
+*confirmation* rows. The *prior* — the nearest-demos prompt where a pool exists, else the better on
+the screening rows of the seeded prompts (the unoptimized render, the plain k-shot prompt) — answers
+all of dev first, and is never cut. Then challengers race on the screening rows by successive
+halving: every challenger of rung 0 answers the same first two rows (why two: :data:`FIRST_ROWS`);
+the best third go on to rung 1, which adds rows, and so on until the last rung has answered every
+screening row. The best challenger then answers the confirmation rows, and replaces the prior only
+when a one-sided paired test on those rows, which chose nothing, says it is better
+(:func:`replaces`); a tie keeps the prior. Label odds may screen; the test uses the plain metric.
 
 Rows already answered are never asked again, so a rung costs only its new rows. The plan (how
 many candidates, how many rows per rung) is fixed before the first call from the dev size and the
@@ -52,80 +52,86 @@ CONFIDENCE = 0.95
 
 @dataclass(frozen=True)
 class Plan:
-    """How many candidates answer how many screening rows at each rung (the prior among them), and
-    how many confirmation rows the prior and the best challenger answer after."""
+    """The answers of a search: the ``anchors`` (the seeded prompts the prior is the best of)
+    answer all of dev first; then challengers race on the screening rows, ``keep[k]`` of them
+    answering up to ``rows[k]``; then the best challenger answers the ``confirm`` rows."""
 
     rows: tuple[int, ...]  # screening rows answered by the end of each rung (the last: all of them)
-    keep: tuple[int, ...]  # candidates in each rung, the prior included
+    keep: tuple[int, ...]  # challengers in each rung (0: none, the prior alone)
     confirm: int = 0  # confirmation rows: the rest of dev
+    anchors: int = 1
 
     @property
     def candidates(self) -> int:
-        return self.keep[0]
+        return self.anchors + self.keep[0]
 
     @property
-    def finalists(self) -> int:
-        """Candidates answering the confirmation rows: the prior, and a challenger if there is one."""
-        return min(2, self.keep[-1])
+    def dev(self) -> int:
+        return self.rows[-1] + self.confirm
 
     def calls(self) -> int:
-        """Answers the race needs, retries aside."""
-        return sum(keep * (rows - before) for keep, rows, before in zip(self.keep, self.rows, (0, *self.rows))) \
-            + self.finalists * self.confirm
+        """Answers the search needs, retries aside."""
+        return self.anchors * self.dev + self.answers_after(-1, self.keep[0])
 
     def widened(self, rung: int, entrants: int, spare: int) -> Plan:
-        """This plan with as many more candidates in ``rung`` (at most ``entrants``, those that
+        """This plan with as many more challengers in ``rung`` (at most ``entrants``, those that
         finished the rung before) as ``spare`` answers pay for; the rungs after keep theirs."""
         step = self.rows[rung] - self.rows[rung - 1]
         extra = max(0, min(spare // step, entrants - self.keep[rung]))
         keep = (*self.keep[:rung], self.keep[rung] + extra, *self.keep[rung + 1:])
-        return Plan(self.rows, keep, self.confirm) if extra else self
+        return Plan(self.rows, keep, self.confirm, self.anchors) if extra else self
 
     def answers_after(self, rung: int, entrants: int) -> int:
-        """Answers the rungs after ``rung`` (the confirmation included) need when ``entrants``
-        candidates finish it, retries aside."""
+        """Answers the challengers' rungs after ``rung`` (-1: all of them) and the confirmation need
+        when ``entrants`` challengers finish it, retries aside."""
         later = sum(min(keep, entrants) * (rows - before) for keep, rows, before
-                    in zip(self.keep[rung + 1:], self.rows[rung + 1:], self.rows[rung:]))
-        return later + min(self.finalists, entrants) * self.confirm
+                    in zip(self.keep[rung + 1:], self.rows[rung + 1:], (0, *self.rows)[rung + 1:]))
+        return later + min(1, entrants, self.keep[-1]) * self.confirm
 
     def describe(self) -> dict[str, Any]:
-        return {"candidates": self.candidates, "rows": list(self.rows), "keep": list(self.keep),
-                "confirm": self.confirm, "calls": self.calls()}
+        return {"candidates": self.candidates, "anchors": self.anchors, "rows": list(self.rows),
+                "keep": list(self.keep), "confirm": self.confirm, "calls": self.calls()}
 
 
 def plan(dev_size: int, budget: int | None, candidates: int | None = None, *, halving: bool = True,
          first: int = FIRST_ROWS, anchors: int = 1) -> Plan | None:
-    """The race over the most candidates (at most ``candidates``; the ``anchors`` seeded prompts the
-    prior is chosen from among them, never cut) whose answers fit ``budget``: rung 0 answering
-    ``first`` screening rows and each later rung about three times as many, up to all of them, then
-    the confirmation rows (:func:`split_dev`); the answers a third-by-third cut leaves over buy more
-    candidates (see :func:`_spent`). Without a budget, ``candidates`` (or 24) race. None when not
-    even the prior can answer all of dev. ``halving=False``: every candidate answers every
+    """The search over the most candidates (at most ``candidates``, the ``anchors`` among them, as
+    many as ``candidates`` and the budget allow) whose answers fit ``budget``: the anchors answer
+    all of dev, then challengers race on the screening rows (:func:`split_dev`), rung 0 answering
+    ``first`` of them and each later rung about three times as many, up to all of them, and the best
+    one answers the confirmation rows; the answers a third-by-third cut leaves over buy more
+    challengers (see :func:`_spent`). Without a budget, ``candidates`` (or 24) race. None when not
+    even the prior can answer all of dev. ``halving=False``: every challenger answers every
     screening row."""
     if dev_size <= 0:
         return None
-    screen = screening_rows(dev_size)
     cap = candidates or (MAX_CANDIDATES if budget is not None else UNBOUNDED_CANDIDATES)
+    anchors = max(1, min(anchors, cap, budget // dev_size if budget is not None else anchors))
+    screen = screening_rows(dev_size)
     rows = rungs(screen, first) if halving else (screen,)
     confirm = dev_size - screen
     if budget is None:
-        return _uncut(_thirds(rows, cap, anchors, confirm))
-    count = max((n for n in range(1, cap + 1) if _thirds(rows, n, anchors, confirm).calls() <= budget), default=0)
-    return _uncut(_spent(_thirds(rows, count, anchors, confirm), budget, cap)) if count else None
+        return _uncut(_thirds(rows, cap - anchors, anchors, confirm))
+    fits = [n for n in range(cap - anchors + 1) if _thirds(rows, n, anchors, confirm).calls() <= budget]
+    if not fits:
+        return None
+    return _uncut(_spent(_thirds(rows, max(fits), anchors, confirm), budget, cap - anchors))
 
 
 def screening_rows(dev_size: int) -> int:
-    """How many of dev's rows screen (the rest confirm): half, rounded up."""
-    return (dev_size + 1) // 2
+    """How many of dev's rows screen (the rest confirm): a third, rounded up. The screening only
+    has to find a challenger, and the old race chose its winner on about a third of dev anyway (its
+    last rung that cut); the paired test needs every row it can get: with 50 dev rows, 33 confirm."""
+    return -(-dev_size // 3)
 
 
 def _uncut(race: Plan) -> Plan:
-    """``race`` without the screening rungs that cut no candidate (the next rung keeps them all):
-    each would only be a decision on fewer rows that decides nothing, e.g. one candidate answering
-    the screening rows in three steps. The same candidates answer the same rows, so the calls are
+    """``race`` without the screening rungs that cut no challenger (the next rung keeps them all):
+    each would only be a decision on fewer rows that decides nothing, e.g. one challenger answering
+    the screening rows in three steps. The same challengers answer the same rows, so the calls are
     unchanged."""
     kept = [k for k in range(len(race.rows)) if k == len(race.rows) - 1 or race.keep[k + 1] < race.keep[k]]
-    return Plan(tuple(race.rows[k] for k in kept), tuple(race.keep[k] for k in kept), race.confirm)
+    return Plan(tuple(race.rows[k] for k in kept), tuple(race.keep[k] for k in kept), race.confirm, race.anchors)
 
 
 def rungs(dev_size: int, first: int) -> tuple[int, ...]:
@@ -138,25 +144,24 @@ def rungs(dev_size: int, first: int) -> tuple[int, ...]:
     return tuple(sorted({round(first * (dev_size / first) ** (k / depth)) for k in range(depth)} | {dev_size}))
 
 
-def _thirds(rows: tuple[int, ...], count: int, anchors: int, confirm: int) -> Plan:
-    """``count`` candidates, the ``anchors`` in every rung and a third of the challengers kept at
-    each cut, at least one."""
-    if count <= anchors:
-        return Plan(rows, (count,) * len(rows), confirm)
-    return Plan(rows, tuple(anchors + max(1, math.ceil((count - anchors) / ETA ** k)) for k in range(len(rows))),
-                confirm)
+def _thirds(rows: tuple[int, ...], challengers: int, anchors: int, confirm: int) -> Plan:
+    """``challengers`` racing, a third of them kept at each cut, at least one."""
+    keep = tuple(max(1, math.ceil(challengers / ETA ** k)) if challengers else 0 for k in range(len(rows)))
+    return Plan(rows, keep, confirm, anchors)
 
 
 def _spent(race: Plan, budget: int, cap: int) -> Plan:
-    """``race`` with the answers it leaves unspent turned into candidates: first more in rung 0
+    """``race`` with the answers it leaves unspent turned into challengers: first more in rung 0
     (up to ``cap``), then more in each later rung in turn (never more than the rung before kept).
-    One more candidate in thirds would often need another finalist (a whole pass over the
+    One more challenger in thirds would often need another finalist (a whole pass over the
     screening rows), so without this up to a quarter of the budget went unused. The race adds
-    candidates to a rung by the same rule when its answers cost fewer calls than were kept for them
+    challengers to a rung by the same rule when its answers cost fewer calls than were kept for them
     (:meth:`Plan.widened`), so a plan that has spent its budget here is run as it stands."""
+    if not race.keep[0]:
+        return race
     keep = list(race.keep)
     keep[0] += max(0, min((budget - race.calls()) // race.rows[0], cap - keep[0]))
-    race = Plan(race.rows, tuple(keep), race.confirm)
+    race = Plan(race.rows, tuple(keep), race.confirm, race.anchors)
     for rung in range(1, len(race.rows)):
         race = race.widened(rung, race.keep[rung - 1], budget - race.calls())
     return race
@@ -171,14 +176,17 @@ def dev_order(examples: Sequence[Any], seed: int, label_of: Callable[[Any], str]
 def split_dev(examples: Sequence[Any], seed: int,
               label_of: Callable[[Any], str] | None) -> tuple[list[Any], list[Any]]:
     """dev's screening rows (:func:`screening_rows` of them) and confirmation rows, each label's
-    rows dealt to the two in turn, so both halves cover the labels alike; each half in the order
-    every candidate answers it (labels interleaved, as :func:`dev_order`)."""
+    rows dealt to both in proportion, so both cover the labels alike; each in the order every
+    candidate answers it (labels interleaved, as :func:`dev_order`)."""
     groups = _groups(examples, seed, label_of)
-    dealt = [row for rows in groups.values() for row in rows]
+    size, screen = len(examples), screening_rows(len(examples))
     halves: tuple[dict[str, list[Any]], dict[str, list[Any]]] = ({}, {})
-    for position, row in enumerate(dealt):
-        label = next(label for label, rows in groups.items() if row in rows)
-        halves[position % 2].setdefault(label, []).append(row)
+    position = 0
+    for label, rows in groups.items():  # the screening rows spread evenly over the rows, label by label
+        for row in rows:
+            screens = (position + 1) * screen // size > position * screen // size
+            halves[0 if screens else 1].setdefault(label, []).append(row)
+            position += 1
     return _interleave(halves[0]), _interleave(halves[1])
 
 
@@ -232,13 +240,11 @@ def tie_order(candidates: int, seed: int) -> list[int]:
     return places
 
 
-def leaders(standings: Sequence[Standing], keep: int, anchors: Sequence[int] = ()) -> list[int]:
-    """The ``keep`` best candidates on the same rows, the ``anchors`` always among them (ties: the
-    earlier in the tie order; the simpler prompt is preferred only among finalists, where the rows
-    are enough to tell)."""
+def leaders(standings: Sequence[Standing], keep: int) -> list[int]:
+    """The ``keep`` best candidates on the same rows (ties: the earlier in the tie order; the
+    simpler prompt is preferred only among finalists, where the rows are enough to tell)."""
     ranked = sorted(standings, key=lambda s: (-s.mean, s.tie))
-    kept = [s.candidate for s in ranked if s.candidate in anchors]
-    return kept + [s.candidate for s in ranked if s.candidate not in anchors][:max(0, keep - len(kept))]
+    return [s.candidate for s in ranked[:keep]]
 
 
 def within_noise(best: Standing, other: Standing) -> bool:

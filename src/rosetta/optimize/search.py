@@ -50,6 +50,9 @@ from rosetta.optimize.study import (
 from rosetta.datasets import LabeledData
 from rosetta.errors import Problem, UsageError
 
+PRIOR_RUNG = -1
+"""The units of the prior's candidates answering all of dev, before the challengers' rung 0."""
+
 IDLE_S = 0.5
 """How long a process waits before looking again for units another process is still answering."""
 
@@ -95,7 +98,8 @@ class _Search:
         self.mine: set[int] = set()  # the trials this process ran
         self.stopped: list[str] = []  # why the search stopped early, first reason first
         self.finalists: list[Standing] = []
-        self.prior: Standing | None = None  # chosen once the screening rows are answered
+        self.prior: Standing | None = None  # the best of the seeded candidates, once they answered dev
+        self.seeded: list[Standing] = []  # their standings on all of dev
         self.eliminated = 0
 
     def report(self, phase: str | None = None, note: str | None = None) -> None:
@@ -153,17 +157,22 @@ class _Search:
                                  nearest=settings.nearest_demos)
         self.searchable = self.signature.model_copy(update={"demos": self.space.demos})
         if stored is not None:
-            self.plan = Plan(tuple(stored["rows"]), tuple(stored["keep"]), int(stored["confirm"]))
+            self.plan = Plan(tuple(stored["rows"]), tuple(stored["keep"]), int(stored["confirm"]),
+                             int(stored["anchors"]))
         else:  # 3. the race's plan, fitted again when the space holds other numbers of prompts
             self.plan = first
-        self.candidates = self._candidates()
-        self.anchors = self._anchors()
+        distinct = self._candidates(self.plan.candidates + 2)  # the seeded prompts are the space's first three
+        anchors = self._anchors(distinct)
         if stored is None:
-            if len(self.candidates) < first.candidates or self.anchors != self._anchors(first.candidates):
-                self.plan = self.planned.fitted(min(len(self.candidates), first.candidates), len(self.anchors))
+            if len(distinct) < first.candidates or len(anchors) != first.anchors:
+                self.plan = self.planned.fitted(min(len(distinct), first.candidates), len(anchors))
             self.study.set_user_attr("race_plan", {"rows": list(self.plan.rows), "keep": list(self.plan.keep),
-                                                   "confirm": self.plan.confirm, "demo_sets": demo_sets})
-        self.candidates = self.candidates[:self.plan.candidates]
+                                                   "confirm": self.plan.confirm, "anchors": self.plan.anchors,
+                                                   "demo_sets": demo_sets})
+        anchors = anchors[:self.plan.anchors]  # those the budget pays a pass over dev for; the rest race
+        challengers = [params for c, params in enumerate(distinct) if c not in anchors]
+        self.candidates = [distinct[c] for c in anchors] + challengers[:self.plan.keep[0]]
+        self.anchors = list(range(len(anchors)))  # the anchors come first
         self.ties = tie_order(len(self.candidates), settings.seed)
         screening, confirming = split_dev(data.dev, settings.seed, label_of)
         self.dev = screening + confirming  # rungs answer a prefix of the screening rows, then the rest
@@ -171,9 +180,9 @@ class _Search:
         self.status.trials_total = len(self.candidates)
         self.report(note=self.proposals.note)
 
-    def _candidates(self) -> list[dict[str, Any]]:
-        """The plan's number of candidates, each a distinct prompt (variants that render the same
-        prompt are one candidate)."""
+    def _candidates(self, count: int) -> list[dict[str, Any]]:
+        """The space's first ``count`` distinct prompts (variants that render the same prompt are one
+        candidate)."""
         chosen: list[dict[str, Any]] = []
         seen: set[str] = set()
         for params in self.space.candidates(self.settings.seed):
@@ -181,33 +190,37 @@ class _Search:
             if digest not in seen:
                 seen.add(digest)
                 chosen.append(params)
-            if len(chosen) == self.plan.candidates:
+            if len(chosen) == count:
                 break
         return chosen
 
-    def _anchors(self, count: int | None = None) -> list[int]:
-        """The never-cut candidates the prior is chosen from (among the first ``count``): the
-        nearest-demos prompt where the space has one, else the seeded ones (the unoptimized render,
-        the plain k-shot prompt)."""
-        kinds = [self.space.kind(params) for params in self.candidates[:count]]
+    def _anchors(self, candidates: list[dict[str, Any]]) -> list[int]:
+        """Which of ``candidates`` the prior is chosen from: the nearest-demos prompt where the space
+        has one, else the seeded ones (the unoptimized render, the plain k-shot prompt)."""
+        kinds = [self.space.kind(params) for params in candidates]
         return [c for c, kind in enumerate(kinds) if kind == "nearest-k"] or \
             [c for c, kind in enumerate(kinds) if kind in SEEDED]
 
     # -- 3: the race -------------------------------------------------------------------------------
 
     def race(self) -> None:
-        """Screening, rung by rung: enqueue the units of the candidates still in, answer them (with
-        any workers), promote the leaders and the prior's seeded candidates; then confirmation: the
-        prior and the best challenger answer the rest of dev, and the challenger replaces the prior
-        only if the paired test says it is better there. Stops early when the budget is spent."""
-        study, plan_ = self.study, self.plan
-        alive = list(range(len(self.candidates)))
-        self.report("racing", self.proposals.note or f"{len(alive)} candidates, screening rows per rung "
-                                                     f"{list(plan_.rows)}, then {plan_.confirm} confirmation rows")
+        """The prior's candidates answer all of dev, and the prior is chosen; then the challengers'
+        screening, rung by rung: enqueue the units of the challengers still in, answer them (with
+        any workers), promote the leaders; then the best challenger answers the confirmation rows
+        and replaces the prior only if the paired test says it is better there. Stops early when
+        the budget is spent."""
+        plan_ = self.plan
+        self.report("racing", self.proposals.note or f"the prior on all {len(self.dev)} dev rows, then "
+                                                     f"{plan_.keep[0]} challengers on screening rows per rung "
+                                                     f"{list(plan_.rows)}, the best on {plan_.confirm} more")
+        self._choose_prior()
+        alive = [c for c in range(len(self.candidates)) if c not in self.anchors]
         standings: dict[int, Standing] = {}
         for rung, rows in enumerate(plan_.rows):
+            if self.stopped or not alive or self.prior is None:
+                break
             if rung:
-                promoted = self._promoted(rung, leaders([standings[c] for c in alive], len(alive), self.anchors))
+                promoted = self._promoted(rung, leaders([standings[c] for c in alive], len(alive)))
                 self.eliminated += len(alive) - len(promoted)
                 alive = promoted
             self.status.pruned = self.eliminated
@@ -216,41 +229,43 @@ class _Search:
             if done:
                 standings = done
                 self.finalists = [done[c] for c in alive if c in done]
-            if self.stopped or not done:
-                break
             alive = [c for c in alive if c in done]  # the rest were held back: stopped by the budget
         self._confirm()
         self._cancel_waiting()
-        study.set_user_attr("race_done", True)
+        self.study.set_user_attr("race_done", True)
         self.status.trials_done = len(self.candidates)
 
+    def _choose_prior(self) -> None:
+        """The prior's candidates answer all of dev, first (so no budget shortfall can cut them);
+        the prior is the best of them on the screening rows, the first on a tie."""
+        done = self._rung(PRIOR_RUNG, len(self.dev), self.anchors)
+        self.seeded = [done[c] for c in self.anchors if c in done and len(done[c].plain) == len(self.dev)]
+        self.prior = max(self.seeded, key=lambda s: (_mean(s.plain[:self.screening]), -s.candidate), default=None)
+
     def _confirm(self) -> None:
-        """The prior (the best of the never-cut candidates on the screening rows, the plainest on a
-        tie) and the best challenger answer the confirmation rows; :attr:`chosen` is the challenger
-        only when it beats the prior there by the one-sided paired test."""
-        anchors = [s for s in self.finalists if s.candidate in self.anchors]
-        self.prior = max(anchors, key=lambda s: (s.plain_mean, -self.anchors.index(s.candidate)), default=None)
-        others = [s for s in self.finalists if self.prior is None or s.candidate != self.prior.candidate]
+        """The best challenger on the screening rows (the prior's other seeded candidates among them,
+        on the same rows) answers the confirmation rows; :attr:`chosen` is the challenger only when
+        it beats the prior there by the one-sided paired test."""
+        rows = len(self.finalists[0].plain) if self.finalists else self.screening
+        others = self.finalists + [_first(s, rows) for s in self.seeded if s is not self.prior]
         tolerance = self.settings.pareto_tolerance if self.settings.pareto else None
-        self.challenger = winner(others, tolerance=tolerance) if others else None
+        self.challenger = winner(others, tolerance=tolerance) if others and self.prior is not None else None
         self.confirmation: dict[str, Any] = {"rows": self.plan.confirm}
-        self.chosen = self.prior or (winner(self.finalists) if self.finalists else None)
-        if self.prior is None or not self.plan.confirm or self.stopped:
+        self.chosen = self.prior
+        if self.prior is None or self.challenger is None or not self.plan.confirm or self.stopped:
             return
-        entrants = [s.candidate for s in (self.prior, self.challenger) if s is not None]
-        self.report("confirming", f"the prior and the best challenger on {self.plan.confirm} confirmation rows")
-        done = self._rung(len(self.plan.rows), len(self.dev), entrants)
-        prior, challenger = done.get(self.prior.candidate), done.get(entrants[-1])
-        if prior is not None:
-            self.prior = self.chosen = prior
-        if prior is None or challenger is None or len(entrants) == 1:
+        self.report("confirming", f"the best challenger on {self.plan.confirm} confirmation rows")
+        candidate = self.challenger.candidate
+        full = {s.candidate: s for s in self.seeded}.get(candidate) or \
+            self._rung(len(self.plan.rows), len(self.dev), [candidate]).get(candidate)
+        if full is None:  # the budget stopped it
             return
-        better, p = replaces(challenger.plain[self.screening:], prior.plain[self.screening:])
-        self.confirmation.update(prior=round(_mean(prior.plain[self.screening:]), 6),
-                                 challenger=round(_mean(challenger.plain[self.screening:]), 6),
+        better, p = replaces(full.plain[self.screening:], self.prior.plain[self.screening:])
+        self.confirmation.update(prior=round(_mean(self.prior.plain[self.screening:]), 6),
+                                 challenger=round(_mean(full.plain[self.screening:]), 6),
                                  p=round(p, 6), confidence=CONFIDENCE, replaced=better)
         if better:
-            self.chosen = challenger
+            self.chosen = full
 
     def _cancel_waiting(self) -> None:
         """Units left in the queue when the race ended early are failed, saying why, so that no
@@ -273,11 +288,12 @@ class _Search:
 
         study = self.study
         units = self._units(rung)
-        for candidate in sorted(alive, key=self._turn_order):
+        for candidate in sorted(alive):
             unit = units.get(candidate)
             if unit is None or (unit.state == optuna.trial.TrialState.FAIL and not unit.user_attrs.get("stopped")):
                 study.enqueue_trial(self.candidates[candidate],
                                     user_attrs={"candidate": candidate, "rung": rung, "rows": rows,
+                                                "phase": self._phase(rung),
                                                 "kind": self.space.kind(self.candidates[candidate]),
                                                 "knobs_text": self.space.describe_knobs(self.candidates[candidate])})
         while True:
@@ -299,12 +315,9 @@ class _Search:
             self.stopped.append(reason or "the race was interrupted")
         return finished
 
-    def _turn_order(self, candidate: int) -> tuple[int, int]:
-        """Where ``candidate``'s unit comes in its rung: the prior first, then the seeded candidates it
-        is chosen from, then the rest, so that where the budget runs short it stops a challenger,
-        never the prior."""
-        prior = self.prior is not None and candidate == self.prior.candidate
-        return (0 if prior else 1 if candidate in self.anchors else 2), candidate
+    def _phase(self, rung: int) -> str:
+        """What a rung's units are, in words: the prior's pass over dev, a rung of the race, or the confirmation."""
+        return "prior" if rung == PRIOR_RUNG else f"rung {rung}" if rung < len(self.plan.rows) else "confirmation"
 
     def _units(self, rung: int) -> dict[int, Any]:
         """This rung's units by candidate: the finished one where there is one, else the latest."""
@@ -349,7 +362,7 @@ class _Search:
             trials.append(trial)
         if not trials:
             return False
-        trials.sort(key=lambda t: (int(t.user_attrs["rung"]), self._turn_order(int(t.user_attrs["candidate"]))))
+        trials.sort(key=lambda t: (int(t.user_attrs["rung"]), int(t.user_attrs["candidate"])))
         try:
             units = self._answer(trials)
         except BaseException:
@@ -391,7 +404,7 @@ class _Search:
             except BudgetExhausted as refused:
                 unit.refused = unit.refused or refused
 
-        budget.start_turns()
+        budget.start_turns(self._rate(everyone))
         try:
             if self.settings.jobs > 1 and len(turns) > 1:
                 with ThreadPoolExecutor(max_workers=self.settings.jobs) as pool:
@@ -424,7 +437,7 @@ class _Search:
                              ("nearest", self.space.nearest_params())):
             if params == anchor:
                 trial.set_user_attr(mark, True)
-        earlier = self._units(rung - 1).get(candidate) if rung else None
+        earlier = self._units(rung - 1).get(candidate) if rung > 0 else None
         race = list(earlier.user_attrs["race"]) if earlier is not None else []
         plain = list(earlier.user_attrs["plain"]) if earlier is not None else []
         return _Unit(trial, prompt, self.evaluator.race_key(prompt), race, plain, rows,
@@ -440,11 +453,19 @@ class _Search:
         trials = [t for t in trials if "candidate" in t.user_attrs]
         entrants = position + 1 + sum(1 for t in trials
                                       if t.user_attrs.get("rung") == rung and t.state.name == "COMPLETE")
-        later = self.plan.answers_after(rung, max(1, entrants)) if rung < len(self.plan.rows) else 0
-        done = [t.user_attrs for t in trials if t.state.name in ("COMPLETE", "FAIL") and t.user_attrs.get("answers")]
+        if not 0 <= rung < len(self.plan.rows):  # the prior's pass comes first; the confirmation is the last
+            return 0
+        later = self.plan.answers_after(rung, max(1, entrants))
+        return math.ceil(later * self._rate(trials))
+
+    def _rate(self, trials: list[Any]) -> float:
+        """Calls per answer in the finished ``trials`` (retries and a judge's verdicts included),
+        or the plain calls of one answer before any finished."""
+        done = [t.user_attrs for t in trials if "candidate" in t.user_attrs and t.state.name in ("COMPLETE", "FAIL")
+                and t.user_attrs.get("answers")]
         answers = sum(int(attrs["answers"]) for attrs in done)
-        calls = sum(int(attrs.get("calls", 0)) for attrs in done)
-        return math.ceil(later * calls / answers) if answers else later
+        return sum(int(attrs.get("calls", 0)) for attrs in done) / answers if answers else \
+            (2.0 if self.planned.judge else 1.0)
 
     def _promoted(self, rung: int, ranked: list[int]) -> list[int]:
         """The leaders that go on to ``rung`` (``ranked``: those that finished the rung before, best
@@ -520,11 +541,11 @@ class _Search:
             scoring="label odds" if self.evaluator.odds_seen else "metric", kind=self.space.kind(params))
 
     def _phases(self, trials: list[Any]) -> dict[str, int]:
-        """Calls per phase: proposals, bootstrapping, and each rung of the race."""
+        """Calls per phase: proposals, bootstrapping, the prior's pass over dev, each rung of the race
+        and the confirmation."""
         phases = {"proposals": self.proposals.calls, "bootstrap": int(self.study.user_attrs.get("bootstrap_calls", 0))}
-        for rung in range(len(self.plan.rows) + 1):
-            name = f"rung {rung}" if rung < len(self.plan.rows) else "confirmation"
-            phases[name] = sum(int(t.user_attrs.get("calls", 0)) for t in trials
+        for rung in range(PRIOR_RUNG, len(self.plan.rows) + 1):
+            phases[self._phase(rung)] = sum(int(t.user_attrs.get("calls", 0)) for t in trials
                                if t.user_attrs.get("rung") == rung and t.state.name in ("COMPLETE", "FAIL"))
         return phases
 
@@ -532,7 +553,9 @@ class _Search:
         """The unoptimized render's plain score on all of dev: from the race where it got that
         far; else, with ``--baseline``, its remaining rows answered now (counted with the test
         pass, outside the search's budget); else None (a score on a rung's few rows would mislead)."""
-        units = [t for t in trials if t.user_attrs.get("candidate") == 0 and t.state.name == "COMPLETE"]
+        default = self.space.default_params()
+        unoptimized = self.candidates.index(default) if default in self.candidates else None
+        units = [t for t in trials if t.user_attrs.get("candidate") == unoptimized and t.state.name == "COMPLETE"]
         plain = list(max(units, key=lambda t: t.user_attrs["rows"]).user_attrs["plain"]) if units else []
         if len(plain) < len(self.dev):
             if not self.settings.baseline_test:
@@ -589,6 +612,11 @@ class _Unit:
         self.trial.set_user_attr("cost", sum(s.cost for s in new))
         self.trial.set_user_attr("race", self.race)
         self.trial.set_user_attr("plain", self.plain)
+
+
+def _first(standing: Standing, rows: int) -> Standing:
+    """``standing`` on its first ``rows`` rows only (to compare it with others on the same rows)."""
+    return Standing(standing.candidate, standing.race[:rows], standing.plain[:rows], standing.tokens, standing.tie)
 
 
 def _mean(scores: Any) -> float:

@@ -240,7 +240,7 @@ def fail_stale_trials(study: Any) -> None:
         except Exception:  # another process failed it first
             continue
         if "candidate" in trial.user_attrs:
-            unit = {key: trial.user_attrs[key] for key in (*UNIT, "kind") if key in trial.user_attrs}
+            unit = {key: trial.user_attrs[key] for key in (*UNIT, "kind", "phase") if key in trial.user_attrs}
             study.enqueue_trial(dict(trial.params), user_attrs={**unit, "resumed_from": trial.number})
         log.info("trial %d was interrupted (process %s is gone); it runs again", trial.number, pid)
 
