@@ -124,7 +124,7 @@ def run_dspy(name: str, context: Any, search: SearchSettings, *, cache: EvalCach
         prompt=prompt, params={"optimizer": name}, dev_score=sum(dev_scores) / len(dev_scores), baseline_dev=None,
         trials=1, pruned=0, calls=dspy_calls + budget.calls, cost=budget.cost, paid_calls=budget.paid_calls,
         proposals=Proposals(search.proposer, 0), space={"dspy": name}, study=f"dspy:{name}", storage="none",
-        dev_interval=interval95(dev_scores), dev_examples=len(dev_scores), dev_rows=tuple(e.id for e in data.dev),
+        dev_interval=interval95(dev_scores), dev_examples=len(dev_scores),
         notes=[f"DSPy {name} chose {len(chosen)} demos" + (" and new instructions" if instructions else "")
                + f" with {dspy_calls} model calls; rosetta rendered them for {model.id}"],
     )

@@ -415,10 +415,9 @@ class _Search:
         finally:
             for unit in units:
                 unit.record()
-            if unit.plain:
-                mean = sum(unit.plain) / len(unit.plain)
-                if self.status.best is None or mean > self.status.best:
-                    self.status.best = mean
+        best = max((sum(unit.plain) / len(unit.plain) for unit in units if unit.plain), default=None)
+        if best is not None and (self.status.best is None or best > self.status.best):
+            self.status.best = best
         return units
 
     def _unit(self, trial: Any, everyone: list[Any], position: int) -> _Unit:
@@ -450,11 +449,10 @@ class _Search:
         in ``trials`` (the study's, before the batch). Without it, retries in the wide first rungs
         would spend what the finalists need, and the winner would be chosen on a fraction of dev;
         with it, the first rung's last candidates stop."""
-        trials = [t for t in trials if "candidate" in t.user_attrs]
-        entrants = position + 1 + sum(1 for t in trials
-                                      if t.user_attrs.get("rung") == rung and t.state.name == "COMPLETE")
         if not 0 <= rung < len(self.plan.rows):  # the prior's pass comes first; the confirmation is the last
             return 0
+        entrants = position + 1 + sum(1 for t in trials if "candidate" in t.user_attrs
+                                      and t.user_attrs.get("rung") == rung and t.state.name == "COMPLETE")
         later = self.plan.answers_after(rung, max(1, entrants))
         return math.ceil(later * self._rate(trials))
 
@@ -504,10 +502,10 @@ class _Search:
         totals and each phase's calls (test is not read: the caller scores it once the activation
         is decided too)."""
         status, best = self.status, self.chosen
-        if best is None:  # the plan fits one pass over dev: retries, or another limit, took its calls
+        if best is None:  # the plan fits the prior's pass over dev: retries, or another limit, took its calls
             spent = self.budget.calls + self.budget.carried_calls
             reason = self.stopped[0] if self.stopped else "the race was interrupted"
-            raise UsageError(Problem(f"the search stopped before any candidate answered its first rung ({reason}; "
+            raise UsageError(Problem(f"the search stopped before its prior answered all of dev ({reason}; "
                                      f"{spent} calls spent)", field="--max-calls" if "--max-calls" in reason else None,
                                      hint="answers took more validation retries than the budget had room for: "
                                           "allow more calls" if "--max-calls" in reason else
@@ -534,7 +532,7 @@ class _Search:
             stopped=self.stopped[0] if self.stopped else None,
             notes=[n for n in (self.proposals.note, *self.space.notes) if n],
             phases=phases, cut_short=cut_short, dev_interval=interval95(best.plain),
-            dev_examples=len(best.plain), dev_rows=tuple(e.id for e in self.dev[:len(best.plain)]),
+            dev_examples=len(best.plain),
             confirm_rows=tuple(e.id for e in self.dev[self.screening:]) if confirmed else (),
             confirm_scores=tuple(best.plain[self.screening:]) if confirmed else (),
             race=self._race_record(best),
@@ -545,8 +543,8 @@ class _Search:
         and the confirmation."""
         phases = {"proposals": self.proposals.calls, "bootstrap": int(self.study.user_attrs.get("bootstrap_calls", 0))}
         for rung in range(PRIOR_RUNG, len(self.plan.rows) + 1):
-            phases[self._phase(rung)] = sum(int(t.user_attrs.get("calls", 0)) for t in trials
-                               if t.user_attrs.get("rung") == rung and t.state.name in ("COMPLETE", "FAIL"))
+            phases[self._phase(rung)] = sum(int(t.user_attrs.get("calls", 0)) for t in trials if
+                                            t.user_attrs.get("rung") == rung and t.state.name in ("COMPLETE", "FAIL"))
         return phases
 
     def _default_dev(self, trials: list[Any], test_budget: Budget) -> float | None:

@@ -136,7 +136,6 @@ class SearchOutcome:
     cut_short: int = 0  # candidates the budget stopped before their rung was done
     dev_interval: tuple[float, float] | None = None  # 95% interval of the winner's dev score, ignoring selection
     dev_examples: int = 0  # dev rows behind dev_score
-    dev_rows: tuple[str, ...] = ()  # their ids
     confirm_rows: tuple[str, ...] = ()  # the dev rows that chose nothing: where the prior was tested, and the active artifact is
     confirm_scores: tuple[float, ...] = ()  # the winner's plain score on each of them
     race: dict[str, Any] = field(default_factory=dict)  # the plan, and how the winner ranked

@@ -5,9 +5,10 @@ adapter and model — so a plain ``rosetta compile`` keeps it while those are un
 in its provenance what the search used (dataset hash, metric, seed, settings) and found (knobs,
 dev and test scores, calls and cost). ``--optimize`` re-runs only when one of those changed.
 
-Every choice is made on dev: the race screens on half of it, and the other half (rows that chose
-nothing) decides, by a one-sided paired test, both whether the best challenger replaces the prior
-and whether the winner replaces the active artifact; a tie keeps what is there. Test is scored
+Every choice is made on dev: the prior answers all of it, challengers are screened on a third, and
+the other two thirds (rows that chose nothing) decide, by a one-sided paired test, both whether the
+best challenger replaces the prior and whether the winner replaces the active artifact; a tie keeps
+what is there. Test is scored
 once, after all of them, for the report: a score that chose nothing is an honest estimate of the
 next rows' (``optimizer.chosen_on``).
 """
