@@ -166,3 +166,17 @@ def test_the_same_bytes_at_any_jobs_and_from_a_warm_cache(tmp_path: Path) -> Non
     assert outcome.cut_short > 0  # retries made answers dearer than planned: the budget stopped some candidates
     for jobs in (4, 16):
         assert (reports[jobs].outcome.phases, reports[jobs].outcome.cut_short) == (outcome.phases, outcome.cut_short)
+
+
+def test_a_plain_render_gives_way_only_to_a_prompt_that_beats_it(tmp_path: Path, cli: Any) -> None:
+    """The plain render `rosetta compile` wrote is what users are served: the search's winner replaces it
+    only by the same paired test, on the same rows; against an endpoint that answers every prompt alike
+    the plain render stays, and the optimized artifact is kept as a version."""
+    with serving(lambda messages: ALPHA) as server:
+        root = project(tmp_path / "p", server)
+        assert cli("-C", root, "compile", root / "signatures", "--model", MODEL).exit_code == 0
+        plain = (root / ARTIFACT).read_bytes()
+        report = search(root)
+    assert report.status == "kept as a version" and (root / ARTIFACT).read_bytes() == plain
+    assert re.search(r"not activated: on the 13 confirmation rows \(dev rows that chose nothing\) it scores "
+                     r"([0-9.]+) against the active artifact's \1, one-sided paired test p = 1 ", report.activation)

@@ -172,12 +172,11 @@ class Activation:
 
 def _compare_with_active(path: Path, outcome: SearchOutcome, context: Context, search: SearchSettings, cache: Any,
                          complete: Any) -> Activation:
-    """Whether the winner replaces the optimized active artifact at ``path``: by the rule that lets a
-    challenger replace the search's prior — a one-sided paired test on the confirmation rows (dev
-    rows that chose nothing), both prompts answering them through the evaluation cache (free where
-    the active prompt raced); a tie keeps the active one. A plain render or an import, which no
-    labeled rows ever measured, gives way to the search's winner (the prior, or a challenger that
-    beat it)."""
+    """Whether the winner replaces the active artifact at ``path`` (optimized, a plain render or an
+    import alike): by the rule that lets a challenger replace the search's prior — a one-sided
+    paired test on the confirmation rows (dev rows that chose nothing), both prompts answering them
+    through the evaluation cache (free where the active prompt raced); a tie keeps the active one.
+    Only an identical prompt is replaced untested: nothing the runtime sends changes."""
     from rosetta.errors import RosettaError
     from rosetta.optimize.evaluation import Budget, Evaluator
     from rosetta.optimize.label_odds import label_field
@@ -188,9 +187,6 @@ def _compare_with_active(path: Path, outcome: SearchOutcome, context: Context, s
         active = read_artifact(path)
     except (OSError, ArtifactError):
         return Activation(False)
-    old = active.provenance.scores.get("dev")
-    if old is None or active.provenance.dataset_sha256 is None:
-        return Activation(False)  # an unoptimized render, or an import never scored: nothing measured to lose
     rows = len(outcome.confirm_rows)
     if not rows:
         why = f"the search stopped before them ({outcome.stopped})" if outcome.stopped else \
@@ -392,18 +388,16 @@ the winner for scoring high on those rows, so the interval is optimistic (``test
 
 
 def _rescored_rows(path: Path, plan: CallPlan) -> tuple[int, str]:
-    """Dev answers the optimized active artifact at ``path`` gives before a new one may replace it
-    (see :func:`_compare_with_active`), at most, and why: the confirmation rows; none when there is
-    no optimized active artifact (or DSPy chooses, which leaves no rows to test on)."""
+    """Dev answers the active artifact at ``path`` gives before a new one may replace it (see
+    :func:`_compare_with_active`), at most, and why: the confirmation rows; none when there is no
+    active artifact (or DSPy chooses, which leaves no rows to test on)."""
     from rosetta.store.artifact import ArtifactError, read_artifact
 
     try:
-        active = read_artifact(path)
+        read_artifact(path)
     except (OSError, ArtifactError):
         return 0, ""
-    if plan.race is None or active.provenance.scores.get("dev") is None or active.provenance.dataset_sha256 is None:
-        return 0, ""
-    return plan.race.confirm, "the confirmation rows, free where its prompt raced"
+    return (plan.race.confirm, "the confirmation rows, free where its prompt raced") if plan.race else (0, "")
 
 
 def _cost_estimate(context: Context, prompt: Any, calls: int) -> float:
