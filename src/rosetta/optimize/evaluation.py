@@ -82,7 +82,6 @@ class Budget:
     paid_calls: int = 0  # what this process really sent
     paid_cost: float = 0.0
     carried_calls: int = 0  # spent by earlier runs or other workers of the same study
-    held: int = 0  # kept for the race's later rungs: the current rung may not spend them
     pending: int = 0  # the worst case of the answers in flight (--jobs), not yet charged
 
     def __post_init__(self) -> None:
@@ -100,7 +99,7 @@ class Budget:
         take several (validation retries), and --max-calls is a hard cap, so an answer starts only
         when its worst case fits."""
         with self._lock:
-            self._check(reserve, self.held)
+            self._check(reserve)
 
     @contextmanager
     def spending(self, reserve: int) -> Iterator[None]:
@@ -111,7 +110,7 @@ class Budget:
             yield
             return
         with self._lock:
-            self._check(reserve, self.held)
+            self._check(reserve)
             self.pending += reserve
         try:
             yield
@@ -157,7 +156,7 @@ class Budget:
                     raise self._refused[unit]
                 while True:
                     try:
-                        self._check(reserve, 0)
+                        self._check(reserve)
                         break
                     except BudgetExhausted as error:
                         if not self.pending:
@@ -178,12 +177,10 @@ class Budget:
                 self.pending -= reserve
                 self._turns.notify_all()
 
-    def _check(self, reserve: int, held: int) -> None:
+    def _check(self, reserve: int) -> None:
         spent = self.calls + self.carried_calls + self.pending + reserve
         if self.max_calls is not None and spent > self.max_calls:
             raise BudgetExhausted(f"--max-calls {self.max_calls} reached")
-        if self.max_calls is not None and spent + held > self.max_calls:
-            raise HeldBack(f"the calls left are kept for the leaders' rungs (--max-calls {self.max_calls})")
         if self.max_cost is not None and self.cost >= self.max_cost:
             raise BudgetExhausted(f"--max-cost ${self.max_cost:g} reached")
         if self.timeout_s is not None and time.monotonic() - self._started >= self.timeout_s:

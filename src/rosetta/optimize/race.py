@@ -1,4 +1,4 @@
-"""Racing candidates against a prior: screening on half of dev, a paired test on the other half.
+"""Racing candidates against a prior: challengers screened on a third of dev, a paired test on the rest.
 
 dev is split in two before the first call (:func:`split_dev`): a third *screening* rows, the rest
 *confirmation* rows. The *prior* — the nearest-demos prompt where a pool exists, else the better on
