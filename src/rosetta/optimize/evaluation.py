@@ -90,7 +90,8 @@ class Budget:
         self._next_turn = 0
         self._refused: dict[Any, BudgetExhausted] = {}  # this batch's units refused a turn, and why
         self._batch: tuple[int, float] = (0, 1.0)  # calls spent before the batch, and calls an answer takes
-        self._admitted_answers = 0  # answers of this batch admitted so far
+        self._admitted_answers = 0  # answers of this rung admitted so far
+        self._rung: Any = None  # the rung those were of
         self._admitted = threading.local()  # set inside a turn: its worst case is held already
         self._started = time.monotonic()
 
@@ -118,15 +119,19 @@ class Budget:
             with self._lock:
                 self.pending -= reserve
 
-    def start_turns(self, rate: float = 1.0) -> None:
+    def start_turns(self, rate: float = 1.0, rung: Any = None) -> None:
         """Number the next answers' turns from 0 (one batch of answers asked at once); ``rate``: the
         calls an answer has taken so far (validation retries and verdicts included), at which the
-        batch's answers are counted against the calls held for later rungs."""
+        answers of ``rung`` are counted against the calls held for later rungs. A later batch of the
+        same rung goes on counting from where the one before stopped (same spend before the rung,
+        same rate), so how a rung is split into batches changes nothing."""
         with self._lock:
             self._next_turn = 0
             self._refused = {}
-            self._batch = (self.calls + self.carried_calls, rate)
-            self._admitted_answers = 0
+            if rung is None or rung != self._rung:
+                self._batch = (self.calls + self.carried_calls, rate)
+                self._admitted_answers = 0
+                self._rung = rung
 
     @contextmanager
     def turn(self, number: int, reserve: int, held: int = 0, unit: Any = None) -> Iterator[None]:

@@ -353,8 +353,8 @@ class _Search:
         import optuna
 
         study = self.study
-        trials: list[Any] = []
-        for _ in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)):
+        trials: list[Any] = []  # at most --jobs units, so that --worker processes get their share
+        for _ in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))[:max(1, self.settings.jobs)]:
             trial = study.ask()
             if "candidate" not in trial.user_attrs:  # another process took the waiting unit first: optuna made a
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)  # new, empty trial
@@ -393,7 +393,7 @@ class _Search:
         everyone = self.study.get_trials(deepcopy=False)
         budget.carried_calls = sum(int(t.user_attrs.get("calls", 0)) for t in everyone
                                    if t.state.name in ("COMPLETE", "FAIL") and t.number not in self.mine)
-        units = [self._unit(trial, everyone, position) for position, trial in enumerate(trials)]
+        units = [self._unit(trial, everyone) for trial in trials]
         turns = [(unit, row) for unit in units for row in range(unit.answered, unit.rows)]
 
         def take(number: int) -> None:
@@ -404,7 +404,8 @@ class _Search:
             except BudgetExhausted as refused:
                 unit.refused = unit.refused or refused
 
-        budget.start_turns(self._rate(everyone))
+        rung = int(trials[0].user_attrs["rung"])
+        budget.start_turns(self._rate([t for t in everyone if t.user_attrs.get("rung") != rung]), rung)
         try:
             if self.settings.jobs > 1 and len(turns) > 1:
                 with ThreadPoolExecutor(max_workers=self.settings.jobs) as pool:
@@ -420,9 +421,9 @@ class _Search:
             self.status.best = best
         return units
 
-    def _unit(self, trial: Any, everyone: list[Any], position: int) -> _Unit:
+    def _unit(self, trial: Any, everyone: list[Any]) -> _Unit:
         """One unit made ready to answer: its prompt, the rows it answered in the rung before, and
-        the calls kept for later rungs while it answers (it being the ``position``-th of its batch)."""
+        the calls kept for later rungs while it answers."""
         attrs = trial.user_attrs
         candidate, rung, rows = int(attrs["candidate"]), int(attrs["rung"]), int(attrs["rows"])
         trial.set_user_attr("host", socket.gethostname())
@@ -440,21 +441,20 @@ class _Search:
         race = list(earlier.user_attrs["race"]) if earlier is not None else []
         plain = list(earlier.user_attrs["plain"]) if earlier is not None else []
         return _Unit(trial, prompt, self.evaluator.race_key(prompt), race, plain, rows,
-                     self.evaluator.worst_case(prompt), self._held(rung, everyone, position))
+                     self.evaluator.worst_case(prompt), self._held(rung, everyone, candidate))
 
-    def _held(self, rung: int, trials: list[Any], position: int) -> int:
-        """Calls kept for the rungs after ``rung`` while the ``position``-th unit of a batch
-        answers: the answers they need for the candidates of this rung so far (those finished
-        before the batch, the batch's up to this one), and the retries those take at the rate seen
-        in ``trials`` (the study's, before the batch). Without it, retries in the wide first rungs
-        would spend what the finalists need, and the winner would be chosen on a fraction of dev;
-        with it, the first rung's last candidates stop."""
+    def _held(self, rung: int, trials: list[Any], candidate: int) -> int:
+        """Calls kept for the rungs after ``rung`` while ``candidate``'s unit answers: the answers
+        they need for the challengers of this rung up to this one (in candidate order, however the
+        rung is split into batches), and the retries those take at the rate seen in ``trials``.
+        Without it, retries in the wide first rungs would spend what the finalists need, and the
+        winner would be chosen on a fraction of dev; with it, the first rung's last challengers stop."""
         if not 0 <= rung < len(self.plan.rows):  # the prior's pass comes first; the confirmation is the last
             return 0
-        entrants = position + 1 + sum(1 for t in trials if "candidate" in t.user_attrs
-                                      and t.user_attrs.get("rung") == rung and t.state.name == "COMPLETE")
-        later = self.plan.answers_after(rung, max(1, entrants))
-        return math.ceil(later * self._rate(trials))
+        before = {int(t.user_attrs["candidate"]) for t in trials
+                  if "candidate" in t.user_attrs and t.user_attrs.get("rung") == rung}
+        later = self.plan.answers_after(rung, 1 + sum(1 for other in before if other < candidate))
+        return math.ceil(later * self._rate([t for t in trials if t.user_attrs.get("rung") != rung]))
 
     def _rate(self, trials: list[Any]) -> float:
         """Calls per answer in the finished ``trials`` (retries and a judge's verdicts included),
