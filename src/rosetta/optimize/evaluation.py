@@ -88,10 +88,10 @@ class Budget:
         self._lock = threading.Lock()
         self._turns = threading.Condition(self._lock)
         self._next_turn = 0
-        self._refused: dict[Any, BudgetExhausted] = {}  # this batch's units refused a turn, and why
+        self._refused: dict[int | None, BudgetExhausted] = {}  # this batch's units refused a turn, and why
         self._batch: tuple[int, float] = (0, 1.0)  # calls spent before the batch, and calls an answer takes
         self._admitted_answers = 0  # answers of this rung admitted so far
-        self._rung: Any = None  # the rung those were of
+        self._rung: int | None = None  # the rung those were of
         self._admitted = threading.local()  # set inside a turn: its worst case is held already
         self._started = time.monotonic()
 
@@ -119,7 +119,7 @@ class Budget:
             with self._lock:
                 self.pending -= reserve
 
-    def start_turns(self, rate: float = 1.0, rung: Any = None) -> None:
+    def start_turns(self, rate: float = 1.0, rung: int | None = None) -> None:
         """Number the next answers' turns from 0 (one batch of answers asked at once); ``rate``: the
         calls an answer has taken so far (validation retries and verdicts included), at which the
         answers of ``rung`` are counted against the calls held for later rungs. A later batch of the
@@ -134,7 +134,7 @@ class Budget:
                 self._rung = rung
 
     @contextmanager
-    def turn(self, number: int, reserve: int, held: int = 0, unit: Any = None) -> Iterator[None]:
+    def turn(self, number: int, reserve: int, held: int = 0, unit: int | None = None) -> Iterator[None]:
         """Admit the answer of turn ``number`` once every earlier turn is decided; raise
         :class:`HeldBack` or :class:`BudgetExhausted` otherwise — and for every later turn of the
         same ``unit`` (or, once the budget is exhausted, of any unit). Two checks, each the same
