@@ -77,6 +77,31 @@ def test_a_backtracking_search_stops_at_its_timeout():
         compile_pattern("(" * (MAX_GROUP_DEPTH + 1))
 
 
+def test_searches_among_busy_threads_are_not_refused_for_waiting_on_the_gil():
+    # CI's 500 concurrent calls refused a 100-character input: `regex` let the GIL go during the
+    # search and counted the wait to take it back (behind dozens of threads) against its 0.25 s
+    import threading
+
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            pass
+
+    threads = [threading.Thread(target=spin, daemon=True) for _ in range(50)]
+    for thread in threads:
+        thread.start()
+    try:
+        text = "[call 5] SQL injection in the login form lets an unauthenticated attacker bypass authentication."
+        assert all(search(r"\S[\s\S]{39,}", text) for _ in range(100))
+        with pytest.raises(PatternTimeout):  # a backtracking search is still cut short among them
+            search(r"^(a|aa)+$", "a" * 60 + "!")
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+
+
 REFERENCE = """\
 ---
 name: shots

@@ -139,11 +139,11 @@ def _apply_pattern(rule: Any, raw: str, pending: list[str]) -> str:
 
     marker = f"[REDACTED:{rule.rule}]" if rule.rule else "[REDACTED]"
     try:
-        compiled = compile_pattern(rule.pattern)
-        if rule.action == "redact":
-            return str(compiled.sub(lambda _: marker, raw, timeout=SEARCH_TIMEOUT_S))
-        found = compiled.search(raw, timeout=SEARCH_TIMEOUT_S) is not None
-    except TimeoutError:
+        if rule.action == "redact":  # the GIL kept, as in `search`, so waiting for it is not counted
+            return str(compile_pattern(rule.pattern).sub(lambda _: marker, raw, timeout=SEARCH_TIMEOUT_S,
+                                                         concurrent=False))
+        found = search(rule.pattern, raw)
+    except (TimeoutError, PatternTimeout):
         raise GuardrailError(Problem(f"the answer was discarded: checking it against {shown(rule.pattern)} took "
                                      f"longer than {SEARCH_TIMEOUT_S:g} s", field="guardrails.output_filtering",
                                      hint="rewrite the expression so that it cannot backtrack (RS-006)")) from None
