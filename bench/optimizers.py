@@ -27,9 +27,11 @@ rosetta, the random search and DSPy's two searches run once per ``--seeds`` (def
 search's seed; for BootstrapFewShotWithRandomSearch, which has none, the train order); tables show
 the mean ± sd over seeds. No row sees test before its prompt is fixed.
 
-Everything rosetta scores goes through the runtime (``Agent.run_prompt``) with a cold evaluation
-cache, so no row is helped by another's answers (rosetta's search chooses on dev only; its winner's
-test answers are paid for here, through that same path, after the choice).
+Everything rosetta scores goes through the runtime (``Agent.run_prompt``). The search chooses on dev
+only, with its own cold cache; every row's test answers are paid for here, through that same path,
+after its prompt is fixed, into one cache per agent and version of the code (git-ignored), so a
+prompt that sends the same requests as another row's (rosetta's artifact when the prior is kept) is
+not paid for twice — greedy decoding gives it the same answers.
 
 A full run takes many hours on a small CPU, so each finished row is kept in ``--results`` (JSONL, keyed
 by the agent, seed, data hash and settings; by default ``bench/results/optimizers-AGENT.jsonl``, which
@@ -44,11 +46,16 @@ attempts. ``--fresh`` measures everything again.
     python bench/optimizers.py [--agent question-type ...] [--seeds 0,1,2] [--max-calls 150] [--skip-dspy]
                                [--rows KEYS] [--fresh]
 
-With no ``--agent``, the four agents of the measurements in bench/README.md, one table each, then
-the targets over all of them, and the paired per-row difference between rosetta's artifact and its
-prior (k nearest demos, no search) on test: per agent and pooled, with a hierarchical bootstrap
-interval (seeds, then rows), and how many (agent, seed) runs are significantly worse than the prior
-(a one-sided paired test at 95%). Every row keeps its per-row test scores for that.
+With no ``--agent``, the eight agents of :data:`AGENTS` (the four bundled ones of the measurements in
+bench/README.md, then the four of bench/agents/ on public sets), one table each, then the targets
+over all of them, and the paired per-row difference between rosetta's artifact and its prior (k
+nearest demos, no search) on test: per agent and pooled, with a hierarchical bootstrap interval
+(seeds, then rows), and how many (agent, seed) runs are significantly worse than the prior (a
+one-sided paired test at 95%). Every row keeps its per-row test scores for that, and for the oracle:
+the best of the prompts scored here, chosen on one half of the test rows and scored on the other
+(halves swapped, the two averaged), beside rosetta's score — how much a better choice among these
+prompts could have gained. It covers the prompts scored on test here, not every candidate of the
+search's pool (scoring each of ~40 candidates on 300 test rows is 12,000 calls per agent).
 """
 
 from __future__ import annotations
@@ -116,11 +123,21 @@ def main() -> None:
         print_table(agent, tables[agent], args.limit)
     print_targets(tables)
     print_paired(tables)
+    print_oracle(tables)
 
 
-AGENTS = ("question-type", "news-topic", "vuln-triage", "leak-detector")
-"""Two pure classification tasks on public data (TREC question type, AG News topic), one
-label-plus-rationale task and one extraction task (see datasets/README.md)."""
+AGENTS = ("question-type", "news-topic", "vuln-triage", "leak-detector", "review-sentiment", "sms-spam",
+          "email-spam", "reuters-topic")
+"""The bundled agents: two pure classification tasks on public data (TREC question type, AG News
+topic), one label-plus-rationale task and one extraction task; then four agents of bench/agents/ on
+public sets nobody here tuned to (UCI review sentences, the SMS Spam Collection, SpamAssassin, Reuters
+R8; 300 test rows each). datasets/README.md says where each set comes from."""
+
+
+def definition_of(agent: str) -> Path:
+    """The agent's definition: a bundled one in signatures/, else one of the bench's in bench/agents/."""
+    bundled = ROOT / "signatures" / f"{agent}.md"
+    return bundled if bundled.is_file() else ROOT / "bench" / "agents" / f"{agent}.md"
 
 ROWS = ("unoptimized", "fixed-k", "nearest-k", "nearest-vote", "random", "dspy-labeled", "dspy-knn", "dspy-bootstrap",
         "dspy-mipro", "rosetta")
@@ -160,7 +177,7 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
     from rosetta.render.renderer import render
 
     settings = load_settings(ROOT)
-    context = load_context(ROOT / "signatures" / f"{args.agent}.md", MODEL, settings=settings)
+    context = load_context(definition_of(args.agent), MODEL, settings=settings)
     if args.limit:
         from dataclasses import replace
 
@@ -208,9 +225,15 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
         if progress is not None:
             shutil.rmtree(progress, ignore_errors=True)
 
-    def score(name: str, prompt: object, calls: int, started: float, note: str = "",
-              cache: EvalCache | None = None, **extra: object) -> dict:
-        evaluator = Evaluator(context.agent, metric, cache or EvalCache(None), Budget())
+    # one cache of test answers for the agent's rows: a row whose prompt sends the same requests as
+    # another's (rosetta's artifact when the prior is kept) gets the same greedy answers without
+    # paying for them twice; nothing in it is seen before a row's prompt is fixed
+    # (one file per version of the code that answers: the render rows' fingerprint, git-ignored)
+    answers_file = f"{args.agent}-test-answers-{fingerprint(args, data, row='render', seed=None)}.sqlite"
+    test_answers = EvalCache(args.results.parent / answers_file)
+
+    def score(name: str, prompt: object, calls: int, started: float, note: str = "", **extra: object) -> dict:
+        evaluator = Evaluator(context.agent, metric, test_answers, Budget())
         answers = evaluator.answers(prompt, data.test)
         scores = [metric.score(a.data, e.output, valid=a.valid) for a, e in zip(answers, data.test, strict=True)]
         row = {"method": name, "test": sum(scores) / len(scores), "parsed": sum(a.valid for a in answers) /
@@ -294,7 +317,7 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
         race = outcome.race
         interval = outcome.dev_interval or (outcome.dev_score, outcome.dev_score)
         confirmation = race.get("confirmation", {})
-        return score(f"rosetta (--max-calls {args.max_calls})", outcome.prompt, outcome.calls, started, cache=cache,
+        return score(f"rosetta (--max-calls {args.max_calls})", outcome.prompt, outcome.calls, started,
                      kind=outcome.kind, confirmation=confirmation,
                      note=f"{outcome.trials} candidates raced (screening rows per rung {race['rows']}, kept "
                           f"{race['keep']}, {race.get('confirm')} confirmation rows), {outcome.pruned} out, "
@@ -694,6 +717,43 @@ def paired(lines: list[dict], draws: int = 4000) -> dict | None:
             "rows": len(prior["per_row"]), "boot": means}  # the bootstrap means in draw order (pooled: drawn together)
 
 
+def oracle(lines: list[dict], folds: int = 2) -> dict | None:
+    """The best prompt this bench scored on test, chosen on one half of the test rows and scored on
+    the other (then the halves swapped, and the two scores averaged): how much better a choice among
+    these prompts could have done than rosetta's. The pool is every model row with per-row scores
+    (each seed's row of a search apart); the no-model vote is not a prompt and is left out. None
+    when rosetta's row or any other has no per-row scores."""
+    pool = [row for line in lines if line["name"] != "nearest-vote" for row in line["rows"] if row.get("per_row")]
+    ours = [row for row in pool if row.get("name") == "rosetta"]
+    if not ours or len(pool) < 2:
+        return None
+    size = len(ours[0]["per_row"])
+    order = list(range(size))
+    random.Random(79).shuffle(order)
+    halves = [order[fold::folds] for fold in range(folds)]
+    scores = []
+    for fold, held in enumerate(halves):
+        chosen_on = [index for other, half in enumerate(halves) if other != fold for index in half]
+        best = max(pool, key=lambda row: (statistics.fmean(row["per_row"][i] for i in chosen_on), -pool.index(row)))
+        scores.append((statistics.fmean(best["per_row"][i] for i in held), best["method"]))
+    value = statistics.fmean(score for score, _ in scores)
+    mean = statistics.fmean(row["test"] for row in ours)
+    return {"oracle": value, "rosetta": mean, "gap": value - mean, "chosen": [method for _, method in scores],
+            "pool": len(pool)}
+
+
+def print_oracle(tables: dict[str, list[dict]]) -> None:
+    found = {agent: oracle(lines) for agent, lines in tables.items()}
+    print("\noracle: the best of the prompts scored here (every model row; each seed of a search apart), chosen on "
+          "one half of test and scored on the other, halves swapped:")
+    for agent, result in found.items():
+        if result is None:
+            print(f"{agent:<22} — not enough rows with per-row test scores")
+            continue
+        print(f"{agent:<22} oracle {result['oracle']:.3f} vs rosetta {result['rosetta']:.3f}: gap "
+              f"{result['gap']:+.3f} (pool of {result['pool']}; chose {' / '.join(dict.fromkeys(result['chosen']))})")
+
+
 def print_paired(tables: dict[str, list[dict]]) -> None:
     """The paired per-row difference between rosetta's artifact and its prior on test, per agent and
     pooled (the mean of the agents' means; its interval from their bootstraps drawn together), with
@@ -723,7 +783,7 @@ def print_paired(tables: dict[str, list[dict]]) -> None:
           f"of {runs} ({worse / runs:.0%}; target ≤ 5%); pooled lower bound {'≥ 0: met' if low >= 0 else '< 0: MISSED'}")
 
 
-REPORT = (summarize, print_table, judge, print_targets, paired, print_paired)
+REPORT = (summarize, print_table, judge, print_targets, paired, print_paired, oracle, print_oracle)
 """The bench's functions that only report rows: editing them measures nothing again."""
 
 

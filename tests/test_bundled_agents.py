@@ -22,6 +22,18 @@ def test_bundled_agents_pass_validate():
     assert report.count(Severity.ERROR) == 0 and len(report.files) >= 8
 
 
+def test_the_benchs_agents_pass_validate_strictly_and_their_data_loads():
+    # bench/agents/: the optimizer bench's agents on public sets (datasets/build_public_sets.py)
+    from rosetta.optimize.context import load_context
+    from rosetta.settings import load_settings
+
+    report = build_report(load_many([REPO / "bench" / "agents"]))
+    assert report.exit_code(strict=True) == 0 and len(report.files) == 4
+    for path in sorted((REPO / "bench" / "agents").glob("*.md")):
+        data = load_context(path, "local/gemma-3-270m", settings=load_settings(REPO)).data
+        assert (len(data.train), len(data.dev), len(data.test)) == (200, 50, 300), path.name
+
+
 def test_bundled_agents_cover_the_required_kinds():
     agents = _agents()
     enum = lambda a: any("enum" in p for p in (a.spec.output.schema_ or {}).get("properties", {}).values())  # noqa: E731

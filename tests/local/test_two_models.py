@@ -100,8 +100,7 @@ def test_the_cross_matrix_scores_every_prompt_on_every_model(tiny_project: Path)
     kept = read_cross(tiny_project / "compiled", "question-type")
     assert matrix["recorded"] == str(tiny_project / "compiled" / "question-type" / "cross.yaml")
     assert kept.scores == matrix["scores"] and kept.prompts == dict.fromkeys(LOCAL_MODELS)
-    table = _rosetta(tiny_project, "evaluate", "question-type", "--cross", LOCAL_MODEL, "--cross", CHAT_LOCAL_MODEL)
-    assert table.returncode == 0 and "*" in table.stdout and "uncompiled render" in table.stdout
+    # (the table the same command prints without -f json: tests/optimize/test_cross_matrix.py)
 
 
 def test_the_matrix_needs_two_models(tiny_project: Path) -> None:

@@ -36,7 +36,8 @@ def words(text: str) -> str:
 def bundled_project(root: Path, agent: str) -> Path:
     (root / "signatures").mkdir(parents=True)
     (root / "pyproject.toml").write_text("[project]\nname = 'p'\nversion = '0'\n\n[tool.rosetta]\n")
-    shutil.copy(REPO / "signatures" / f"{agent}.md", root / "signatures")
+    bundled = REPO / "signatures" / f"{agent}.md"  # else one of the bench's agents on public data
+    shutil.copy(bundled if bundled.is_file() else REPO / "bench" / "agents" / f"{agent}.md", root / "signatures")
     shutil.copytree(REPO / "datasets" / agent, root / "datasets" / agent)
     return root
 

@@ -1,80 +1,21 @@
-"""Load: 500 concurrent calls on a faulty provider with a 2 s timeout, ten runs in a row.
-
-Such a spike used to time out in this process's own connection pool before most requests were
-sent; those timeouts were counted against the endpoint, whose cool-down then failed most calls and
-cooled a fault-free fallback as well (issue 36). Now the spike waits for in-flight slots, and only
-failures the provider caused count. The primary model's provider plays 503s, 429s, stalls past the
-timeout, dropped and reset connections; the fallback's provider, another server, never fails.
-"""
+"""Load: 500 concurrent calls on a faulty provider with a 2 s timeout, two runs in a row on one agent
+(tests/load_spike.py says what is played and checked; bench/load_faults.py runs ten in a row)."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 import pytest
-from fault_server import FaultServer
-
-from rosetta.runtime.agent import load
-from rosetta.runtime.invoke import RetryPolicy
-from rosetta.runtime.limits import credential_key
-
-REPORT = "SQL injection in the login form lets an unauthenticated attacker bypass authentication."
-FAULTS = [("status", 503), ("status", 429), ("stall", 5.0), ("drop",), ("reset",)]
-POLICY = RetryPolicy(attempts=2, base=0.01, multiplier=2.0, cap=0.1, timeout=2.0)
-"""Two tries on the primary: about one call in eleven falls back, so the fallback works under load too."""
-PRIMARY, FALLBACK = "openai/gpt-4o", "anthropic/claude-sonnet-5-5"
-
-
-@pytest.fixture
-def agent(tree):
-    from rosetta.compile.compiler import CompileOptions, compile_paths
-    from rosetta.providers.adapter import load_adapters
-
-    # a cool-down outlasts the test: one tripped during any run is still there when it is checked
-    (tree / "pyproject.toml").write_text("[project]\nname = 'demo'\n\n[tool.rosetta.health]\ncooldown_s = 3600\n")
-    options = CompileOptions(out=tree / "compiled", root=tree, adapters=load_adapters(), models=(PRIMARY, FALLBACK))
-    compile_paths([tree / "signatures"], options, jobs=1)
-    return load("vuln-triage", project=tree)
+from load_spike import HEADER, ROW, spike, spiking_agent
 
 
 @pytest.mark.slow
-def test_500_concurrent_calls_with_faults_and_a_2s_timeout_lose_none_ten_runs_in_a_row(agent, monkeypatch, capsys):
-    # each provider's endpoint comes from its environment, so the two models reach two servers
+def test_500_concurrent_calls_with_faults_and_a_2s_timeout_lose_none_two_runs_in_a_row(tree, monkeypatch, capsys):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
-    health = agent.traffic.health
-    endpoints = {model: credential_key({"model": model}) for model in (PRIMARY, FALLBACK)}
-    rows = []
-    for run in range(10):
-        with FaultServer([("flaky", 0.3, FAULTS)]) as faulty, FaultServer([("flaky", 0.0)]) as healthy:
-            monkeypatch.setenv("OPENAI_API_BASE", faulty.url)
-            monkeypatch.setenv("ANTHROPIC_API_BASE", healthy.url.removesuffix("/v1"))
-
-            async def main():
-                return await asyncio.gather(*(agent.arun({"report": f"[call {n}] {REPORT}"}, model=PRIMARY,
-                                                         fallbacks=[FALLBACK], policy=POLICY) for n in range(500)),
-                                            return_exceptions=True)
-
-            began = time.monotonic()
-            results = asyncio.run(main())
-            wall = time.monotonic() - began
-        failures = [r for r in results if isinstance(r, BaseException)]
-        assert not failures, f"run {run}: {len(failures)} calls failed, first: {failures[0]!r}"
-        assert all(r.valid and f"[call {n}]" in r.data["rationale"] for n, r in enumerate(results))  # none swapped
-        outcomes = [a.outcome for r in results for a in r.attempts]
-        transient = outcomes.count("transient")
-        # each fault the provider played is one transient attempt, and nothing else is held against it
-        assert transient == faulty.faults, f"run {run}: {transient} transient attempts, {faulty.faults} faults"
-        assert "unavailable" not in outcomes and {m: health.cooling(e) for m, e in endpoints.items()} == {
-            PRIMARY: 0.0, FALLBACK: 0.0}, f"run {run}: an endpoint cooled down"
-        fell_back = sum(r.model == FALLBACK for r in results)
-        assert len(healthy.requests) == fell_back > 0  # the fallback answered each call it got, first time
-        assert faulty.peak <= 64  # the in-flight bound held at the provider
-        gates = [agent.traffic.limiter.gate({"model": model}) for model in (PRIMARY, FALLBACK)]
-        assert [(gate.held, gate.waiting) for gate in gates] == [(0, 0), (0, 0)]  # every slot came back
-        rows.append((run, len(faulty.requests), transient, outcomes.count("local"), fell_back, faulty.peak, wall))
+    monkeypatch.setenv("OPENAI_API_BASE", "")  # spike() points them at its servers; restored afterwards
+    monkeypatch.setenv("ANTHROPIC_API_BASE", "")
+    agent = spiking_agent(tree)
+    rows = [spike(agent, run) for run in range(2)]
     with capsys.disabled():
-        print("\nrun  requests  provider faults  local timeouts  fell back  peak in flight  wall s")
+        print("\n" + HEADER)
         for row in rows:
-            print("{:>3}  {:>8}  {:>15}  {:>14}  {:>9}  {:>14}  {:>6.1f}".format(*row))
+            print(ROW.format(*row))

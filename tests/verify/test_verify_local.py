@@ -12,14 +12,14 @@ from conftest import REPO
 
 def test_verify_runs_offline_on_the_local_model_as_subject_and_judge(local_model: str, cli, tmp_path: Path) -> None:
     report_json, report_html = tmp_path / "verify.json", tmp_path / "verify.html"
-    result = cli("-C", REPO, "verify", REPO / "signatures/leak-detector.md", "--model", local_model, "--limit", "1",
+    result = cli("-C", REPO, "verify", REPO / "signatures/question-type.md", "--model", local_model, "--limit", "1",
                  "--json", report_json, "--report", report_html)
     assert result.exit_code in (0, 1), result.output  # 1 = a criterion failed: an honest result, not an error
-    assert "Traceback" not in result.output and "leak-detector" in result.output
+    assert "Traceback" not in result.output and "question-type" in result.output
     report = json.loads(report_json.read_text())
     model = report["agents"][0]["models"][0]
     assert report["judge"] == local_model and model["model"] == local_model and model["error"] is None
-    assert model["prompt_source"].endswith("compiled/leak-detector/local/gemma-3-270m.yaml")
+    assert model["prompt_source"].endswith("compiled/question-type/local/gemma-3-270m.yaml")
     kinds = [run["kind"] for run in model["runs"]]
     assert kinds == ["example", "adversarial", "without-portability"]
     assert {c["id"]: c["status"] for c in model["criteria"]}["PV-012"] == "n/a"  # no tools declared
