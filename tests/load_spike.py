@@ -18,6 +18,8 @@ from typing import Any
 
 from fault_server import FaultServer
 
+from rosetta.runtime.agent import Agent
+
 REPORT = "SQL injection in the login form lets an unauthenticated attacker bypass authentication."
 FAULTS = [("status", 503), ("status", 429), ("stall", 5.0), ("drop",), ("reset",)]
 PRIMARY, FALLBACK = "openai/gpt-4o", "anthropic/claude-sonnet-5-5"
@@ -25,7 +27,7 @@ HEADER = "run  requests  provider faults  local timeouts  fell back  peak in fli
 ROW = "{:>3}  {:>8}  {:>15}  {:>14}  {:>9}  {:>14}  {:>6.1f}"
 
 
-def spiking_agent(tree: Path) -> Any:
+def spiking_agent(tree: Path) -> Agent:
     """vuln-triage of the project at ``tree``, compiled for both models, with a cool-down that
     outlasts the spike (one tripped during any run is still there when it is checked)."""
     from rosetta.compile.compiler import CompileOptions, compile_paths
@@ -38,7 +40,7 @@ def spiking_agent(tree: Path) -> Any:
     return load("vuln-triage", project=tree)
 
 
-def spike(agent: Any, run: int, calls: int = 500) -> tuple[Any, ...]:
+def spike(agent: Agent, run: int, calls: int = 500) -> tuple[int | float, ...]:
     """One spike of ``calls`` concurrent calls; asserts that none was lost, swapped or held against a
     healthy endpoint, and returns the run's row of :data:`ROW`. Needs the providers' keys set; sets
     their endpoints (each provider's endpoint comes from its environment, so the two models reach two

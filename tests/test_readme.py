@@ -1,11 +1,12 @@
 """The README's ``rosetta …`` commands, run in order against a temporary project on the embedded
-model, each in under a minute: its bundled agents, a small slice of one dataset, and the
-README's own "Your own models" declaration in its pyproject.toml.
+model: its bundled agents, a small slice of one dataset, and the README's own "Your own models"
+declaration in its pyproject.toml.
 
 They run in this process (Typer's runner, the project as the working directory), as the CLI's own
 entry point runs them: forty fresh interpreters spent three minutes importing litellm and loading
-the model again (``./dev main``, CI's last step, runs the installed ``rosetta`` script). A command
-that hangs dumps every thread's stack and ends the run after five minutes.
+the model again (``./dev main``, CI's last step, runs the installed ``rosetta`` script). How long a
+command takes is the benchmarks' business (bench/verify_fast.py); one that hangs dumps every
+thread's stack and ends the run after five minutes.
 
 Every command in a ``bash`` block runs. Most run as written; :data:`ADAPTED` lists the ones that
 need a change to run here, and why (a long run made short, a placeholder filled in, a cloud key
@@ -23,9 +24,9 @@ import shutil
 import time
 import traceback
 from pathlib import Path
-from typing import Any
-
 import pytest
+import typer
+from typer.testing import CliRunner
 
 from conftest import REPO
 
@@ -92,8 +93,6 @@ def make_project(root: Path) -> Path:
 
 def test_every_readme_command_runs_as_documented(tmp_path: Path, local_model: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from typer.testing import CliRunner
-
     from rosetta.cli import app
 
     root = make_project(tmp_path / "project")
@@ -127,14 +126,14 @@ def test_every_readme_command_runs_as_documented(tmp_path: Path, local_model: st
         crashed = done.exception if not isinstance(done.exception, (SystemExit, type(None))) else None
         output = done.output + ("".join(traceback.format_exception(crashed)) if crashed else "")
         wanted = EXIT_CODES.get(command, {0})
-        if "Traceback" in output or done.exit_code not in wanted or seconds > 60:
+        if "Traceback" in output or done.exit_code not in wanted:
             failures.append(f"{run}\n  exit {done.exit_code} (wanted {sorted(wanted)}) in {seconds:.0f}s\n"
                             + "\n".join("  | " + line for line in output.strip().splitlines()[-8:]))
     assert not failures, "\n".join(failures)
     assert (root / "trials.html").is_file() and (root / "rosetta.sarif").is_file()
 
 
-def _versions(runner: Any, app: Any) -> tuple[str, str]:
+def _versions(runner: CliRunner, app: typer.Typer) -> tuple[str, str]:
     """The newest and the previous version of vuln-triage on the embedded model."""
     listing = runner.invoke(app, ["versions", "vuln-triage", "--model", LOCAL, "-f", "json"], catch_exceptions=False)
     versions = json.loads(listing.stdout)["versions"]
