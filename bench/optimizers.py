@@ -664,7 +664,8 @@ def judge(lines: list[dict]) -> dict:
     sd = ours["sd"] or 0.0
     within = best is None or ours["mean"] >= best["mean"] - max(sd, best["sd"] or 0.0)
     nearest = next((line for line in others if line["name"] == "nearest-k"), None)
-    above = None if nearest is None else round(ours["mean"] - nearest["mean"], 9) > round(sd, 9)  # float noise is no gain
+    # rounded: float noise in two equal means is no gain
+    above = None if nearest is None else round(ours["mean"] - nearest["mean"], 9) > round(sd, 9)
     text = (f"rosetta {ours['mean']:.3f} ± {sd:.3f} ({len(ours['seeds'])} seeds) against the best other row"
             + (f", {best['method']} {best['mean']:.3f}" if best else " (none)")
             + f": {'met' if within else 'MISSED'} (within one sd); "

@@ -353,8 +353,9 @@ class _Search:
         import optuna
 
         study = self.study
-        trials: list[Any] = []  # at most --jobs units, so that --worker processes get their share
-        for _ in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))[:max(1, self.settings.jobs)]:
+        waiting = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))
+        trials: list[Any] = []
+        for _ in waiting[:max(1, self.settings.jobs)]:  # at most --jobs units: --worker processes get their share
             trial = study.ask()
             if "candidate" not in trial.user_attrs:  # another process took the waiting unit first: optuna made a
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)  # new, empty trial
