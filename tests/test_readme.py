@@ -1,6 +1,6 @@
 """The README's ``rosetta …`` commands, run in order against a temporary project on the embedded
-model: its bundled agents, a small slice of one dataset, and the README's own "Your own models"
-declaration in its pyproject.toml.
+model: its bundled agents, a small slice of one dataset, and the README's own model declarations
+("Your own models", a deployment's ``base_model``) in its pyproject.toml.
 
 They run in this process (Typer's runner, the project as the working directory), as the CLI's own
 entry point runs them: forty fresh interpreters spent three minutes importing litellm and loading
@@ -85,9 +85,9 @@ def make_project(root: Path) -> Path:
     (root / "bug.txt").write_text("SQL injection in the login form lets an unauthenticated attacker dump the users "
                                   "table; a PoC request is attached.\n", encoding="utf-8")
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    declaration = next(block for block in re.findall(r"```toml\n(.*?)```", readme, re.S)
-                       if "[tool.rosetta.models." in block)
-    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n\n" + declaration, encoding="utf-8")
+    declarations = "\n".join(block for block in re.findall(r"```toml\n(.*?)```", readme, re.S)
+                             if "[tool.rosetta.models." in block)
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n\n" + declarations, encoding="utf-8")
     return root
 
 

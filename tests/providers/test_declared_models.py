@@ -252,3 +252,86 @@ def test_when_every_declared_endpoint_is_down_the_error_names_each_model(tmp_pat
     assert "every model of the chain failed" in text
     assert "openai/down-0" in text and "hosted_vllm/down-1" in text
     assert [a.model for a in caught.value.attempts] == ["openai/down-0", "hosted_vllm/down-1"]
+
+
+DEPLOYMENT = """
+[tool.rosetta.models."azure/my-gpt4o-deploy"]
+base_model = "openai/gpt-4o"
+"""
+
+
+def test_a_deployment_with_a_base_model_renders_like_that_model_on_its_host(tmp_path):
+    """Issue 80: an Azure deployment name says nothing of its model; ``base_model`` (litellm's own
+    convention) gives it that model's rules, and litellm the name it picks Azure's parameters by."""
+    settings = load_settings(_project(tmp_path, DEPLOYMENT))
+    catalog = catalog_for(settings.root, settings.models)
+    deployment, hosted = catalog.resolve("azure/my-gpt4o-deploy"), catalog.resolve("azure/gpt-4o")
+    assert (deployment.model_class, deployment.context_window, deployment.max_output, deployment.capabilities,
+            deployment.structured_output, deployment.underlying) == (
+        hosted.model_class, hosted.context_window, hosted.max_output, hosted.capabilities, hosted.structured_output,
+        "openai/gpt-4o")
+    assert deployment.connection() == {"base_model": "openai/gpt-4o"}
+    signature = lower(load_definition(settings.root / "signatures" / "vuln-triage.md", root=settings.root))
+    mine, theirs = render(signature, deployment), render(signature, hosted)
+    assert (mine.system, mine.generation, mine.request_params, mine.structured_output) == (
+        theirs.system, theirs.generation, theirs.request_params, theirs.structured_output)
+
+
+def test_an_undeclared_deployment_gets_one_warning_naming_base_model(caplog):
+    from rosetta.providers import catalog as catalog_module
+
+    catalog_module._announced.discard("azure/team-prod-chat")
+    with caplog.at_level(logging.WARNING, logger="rosetta.providers.catalog"):
+        load_catalog().resolve("azure/team-prod-chat")
+        load_catalog().resolve("azure/team-prod-chat")
+    said = [r.getMessage() for r in caplog.records if "azure/team-prod-chat" in r.getMessage()]
+    assert len(said) == 1 and 'base_model = "<its id>"' in said[0] and "8,192-token window" in said[0]
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("openai/gpt-99-imaginary", "is neither a catalog model nor one litellm's model map lists"),
+    (7, "is not a model id"),
+])
+def test_a_base_model_rosetta_cannot_place_is_refused_at_its_line(tmp_path, cli, value, message):
+    toml = DEPLOYMENT.replace('"openai/gpt-4o"', json.dumps(value))
+    project = _project(tmp_path, toml)
+    result = cli("--project", project, "render", project / "signatures" / "vuln-triage.md", "-m", "azure/my-gpt4o-deploy")
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert "pyproject.toml:5: " in result.output and ".base_model" in result.output  # the line of base_model
+
+
+WINDOW_AGENT = """---
+name: long-logs
+description: Summarizes long logs.
+portability:
+  enabled: true
+  body_format: markdown
+  minimum_context_window: 16000
+  model_preferences:
+    - groq/llama-3.3-70b-versatile
+    - groq/qwen-next-99b
+---
+## Role
+You summarize logs.
+"""
+
+
+def test_validate_refuses_what_compile_refuses_with_the_same_words_and_a_line(tmp_path, cli):
+    """Issue 80: a window too small for the agent fails ``validate`` at the preference naming the
+    model (RS-007), in compile's own words, and ``compile --check`` reports the refusal instead of
+    sending the user to a compile that will fail. Llama 3.3 70B on Groq has its real window."""
+    project = tmp_path / "project"
+    (project / "signatures").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'logs'\n", encoding="utf-8")
+    definition = project / "signatures" / "long-logs.md"
+    definition.write_text(WINDOW_AGENT, encoding="utf-8")
+    refused = "long-logs needs a 16,000-token context window; groq/qwen-next-99b has 8,192"
+    checked = cli("--project", project, "validate", definition, "--strict", "-f", "json")
+    assert checked.exit_code == 1
+    findings = json.loads(checked.stdout)["files"][0]["findings"]
+    assert [(f["id"], f["line"]) for f in findings] == [("RS-007", 10)] and refused in findings[0]["message"]
+    compiled = cli("--project", project, "compile")
+    assert compiled.exit_code == 1 and refused in compiled.output
+    check = cli("--project", project, "compile", "--check")
+    assert check.exit_code == 1 and refused in check.output and "run `rosetta compile`" not in check.output.split(
+        "groq/qwen-next-99b")[1]

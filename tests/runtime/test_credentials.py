@@ -272,11 +272,28 @@ def test_doctor_reports_what_the_runtime_checks(tmp_path, cli, monkeypatch):
         'context_window = 200000\nmax_output_tokens = 4096\n', encoding="utf-8")
     result = cli("--project", tree, "doctor")
     assert result.exit_code == 0, result.output
-    text = " ".join(result.stdout.split())  # the credentials column is the last: its wrapped lines join up
+    text = " ".join(result.stdout.split())  # one record per provider (a narrow terminal): its lines join up
     for provider, status in (("openai", "missing OPENAI_API_KEY (a run moves on to the next model)"),
                              ("gemini", "missing GOOGLE_API_KEY, GEMINI_API_KEY"), ("anthropic", "set"),
                              ("bedrock", "not in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); its "
                                          "SDK may still find them"),
                              ("ollama_chat", "none needed; the default endpoint unless OLLAMA_API_BASE is set")):
-        assert re.search(rf" {provider} {re.escape(provider)}/\S+ {re.escape(status)}", text), (provider, text)
+        assert re.search(rf" {provider} {re.escape(provider)}/\S+ credentials: {re.escape(status)}", text), \
+            (provider, text)
     assert PLANTED not in result.output
+
+
+def test_doctor_checks_every_provider_the_projects_agents_target(tmp_path, cli, monkeypatch):
+    """Issue 80: not only the catalog's vendors — an agent that prefers azure/o3 gets Azure's row,
+    naming AZURE_API_KEY and the agent."""
+    monkeypatch.delenv("AZURE_API_KEY", raising=False)
+    tree = make_project(tmp_path / "project")
+    definition = tree / "signatures" / "vuln-triage.md"
+    text = definition.read_text(encoding="utf-8")
+    definition.write_text(text.replace("model_preferences:\n", "model_preferences:\n    - azure/o3\n", 1),
+                          encoding="utf-8")
+    result = cli("--project", tree, "doctor")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert re.search(r" azure azure/o3 credentials: not in the environment \(AZURE_API_KEY\).* targeted by: vuln-triage",
+                     text), text

@@ -106,14 +106,20 @@ def _compile_gate(settings: Any) -> tuple[dict[str, Any], RosettaError | None]:
     return {"refusals": partial(_refused_targets, options), "clashes": name_clashes}, None
 
 
-def _refused_targets(options: Any, preferences: tuple[str, ...]) -> list[tuple[str, RosettaError]]:
-    """(model, why) for each model compile would build an agent with these preferences for and refuse."""
+def _refused_targets(options: Any, definition: Any) -> list[tuple[str, RosettaError]]:
+    """(model, why) for each model compile would build ``definition`` for and refuse, with the
+    compiler's own check (so the same words)."""
     from rosetta.compile.compiler import resolve_target, targets
+    from rosetta.signature import lower
 
+    try:
+        signature = lower(definition)
+    except RosettaError:  # what cannot be lowered is reported by the loader and the lint rules
+        signature = None
     refused = []
-    for name in targets(preferences, options):
+    for name in targets(tuple(definition.spec.portability.model_preferences), options):
         try:
-            resolve_target(name, options)
+            resolve_target(name, options, signature)
         except RosettaError as error:
             refused.append((name, error))
     return refused

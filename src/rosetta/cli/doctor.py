@@ -18,8 +18,9 @@ import typer
 from rich import box
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from rosetta.cli.common import out, project_settings, reports_errors
+from rosetta.cli.common import fits_table, out, print_record, project_settings, reports_errors
 from rosetta.errors import Problem, RosettaError, UsageError
 
 KNOWN_BAD_LITELLM = {"1.82.7", "1.82.8"}
@@ -42,16 +43,24 @@ def doctor(ctx: typer.Context, probe: Annotated[list[str] | None, typer.Option(
     settings = project_settings(ctx)
     catalog = catalog_for(settings.root, settings.models)
     probed = {_declared(catalog, name) for name in probe or ()}
-    table = Table(title=escape("providers"), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("Provider", "Example model", "Credentials"):
-        table.add_column(column)
-    seen: set[str] = set()
-    for model in catalog.models:
-        if model.provider in seen or model.provider == "local" or model.endpoint is not None:
-            continue
-        seen.add(model.provider)
-        table.add_row(model.provider, model.id, _credentials_status(model.id))
-    out.print(table)
+    rows = []  # one per provider: the project's targets first, then the catalog's other providers
+    for model, agents in [*_targeted(settings, catalog).items(), *((m, []) for m in catalog.models)]:
+        if model.provider not in {row[0] for row in rows} and model.provider != "local" and model.endpoint is None:
+            named = ", ".join(agents[:2]) + (f" +{len(agents) - 2}" if len(agents) > 2 else "")
+            rows.append((model.provider, model.id, named, _credentials_status(model.id)))
+    if fits_table(width=150):
+        table = Table(title=escape("providers"), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        for column in ("Provider", "Model", "Targeted by"):
+            table.add_column(column, no_wrap=True)
+        table.add_column("Credentials")
+        for provider, model_id, named, status in rows:
+            table.add_row(provider, escape(model_id), escape(named) or "[dim]-[/dim]", status)
+        out.print(table)
+    else:
+        out.print("providers")
+        for provider, model_id, named, status in rows:
+            print_record(f"[bold]{provider}[/bold] {escape(model_id)}",
+                         [("credentials", Text.from_markup(status).plain), ("targeted by", named)])
     _declared_endpoints(catalog, probed)
     local = importlib.util.find_spec("llama_cpp") is not None
     out.print("local model runtime (llama-cpp-python): " + ("[green]installed[/green]" if local else
@@ -73,6 +82,27 @@ def doctor(ctx: typer.Context, probe: Annotated[list[str] | None, typer.Option(
                                         else "[green]ok[/green]"))
     if bad:
         raise typer.Exit(1)
+
+
+def _targeted(settings: Any, catalog: Any) -> dict[Any, list[str]]:
+    """Each model the project's agents are compiled for (their model_preferences, else the project's
+    default models) → those agents, in the order found; what does not load or resolve is left to
+    ``rosetta validate``."""
+    from rosetta.compile.compiler import CompileOptions, targets
+    from rosetta.definition import load_many
+
+    options = CompileOptions.for_settings(settings)
+    found: dict[Any, list[str]] = {}
+    for result in load_many([settings.signatures_dir]) if settings.signatures_dir.is_dir() else ():
+        if result.definition is None:
+            continue
+        for name in targets(tuple(result.definition.spec.portability.model_preferences), options):
+            try:
+                model = catalog.resolve(name, unlisted=options.unlisted)
+            except RosettaError:
+                continue
+            found.setdefault(model, []).append(result.definition.name)
+    return found
 
 
 def _credentials_status(model_id: str) -> str:

@@ -146,16 +146,25 @@ def models(
     agent: Annotated[str | None, typer.Option(
         "--agent", "-a", help="With --check: the agent to render (default: the project's first with an output "
                               "schema).")] = None,
+    host: Annotated[str | None, typer.Option(
+        "--host", metavar="PROVIDER", help="List the catalog's models as this host serves them (azure, azure_ai, "
+                                           "bedrock, vertex_ai, groq and other litellm providers): their ids "
+                                           "there, the rules they keep and the host's structured-output form.")] = None,
 ) -> None:
     """List the model catalog, with the models the project declares in [tool.rosetta.models]:
     canonical ids, aliases, status (deprecated and retired models with their replacement), adapter,
-    class, limits and capabilities."""
+    class, limits and capabilities. The same model on another host (azure/o3,
+    bedrock/us.anthropic.claude-sonnet-4-6, openrouter/openai/o3) follows its catalog entry; --host
+    lists them."""
     from rosetta.providers.catalog import catalog_for
 
     settings = project_settings(ctx)
     catalog = catalog_for(settings.root, settings.models)
     if check is not None:
         _check_model(ctx, settings, catalog, check, agent, format)
+        return
+    if host is not None:
+        _host_models(catalog, host, format)
         return
     if format is ListFormat.json:
         rows = []
@@ -196,6 +205,50 @@ def models(
         table.add_row(name, escape("\n".join(m.aliases)), _status_cell(catalog.status(m)), m.adapter,
                       m.model_class, f"{m.context_window:,}", ", ".join(flags))
     out.print(table)
+
+
+def _host_models(catalog: Any, host: str, format: ListFormat) -> None:
+    """``rosetta models --host``: each catalog model the host serves, its ids there (litellm's map),
+    the rules it keeps everywhere and the form the host gives its structured output."""
+    from rosetta.providers.adapter import bundled_adapters
+
+    adapters = bundled_adapters()
+    groups: dict[str, list[Any]] = {}
+    for model in catalog.served_on(host):
+        groups.setdefault(model.underlying, []).append(model)
+    rows = []
+    for underlying, served in groups.items():
+        model, status = served[0], catalog.status(served[0])
+        form = model.structured_output or adapters[model.adapter].structured_output
+        ids = sorted((m.id for m in served), key=lambda name: (name.count("/"), len(name), name))  # plainest first
+        rows.append({"model": underlying, "ids": ids, "status": status.state,
+                     "class": model.model_class, "context_window": model.context_window,
+                     "max_output": model.max_output, "thinking_reserve": model.thinking_reserve,
+                     "sampling_params": model.capabilities.sampling_params,
+                     "structured_output": form.value if model.capabilities.structured_output else "prompt_schema"})
+    if format is ListFormat.json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    if not rows:
+        out.print(f"litellm's model map lists no id on {escape(host)} that names a catalog model; an id there that "
+                  f"does (e.g. {escape(host)}/<vendor>/<model>) still gets that model's rules: `rosetta models "
+                  "--check ID` shows one", soft_wrap=True)
+        return
+    table = Table(title=escape(f"{len(rows)} catalog models on {host} (ids from litellm's model map; the rules are "
+                               "the model's, the structured-output form the host's)"),
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("Model", "Status", "Class", "Context", "Output", "Sampling", "Thinking", "Structured output"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("Ids on the host", overflow="fold")
+    for row in rows:
+        ids = row["ids"][:3] + ([f"+{len(row['ids']) - 3} more"] if len(row["ids"]) > 3 else [])
+        table.add_row(escape(row["model"]), row["status"], row["class"], f"{row['context_window']:,}",
+                      f"{row['max_output']:,}", "yes" if row["sampling_params"] else "no",
+                      f"{row['thinking_reserve']:,}" if row["thinking_reserve"] else "-", row["structured_output"],
+                      escape("\n".join(ids)))
+    out.print(table)
+    out.print(escape('A deployment with a name of its own: declare base_model = "<provider>/<model>" under '
+                     f'[tool.rosetta.models."{host}/<deployment>"] to give it that model\'s rules.'), soft_wrap=True)
 
 
 def _check_model(ctx: typer.Context, settings: Any, catalog: Any, name: str, agent: str | None,

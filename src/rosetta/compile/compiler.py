@@ -256,11 +256,13 @@ def targets(preferences: Iterable[str], options: CompileOptions) -> tuple[str, .
     return tuple(dict.fromkeys(options.models or tuple(preferences) or _defaults(options)))
 
 
-def resolve_target(name: str, options: CompileOptions) -> tuple[Any, Any]:
+def resolve_target(name: str, options: CompileOptions, signature: Any = None) -> tuple[Any, Any]:
     """The catalog model and adapter compile builds ``name`` with; raises the :class:`RosettaError`
-    that refuses the target (an unknown or unaccepted model, a retired one, one with no adapter)."""
+    that refuses the target (an unknown or unaccepted model, a retired one, one with no adapter, and
+    with ``signature``, one the agent does not fit: its window, tools, vision)."""
     from rosetta.errors import RenderError
     from rosetta.providers.adapter import no_adapter
+    from rosetta.render.renderer import check_fit
 
     catalog = options.catalog()
     model = catalog.resolve(name, dict(options.adapters), unlisted=options.unlisted)
@@ -268,6 +270,8 @@ def resolve_target(name: str, options: CompileOptions) -> tuple[Any, Any]:
     if adapter is None:
         raise RenderError(no_adapter(model, dict(options.adapters)))
     catalog.refuse_retired(model)
+    if signature is not None:
+        check_fit(signature, model)
     return model, adapter
 
 
@@ -320,7 +324,7 @@ def _compile_file(file: Path, error: DefinitionError | None, options: CompileOpt
     checked: set[str] = set()
     for name in dict.fromkeys((*wanted, *compiled)):  # --check: every artifact of the agent, targeted or not
         try:
-            model, adapter = resolve_target(name, options)
+            model, adapter = resolve_target(name, options, signature if name in wanted else None)
         except RosettaError as failure:
             outcome.results.append(TargetResult(str(file), signature.name, name, Status.FAILED, message=str(failure))
                                    if name in wanted else TargetResult(str(file), signature.name, name, Status.ORPHAN,

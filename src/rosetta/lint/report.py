@@ -54,8 +54,8 @@ BUILD_RULES = [
 """What `rosetta compile` refuses beyond one definition's lint: checked by ``validate_paths`` with
 the compiler's own functions, passed in by the caller (lint sits beside compile, not above it)."""
 
-Refusals = Callable[[tuple[str, ...]], list[tuple[str, RosettaError]]]
-"""model_preferences → (target, the error refusing it) for each target compile would refuse."""
+Refusals = Callable[[AgentDefinition], list[tuple[str, RosettaError]]]
+"""An agent → (target, the error refusing it) for each target compile would refuse it."""
 Clashes = Callable[[Iterable[tuple[Path, str | None]]], dict[str, list[Path]]]
 """(file, agent name) pairs → name → files, for each name more than one file uses."""
 
@@ -146,7 +146,7 @@ def _target_findings(definition: AgentDefinition, refusals: Refusals, findings: 
     preferences = list(definition.spec.portability.model_preferences)
     taken = {(f.file, f.line, f.field) for f in findings if f.severity is Severity.ERROR}
     refused = []
-    for name, error in refusals(tuple(preferences)):
+    for name, error in refusals(definition):
         problem = error.problems[0]
         if name in preferences:
             path: tuple = ("portability", "model_preferences", preferences.index(name))

@@ -102,6 +102,9 @@ class Adapter(BaseModel):
     """Shape of tool definitions."""
     structured_output: StructuredOutput
     """Mechanism that enforces the output schema."""
+    structured_output_with_tools: StructuredOutput | None = None
+    """The mechanism for an agent with tools of its own, where the provider refuses the usual one
+    beside function calling (Gemini: a JSON response type with function calling is a 400)."""
     schema_transforms: list[SchemaTransform] = []
     """Output-schema rewrites applied, in order, before sending."""
     budget: Budget

@@ -1,8 +1,15 @@
 """The model catalog: every name a user may write resolves to one canonical litellm id, one adapter,
 a model class, limits and capability flags.
 
-``providers/catalog.yaml`` refines and corrects what litellm knows; it does not gate. A name outside
-it that litellm can route (``azure/…``, ``bedrock/…``, ``vertex_ai/…``, ``groq/…``, ``openrouter/…``)
+One model, many hosts: an id that names a catalog model on another host (``azure/o3``,
+``bedrock/us.anthropic.claude-sonnet-4-6``, ``vertex_ai/gemini-2.5-pro``, ``openrouter/openai/o3``;
+:func:`model_key` sets the host's decorations aside) follows that model's entry — class, window,
+limits, capabilities, sampling, thinking reserve, retirement — and the host adds only its own
+structured-output form (:meth:`Catalog.on_host`); litellm picks its parameter names and the runtime
+its credentials. A deployment with a name of its own says which model it serves with ``base_model``.
+
+``providers/catalog.yaml`` refines and corrects what litellm knows; it does not gate. Any other name
+that litellm can route (``azure/…``, ``bedrock/…``, ``vertex_ai/…``, ``groq/…``, ``openrouter/…``)
 is read from litellm's bundled model map (offline: ``LITELLM_LOCAL_MODEL_COST_MAP``) — window, output
 limit, structured output, sampling parameters, tools, vision, reasoning — and rendered by the adapter
 of its underlying vendor (the catalog's ``vendors`` rules: Claude on Bedrock → anthropic, Gemini on
@@ -193,6 +200,7 @@ class CatalogModel:
     max_output: int
     capabilities: Capabilities = field(default_factory=Capabilities)
     aliases: tuple[str, ...] = ()
+    served_as: tuple[str, ...] = ()  # names other hosts give this model (matched by model_key, never aliases)
     known: bool = True  # False for models resolved from litellm's map or guessed
     prompt_style: str = "chat"  # "completion" for base (not instruction-tuned) models
     weights: Weights | None = None  # local models shipped as GGUF files
@@ -200,10 +208,22 @@ class CatalogModel:
     thinking_reserve: int | None = None  # thinks by default, counted in max_tokens: tokens added for it
     source: str | None = None  # "project" for an entry declared (or changed) in [tool.rosetta.models]
     endpoint: Endpoint | None = None  # a declared model's own server and key variable
+    base: str | None = None  # the catalog model this id serves (another host's route, a deployment): its rules
+
+    @property
+    def underlying(self) -> str:
+        """The catalog model whose rules this one follows: ``openai/o3`` for ``azure/o3``, itself
+        for a catalog model."""
+        return self.base or self.id
 
     def connection(self) -> dict[str, str]:
-        """The ``api_base``/``api_key`` a call to this model takes (empty for the vendor's default)."""
-        return self.endpoint.params(self.id) if self.endpoint is not None else {}
+        """The ``api_base``/``api_key`` a call to this model takes (empty for the vendor's default),
+        and for a declared deployment of another model, litellm's ``base_model`` (Azure picks the
+        parameter names of o-series and GPT-5 models by it)."""
+        params = self.endpoint.params(self.id) if self.endpoint is not None else {}
+        if self.base and self.source == "project":
+            params["base_model"] = self.base
+        return params
 
     @property
     def provider(self) -> str:
@@ -223,6 +243,7 @@ class CatalogModel:
             values["model_class"] = values.pop("class")
             values["capabilities"] = Capabilities(**values.get("capabilities", {}))
             values["aliases"] = tuple(values.get("aliases", ()))
+            values["served_as"] = tuple(values.get("served_as", ()))
             if values.get("weights") is not None:
                 values["weights"] = Weights(**values["weights"])
             if values.get("structured_output") is not None:
@@ -289,6 +310,7 @@ class Vendors:
 
     rules: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (adapter, fnmatch patterns over the id), in order
     output_config_hosts: tuple[str, ...] = ()  # hosts through which Claude takes output_config.format
+    own_names: tuple[str, ...] = ()  # hosts whose model names are their own library's, never a vendor's
 
     def adapter_for(self, route: str, provider: str, adapters: Mapping[str, Any]) -> Any:
         """The adapter for ``route`` (served by litellm's ``provider``): the first rule its name
@@ -315,6 +337,7 @@ class Catalog:
     vendors: Vendors = field(default_factory=Vendors)
     _names: dict[str, CatalogModel] = field(default_factory=dict, repr=False, compare=False)
     _declared: dict[str, _Where] = field(default_factory=dict, repr=False, compare=False)  # id → its declaration
+    _served: dict[str, CatalogModel] = field(default_factory=dict, repr=False, compare=False)  # model_key → model
 
     def __post_init__(self) -> None:
         for model in self.models:
@@ -322,6 +345,7 @@ class Catalog:
                 if name.lower() in self._names:
                     raise ValueError(f"catalog name {name!r} is used twice")
                 self._names[name.lower()] = model
+        self._served.update(served_names(self.models, self.vendors))
         unknown = [t for t in self.default_targets if t.lower() not in self._names]
         if unknown:
             raise ValueError(f"default_targets not in the catalog: {unknown}")
@@ -331,8 +355,9 @@ class Catalog:
 
     def status(self, model: CatalogModel | str, today: datetime.date | None = None) -> Status:
         """``model``'s lifecycle on ``today`` (default: :func:`lifecycle_date`)."""
-        model_id = model if isinstance(model, str) else model.id
-        retirement = self.retirements.get(model_id)
+        if isinstance(model, str):
+            model = self.find(model) or model
+        retirement = self.retirements.get(model if isinstance(model, str) else model.underlying)
         if retirement is None:
             return Status("current")
         retired = retirement.date is None or retirement.date <= (today or lifecycle_date())
@@ -367,6 +392,8 @@ class Catalog:
         for key, entry in entries.items():
             where = _Where(file, text, str(key), (environment or {}).get(key))
             base = self._names.get(str(key).strip().lower())
+            if isinstance(entry, Mapping) and "base_model" in entry:
+                base = self.on_host(self._base_model(entry["base_model"], where), str(key).strip())
             model = declared_model(str(key).strip(), entry, base, where, self.vendors)
             if base is not None:
                 for name in (base.id.lower(), *map(str.lower, base.aliases)):
@@ -382,6 +409,21 @@ class Catalog:
         return Catalog(models=tuple(models.values()), default_targets=self.default_targets,
                        retirements=self.retirements, reviewed=self.reviewed, vendors=self.vendors,
                        _declared=declared)
+
+    def _base_model(self, name: Any, where: _Where) -> CatalogModel:
+        """The model a declaration's ``base_model`` names (litellm's convention: a deployment with a
+        name of its own says which model it serves): a catalog model, one a host serves, or one
+        litellm's map lists."""
+        if not isinstance(name, str) or not name.strip():
+            raise where.error("base_model", f"{name!r} is not a model id", expected='e.g. "openai/gpt-4o"')
+        found = self.find(name) or self.guess(name.strip())
+        if found is None or not (found.known or _listed(found.id)):
+            close = difflib.get_close_matches(name.strip().lower(), list(self._names), n=3, cutoff=0.5)
+            raise where.error("base_model", f"{name!r} is neither a catalog model nor one litellm's model map lists",
+                              expected="the id of the model the deployment serves, e.g. \"openai/gpt-4o\"",
+                              hint=("nearest catalog names: " + ", ".join(close)) if close
+                              else "run `rosetta models` to list the catalog")
+        return found
 
     def declared_at(self, model_id: str, key: str | None = None) -> Location:
         """Where ``key`` of a declared model is written (its table without a key), for errors that
@@ -429,9 +471,58 @@ class Catalog:
         return self._names.get(key)
 
     def guess(self, name: str, adapters: dict[str, Any] | None = None) -> CatalogModel | None:
-        """What litellm's offline model map says of ``name``, a model outside the catalog, rendered
-        by its vendor's adapter (None: litellm routes no provider for it)."""
-        return _guess(name, adapters, self.vendors)
+        """A model outside the catalog's names (None: litellm routes no provider for it): a catalog
+        model served by another host (``azure/o3``, ``bedrock/us.anthropic.claude-…``) follows that
+        model's rules; any other is read from litellm's offline model map and rendered by its
+        vendor's adapter."""
+        mapped = _guess(name, adapters, self.vendors)
+        if mapped is None:
+            return None
+        served = self.served_by(mapped.id)
+        return self.on_host(served, mapped.id, adapters) if served is not None else mapped
+
+    def served_by(self, route: str) -> CatalogModel | None:
+        """The catalog model a host's ``route`` names (None: none), found by :func:`model_key`;
+        hosts whose names are their own library's (Ollama's ``mistral``) name none."""
+        if route.split("/", 1)[0].lower() in self.vendors.own_names:
+            return None
+        return self._served.get(model_key(route))
+
+    def served_on(self, host: str) -> list[CatalogModel]:
+        """The catalog's models as ``host`` (a litellm provider: ``azure``, ``bedrock``, ``vertex_ai``)
+        serves them: every chat id of litellm's offline map on that host naming one, each with that
+        model's rules and the host's own form; and the catalog's own models of that provider."""
+        host = host.strip().lower()
+        found = {m.id: m for m in self.models if m.provider == host and m.weights is None}
+        table = offline_litellm().model_cost
+        for key, entry in sorted(table.items()):
+            provider = str(entry.get("litellm_provider", "")) if isinstance(entry, Mapping) else ""
+            if entry.get("mode") not in (None, "chat") or not (provider == host or provider.startswith(
+                    (f"{host}_", f"{host}-"))) or ("/" in key and not key.lower().startswith(f"{host}/")):
+                continue  # another host's entry (azure_ai/… under azure, bedrock_mantle/… under bedrock)
+            route = key if key.lower().startswith(f"{host}/") else f"{host}/{key}"
+            served = self.served_by(route)
+            if served is not None and route not in found:
+                found[route] = self.on_host(served, route)
+        return sorted(found.values(), key=lambda m: (m.underlying, m.id))
+
+    def on_host(self, model: CatalogModel, route: str, adapters: Mapping[str, Any] | None = None) -> CatalogModel:
+        """``model`` served as ``route`` (another host, a deployment name): the model's rules — class,
+        window, output limit, capabilities, sampling, thinking reserve, family, retirement — with the
+        host's own structured-output form and no endpoint of the model's own."""
+        if route == model.id:
+            return model
+        if adapters is None or model.adapter not in adapters:
+            from rosetta.providers.adapter import bundled_adapters
+
+            adapters = bundled_adapters()
+        preferred = model.structured_output or adapters[model.adapter].structured_output
+        host = route.split("/", 1)[0].lower()
+        form = StructuredOutput.RESPONSE_SCHEMA if (  # Claude behind an OpenAI-shaped gateway
+            preferred is StructuredOutput.OUTPUT_CONFIG and host not in self.vendors.output_config_hosts) \
+            else model.structured_output
+        return replace(model, id=route, aliases=(), served_as=(), base=model.underlying, structured_output=form, source=None,
+                       endpoint=None, weights=None)
 
 
 _announced: set[str] = set()
@@ -443,6 +534,10 @@ def _announce(model: CatalogModel, close: list[str]) -> None:
     if model.id in _announced:
         return
     _announced.add(model.id)
+    if model.base:
+        log.info("%s serves %s: rendered with that model's rules (class %s, a %s-token window, %s output tokens)",
+                 model.id, model.base, model.model_class, f"{model.context_window:,}", f"{model.max_output:,}")
+        return
     if _listed(model.id):
         log.info("%s is not in rosetta's catalog; rendering it with the %s adapter and litellm's model map "
                  "(%s-token window, %s output tokens)", model.id, model.adapter, f"{model.context_window:,}",
@@ -450,7 +545,7 @@ def _announce(model: CatalogModel, close: list[str]) -> None:
         return
     log.warning("%s is in neither rosetta's catalog nor litellm's model map; using the %s adapter with defaults: "
                 "class %s, a %s-token window, %s output tokens, %s%s. Declare it in [tool.rosetta.models] to set "
-                "them", model.id, model.adapter, model.model_class, f"{model.context_window:,}",
+                "them (a deployment of a known model: base_model = \"<its id>\", e.g. \"openai/gpt-4o\")", model.id, model.adapter, model.model_class, f"{model.context_window:,}",
                 f"{model.max_output:,}", "no native structured output" if not model.capabilities.structured_output
                 else "native structured output", f" (did you mean {close[0]}?)" if close else "")
 
@@ -461,6 +556,40 @@ def accepts_unlisted(model: str, unlisted: bool | Iterable[str]) -> bool:
     if isinstance(unlisted, bool):
         return unlisted
     return any(fnmatch.fnmatchcase(model.lower(), pattern.strip().lower()) for pattern in unlisted)
+
+
+_DOTTED_PREFIX = re.compile(r"^(?:[a-z][a-z-]*\.)+")
+_VERSION_SUFFIX = re.compile(r"(?:-v\d+(?::\d+)?|-(?:\d{8}|\d{4}-\d{2}-\d{2}))$")
+
+
+def model_key(route: str) -> str:
+    """The model a litellm id names, without what its host adds, so that one model's ids on every
+    host compare equal: the host and any folders (``azure/us/``, ``openrouter/anthropic/``,
+    ``vertex_ai/meta/``), Bedrock's region and vendor prefixes (``us.anthropic.``), version tags
+    (``-v1:0``, ``@20250514``), a snapshot date (``-2025-04-16``), case and punctuation
+    (``claude-sonnet-4.6`` = ``claude-sonnet-4-6``; ``llama3-3-70b`` = ``llama-3.3-70b``)."""
+    name = route.lower().rsplit("/", 1)[-1].split("@", 1)[0]
+    name = _DOTTED_PREFIX.sub("", name)
+    while (stripped := _VERSION_SUFFIX.sub("", name)) != name:
+        name = stripped
+    return re.sub(r"[^a-z0-9]", "", name)
+
+
+def served_names(models: Iterable[CatalogModel], vendors: Vendors) -> dict[str, CatalogModel]:
+    """:func:`model_key` of the names of the catalog's vendor models → the model: the id, aliases
+    with a version (a digit: ``sonnet`` may name any deployment) and ``served_as``; a key two models
+    share names neither. Embedded models and those of hosts with their
+    own names (``vendors.own_names``) are served by no other host."""
+    claims: dict[str, set[str]] = {}
+    by_id = {}
+    for model in models:
+        if model.weights is not None or model.provider.lower() in vendors.own_names or model.base:
+            continue
+        by_id[model.id] = model
+        versioned = [name for name in (model.id, *model.aliases) if any(c.isdigit() for c in name.rsplit("/", 1)[-1])]
+        for name in (*versioned, *model.served_as):
+            claims.setdefault(model_key(name), set()).add(model.id)
+    return {key: by_id[next(iter(ids))] for key, ids in claims.items() if len(ids) == 1}
 
 
 def load_catalog(declared: Mapping[str, Any] | None = None, file: str | Path | None = None) -> Catalog:
@@ -504,7 +633,7 @@ def _bundled() -> Catalog:
     entries = [dict(entry) for entry in data["models"]]
     retirements = {entry["id"]: _retirement(entry["id"], entry["retires"]) for entry in entries if "retires" in entry}
     vendors = Vendors(tuple((rule["adapter"], tuple(rule["match"])) for rule in data["vendors"]),
-                      tuple(data["output_config_hosts"]))
+                      tuple(data["output_config_hosts"]), tuple(data["own_names"]))
     return Catalog(models=tuple(CatalogModel.from_dict({k: v for k, v in entry.items() if k != "retires"})
                                 for entry in entries),
                    default_targets=tuple(data["default_targets"]), retirements=retirements,
@@ -537,8 +666,8 @@ STRUCTURED_OUTPUT: dict[str, StructuredOutput] = {
 }
 """A declaration's ``structured_output`` words (and the mechanisms' own names) → mechanism."""
 
-DECLARABLE = ("api_base", "api_base_env", "api_key_env", "adapter", "class", "context_window", "max_output_tokens",
-              "prompt_style", "structured_output", "family", "aliases", "capabilities")
+DECLARABLE = ("base_model", "api_base", "api_base_env", "api_key_env", "adapter", "class", "context_window",
+              "max_output_tokens", "prompt_style", "structured_output", "family", "aliases", "capabilities")
 """The keys of a ``[tool.rosetta.models."<id>"]`` entry."""
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -568,6 +697,8 @@ def declared_model(model_id: str, entry: Any, base: CatalogModel | None, where: 
     values: dict[str, Any] = {"source": "project"}
     capabilities: dict[str, bool] = {}
     for key, value in entry.items():
+        if key == "base_model":
+            continue  # already ``base`` (Catalog.declare)
         if key in ("api_base", "adapter", "family"):
             values[key] = where.text(key, value)
             reason = url_problem(values[key]) if key == "api_base" else None

@@ -33,6 +33,17 @@ class ErrorKinds:
     classes: dict[str, str]  # exception class name → kind
     before_status: frozenset[str]  # class names that decide even when the error carries a status
     causes: dict[str, str]  # class name → kind, for a link of the cause chain (decides first)
+    said: tuple[tuple[str, str, str], ...] = ()  # (class name, message start, kind): a link of exactly that class
+
+    def of_link(self, link: BaseException) -> str | None:
+        """The kind a link of the cause chain says: by a class of its own (any in its hierarchy), else
+        by exactly its class and what its message starts with (an SDK's generic error class)."""
+        kind = next((self.causes[cls.__name__] for cls in type(link).__mro__ if cls.__name__ in self.causes), None)
+        if kind is None:
+            text = str(link)
+            kind = next((kind for name, start, kind in self.said
+                         if type(link).__name__ == name and text.startswith(start)), None)
+        return kind
 
     def by_status(self, status: int) -> str | None:
         """The kind of an HTTP status: a listed one, else ``hard`` for any other 4xx."""
@@ -49,8 +60,10 @@ def error_kinds() -> ErrorKinds:
     statuses = tuple((re.compile(str(code).replace("x", "[0-9]")), kind)
                      for kind, codes in table["status"].items() for code in codes)
     classes = {name: kind for kind, names in table["classes"].items() for name in names}
-    causes = {name: kind for kind, names in table["causes"].items() for name in names}
-    return ErrorKinds(statuses, classes, frozenset(table["classes"].get("context", ())), causes)
+    causes = {name: kind for kind, names in table["causes"].items() for name in names if ":" not in name}
+    said = tuple((name, start.strip(), kind) for kind, names in table["causes"].items() for name, _, start in
+                 (entry.partition(":") for entry in names if ":" in entry))
+    return ErrorKinds(statuses, classes, frozenset(table["classes"].get("context", ())), causes, said)
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ MECHANISMS: dict[StructuredOutput, Mechanism] = {
     StructuredOutput.OUTPUT_CONFIG: Mechanism(_output_config, _native, True, False),
     StructuredOutput.FORCED_TOOL: Mechanism(
         _forced_tool, lambda _schema: f"Give your final answer by calling the `{RESPOND_TOOL}` tool.", True, True,
-        only_transforms=frozenset({"inline_refs", "constraints_to_descriptions"})),
+        only_transforms=frozenset({"inline_refs", "constraints_to_descriptions", "gemini_subset"})),
     StructuredOutput.JSON_OBJECT: Mechanism(_json_object, _in_prompt, False, False,
                                             only_transforms=frozenset({"inline_refs"})),
     StructuredOutput.PROMPT_SCHEMA: Mechanism(_prompt_schema, _in_prompt, False, False,

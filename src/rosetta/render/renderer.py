@@ -72,7 +72,7 @@ def render(
     if today is not None:
         load_catalog().refuse_retired(model, today)
     warnings: list[str] = []
-    _check_capabilities(signature, model)
+    check_fit(signature, model)
     if signature.host_tools:
         warnings.append(f"{model.id} will not have the host tools {', '.join(signature.host_tools)} "
                         "(capabilities.allowed_tools): no request carries them; run the agent where a host provides "
@@ -239,7 +239,9 @@ def _fit_budget(compose: Any, sections: tuple[Section, ...], demos: list[Demo], 
 # -- decisions -------------------------------------------------------------------------------
 
 
-def _check_capabilities(signature: Signature, model: CatalogModel) -> None:
+def check_fit(signature: Signature, model: CatalogModel) -> None:
+    """Raise the :class:`RenderError` that refuses ``model`` for this agent (a window too small,
+    tools or vision it lacks): the one check ``render``, ``compile`` and ``validate`` share."""
     if signature.minimum_context_window and signature.minimum_context_window > model.context_window:
         raise RenderError(Problem(
             f"{signature.name} needs a {signature.minimum_context_window:,}-token context window; "
@@ -290,6 +292,11 @@ def _mechanism(signature: Signature, adapter: Adapter, model: CatalogModel, knob
     if signature.output_schema is None:
         return None
     wanted = knobs.structured_output or model.structured_output or adapter.structured_output
+    beside_tools = adapter.structured_output_with_tools
+    if signature.tools and beside_tools is not None and wanted is not beside_tools:
+        warnings.append(f"{model.id} refuses {wanted.value} beside function calling: the answer comes through "
+                        f"{beside_tools.value} instead, since {signature.name} has tools")
+        wanted = beside_tools
     if wanted is not StructuredOutput.PROMPT_SCHEMA and not model.capabilities.structured_output:
         warnings.append(f"{model.id} has no native structured output; the schema goes in the prompt instead")
         return StructuredOutput.PROMPT_SCHEMA

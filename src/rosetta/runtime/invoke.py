@@ -24,7 +24,8 @@ from rosetta.errors import Problem, RosettaError
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
-from rosetta.providers.credentials import missing_credentials
+from rosetta.providers.credentials import MissingCredentials, check_credentials, missing_credentials
+from rosetta.providers.policy import ErrorKinds
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime.answers import (
     MAX_ISSUES,
@@ -153,7 +154,7 @@ def classify(error: BaseException) -> str:
     from rosetta.providers.policy import error_kinds
 
     kinds = error_kinds()
-    kind = _cause_kind(error, kinds.causes)
+    kind = _cause_kind(error, kinds)
     if kind is not None:
         return kind
     names = [cls.__name__ for cls in type(error).__mro__]  # most specific first
@@ -176,15 +177,15 @@ def _status(error: BaseException) -> int | None:
     return status if isinstance(status, int) and not isinstance(status, bool) else None
 
 
-def _cause_kind(error: BaseException, causes: Mapping[str, str]) -> str | None:
+def _cause_kind(error: BaseException, kinds: ErrorKinds) -> str | None:
     """The kind of the first link of the chain a traceback shows (litellm re-raises inside
-    ``except``, so its links are implicit contexts) whose class is in ``causes``, or that is an OS
+    ``except``, so its links are implicit contexts) that ``kinds.causes`` names, or that is an OS
     error in :data:`LOCAL_ERRNOS` (``local``); None when no link is."""
     seen: set[int] = set()
     link: BaseException | None = error
     while link is not None and id(link) not in seen:
         seen.add(id(link))
-        kind = next((causes[cls.__name__] for cls in type(link).__mro__ if cls.__name__ in causes), None)
+        kind = kinds.of_link(link)
         if kind is None and isinstance(link, OSError) and link.errno in LOCAL_ERRNOS:
             kind = "local"
         if kind is not None:
@@ -304,6 +305,11 @@ def plan(
                     limiter.settle(reservation, 0 if kind != "transient" else None)
                 if health is not None and kind == "transient":
                     health.record(endpoint, failed=True)
+                if kind == "credentials":  # the SDK found no key: name the variables, as before a call
+                    found = check_credentials(prompt.model, kwargs)
+                    raise ModelCallError(Problem(f"{prompt.model}: {message}", field="model", hint=(
+                        MissingCredentials(found.provider, found.missing).hint if found.missing
+                        else _HINTS[kind])), attempts, kind, found.missing)
                 if kind not in ("transient", "local") or number == policy.attempts:
                     raise ModelCallError(Problem(f"{prompt.model}: {message}", field="model",
                                                  hint=_HINTS.get(kind)), attempts, kind)
