@@ -44,7 +44,16 @@ def trusted_path(path: str | os.PathLike[str], root: str | os.PathLike[str], *, 
             raise NotRegularFile(f"{current} is {_describe(mode)}, not a directory")
     if not (stat.S_ISDIR(mode) if directory else stat.S_ISREG(mode)):
         raise NotRegularFile(f"{path} is {_describe(mode)}, not a {'directory' if directory else 'regular file'}")
+    refuse_hardlinked(path, os.lstat(path))
     return path
+
+
+def refuse_hardlinked(path: str | os.PathLike[str], found: os.stat_result) -> None:
+    """Raise :class:`NotRegularFile` for a plain file with another name elsewhere (a hard link):
+    writing, appending or locking it would change that other file too. rosetta makes none."""
+    if stat.S_ISREG(found.st_mode) and found.st_nlink > 1:
+        raise NotRegularFile(f"{path} is hard-linked to {found.st_nlink - 1} other name(s); rosetta never writes "
+                             "through a link")
 
 
 def read_trusted(path: str | os.PathLike[str], root: str | os.PathLike[str], *, limit: int = MAX_READ) -> str:
@@ -57,6 +66,11 @@ def read_regular(path: str | os.PathLike[str], *, limit: int = MAX_READ) -> str:
     """The UTF-8 text of ``path``, which must be a plain file of at most ``limit`` bytes: a symlink,
     FIFO, socket or device is refused at once (a FIFO would block the reader forever, a symlink
     could serve another file, ``/dev/zero`` would never end)."""
+    return read_regular_bytes(path, limit=limit).decode("utf-8")
+
+
+def read_regular_bytes(path: str | os.PathLike[str], *, limit: int = MAX_READ) -> bytes:
+    """:func:`read_regular`'s bytes, undecoded."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     kind = os.lstat(path).st_mode
     if not stat.S_ISREG(kind):
@@ -71,19 +85,20 @@ def read_regular(path: str | os.PathLike[str], *, limit: int = MAX_READ) -> str:
         data = stream.read(limit + 1)
         if len(data) > limit:  # grew while being read
             raise NotRegularFile(f"{path} is larger than {_size(limit)}, more than rosetta ever writes there")
-    return data.decode("utf-8")
+    return data
 
 
-def read_source_bytes(path: str | os.PathLike[str], *, limit: int = MAX_READ) -> bytes:
+def read_source_bytes(path: str | os.PathLike[str], *, limit: int = MAX_READ, head: bool = False) -> bytes:
     """The bytes of a source file the user wrote (a definition, a file it references). Symlinks are
     followed, as the user's own tools follow them, but what they reach must be a plain file of at
-    most ``limit`` bytes: a FIFO is never waited on, a device never read."""
+    most ``limit`` bytes: a FIFO is never waited on, a device never read. With ``head``, the first
+    ``limit`` bytes of a longer file (how discovery peeks at a file)."""
     handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     with os.fdopen(handle, "rb") as stream:
         opened = os.fstat(handle)
         if not stat.S_ISREG(opened.st_mode):
             raise NotRegularFile(f"{path} is {_describe(opened.st_mode)}, not a regular file")
-        data = stream.read(limit + 1)
+        data = stream.read(limit if head else limit + 1)
     if len(data) > limit:
         raise NotRegularFile(f"{path} is larger than {_size(limit)}")
     return data

@@ -124,6 +124,18 @@ def _default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rosetta"
 
 
+def user_cache_dir() -> Path:
+    """The user's cache folder, which no project setting can name: ``$ROSETTA_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/rosetta`` (``~/.cache/rosetta``). It holds what a project must not ship or
+    reach: the keys that sign each project's cache, and the local models' weights by default."""
+    given = os.environ.get(ENV_PREFIX + "CACHE_DIR", "").strip()
+    return Path(given).expanduser().resolve() if given else _default_cache_dir()
+
+
+PROJECT = "[tool.rosetta]"
+"""The source of a value the project's pyproject.toml sets (the others are the user's)."""
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything a project configures; directories are absolute."""
@@ -205,20 +217,23 @@ def load_settings(start: str | os.PathLike[str] | None = None, **overrides: Any)
     root = (_path(given) if given else pyproject.parent if pyproject else origin).resolve()
 
     def directory(key: str, default: Path | str) -> Path:
-        return _absolute(read.value(key, lambda v, _: _path(v), Path(default)), root)
+        path = _absolute(read.value(key, lambda v, _: _path(v), Path(default)), root)
+        return read.confined(key, path, root) if read.source(key) in (None, PROJECT) else path
 
     return Settings(
         root=root,
         signatures_dir=directory("signatures_dir", "signatures"),
         compiled_dir=directory("compiled_dir", "compiled"),
         datasets_dir=directory("datasets_dir", "datasets"),
-        cache_dir=directory("cache_dir", _default_cache_dir()),
+        cache_dir=directory("cache_dir", "") if read.source("cache_dir") == PROJECT else user_cache_dir(),
         default_models=tuple(read.value("default_models", _texts, ())),
-        adapter_dirs=tuple(_absolute(_path(p), root) for p in read.value("adapter_dirs", _texts, ())),
+        adapter_dirs=tuple(read.confined("adapter_dirs", _absolute(_path(p), root), root)
+                           if read.source("adapter_dirs") == PROJECT else _absolute(_path(p), root)
+                           for p in read.value("adapter_dirs", _texts, ())),
         unlisted_models=tuple(read.value("unlisted_models", _texts, ("*",))),
         strict=read.value("strict", _flag, False),
         section_roles=read.table("section_roles", _role),
-        local_models={name: _absolute(path, root)
+        local_models={name: _absolute(path, root)  # read only, through the weights' checks: a shared folder is fine
                       for name, path in read.table("local_models", lambda value, _: _path(value)).items()},
         local_threads=read.value("local_threads", _positive_int, None),
         models=read.table("models", lambda entry, _: entry),  # each entry's shape: the catalog's to judge
@@ -234,6 +249,32 @@ class _Reader:
     def __init__(self, table: dict[str, Any], overrides: dict[str, Any], pyproject: Path | None, text: str) -> None:
         self.tool, self.overrides, self.pyproject, self.text = table, overrides, pyproject, text
 
+    def source(self, key: str) -> str | None:
+        """Where ``key``'s value comes from: the argument, the environment (the user's choices), the
+        project's ``[tool.rosetta]`` (:data:`PROJECT`), or None for the default."""
+        if key in self.overrides:
+            return "argument"
+        if ENV_PREFIX + key.upper() in os.environ:
+            return "environment"
+        return PROJECT if key in self.tool else None
+
+    def confined(self, key: str, path: Path, root: Path) -> Path:
+        """``path`` when it resolves (symlinks followed) inside the project; a located error
+        otherwise: a folder the project names, or a default a planted symlink redirects, is the
+        project's to choose only inside itself (the user chooses others through the environment)."""
+        real, inside = path.resolve(), root.resolve()
+        if real == inside or real.is_relative_to(inside):
+            return path
+        variable = f"{ENV_PREFIX}{key.upper()}"
+        named = f"{key} {path} resolves to {real}" if self.source(key) == PROJECT \
+            else f"the default {key} {path} is a symlink to {real}"
+        location = Location(str(self.pyproject), _line_of(self.text, key)) \
+            if self.pyproject is not None and self.source(key) == PROJECT else Location(str(path))
+        raise ConfigError(Problem(
+            f"{named}, outside the project {inside}: a project names folders only inside itself", location, key,
+            expected="a folder inside the project",
+            hint=f"move it inside the project, or choose it yourself with ${variable} (or the command's option)"))
+
     def value(self, key: str, parse: Callable[[Any, str], Any], default: Any) -> Any:
         variable = ENV_PREFIX + key.upper()
         if key in self.overrides:
@@ -241,13 +282,13 @@ class _Reader:
         elif variable in os.environ:
             raw, source = os.environ[variable], "environment"
         elif key in self.tool:
-            raw, source = self.tool[key], "[tool.rosetta]"
+            raw, source = self.tool[key], PROJECT
         else:
             return default
         try:
             return parse(raw, key)
         except ValueError as error:
-            raise self._error(key, source, str(error)) from None
+            raise self._error(key, source, _unquoted(str(error), raw, source)) from None
 
     def table(self, key: str, parse: Callable[[Any, str], Any]) -> dict[str, Any]:
         """A table-valued setting: ``[tool.rosetta.<key>]``, with ``$ROSETTA_<KEY>`` (a JSON object)
@@ -258,7 +299,7 @@ class _Reader:
             try:
                 parsed[str(entry)] = parse(value, str(entry))
             except ValueError as error:
-                raise self._error(key, sources[entry], str(error), entry) from None
+                raise self._error(key, sources[entry], _unquoted(str(error), value, sources[entry]), entry) from None
         return parsed
 
     def whole(self, key: str, parse: Callable[[dict[str, Any]], Any]) -> Any:
@@ -267,13 +308,13 @@ class _Reader:
         try:
             return parse(merged)
         except ValueError as error:
-            source = "environment" if "environment" in sources.values() else "[tool.rosetta]"
-            raise self._error(key, source, str(error)) from None
+            source = "environment" if "environment" in sources.values() else PROJECT
+            raise self._error(key, source, _unquoted(str(error), merged, source)) from None
 
     def _merged(self, key: str) -> tuple[dict[str, Any], dict[str, str]]:
         merged: dict[str, Any] = {}
         sources: dict[str, str] = {}
-        layers = [("[tool.rosetta]", self.tool.get(key)), ("environment", _env_json(key)),
+        layers = [(PROJECT, self.tool.get(key)), ("environment", _env_json(key)),
                   ("argument", self.overrides.get(key))]
         for source, layer in layers:
             if layer is None:
@@ -289,7 +330,7 @@ class _Reader:
             return env_json_error(key, f"does not fit: {message}")
         if source == "environment":
             location = Location(f"${ENV_PREFIX}{key.upper()}")
-        elif source == "[tool.rosetta]" and self.pyproject is not None:
+        elif source == PROJECT and self.pyproject is not None:
             location = Location(str(self.pyproject), _line_of(self.text, entry if entry is not None else key))
         else:
             location = Location()
@@ -421,6 +462,29 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
         merged[key] = _merge(merged[key], value) if isinstance(value, dict) and isinstance(
             merged.get(key), dict) else value
     return merged
+
+
+def _unquoted(message: str, value: Any, source: str) -> str:
+    """``message`` without the value it quotes when the value comes from the environment, where it
+    may be a secret pasted into the wrong variable ("… not 'sk-…'" → "… not that value")."""
+    if source != "environment":
+        return message
+    leaves, pending = [], [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, Mapping):
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+        else:
+            leaves.append(item)
+    for leaf in sorted(leaves, key=lambda leaf: -len(repr(leaf))):
+        if isinstance(leaf, str) and leaf:
+            message = message.replace(repr(leaf), "that value (not shown: it may be a secret)").replace(
+                leaf, "(not shown)")
+        else:
+            message = re.sub(rf"\b(not|to) {re.escape(repr(leaf))}(?![\w.])", r"\1 that value (not shown)", message)
+    return message
 
 
 def _line_of(text: str, key: str) -> int | None:

@@ -189,7 +189,7 @@ def test_compile_never_writes_through_a_symlink(tree, tmp_path):
 def test_compile_cleans_temp_files_that_killed_compiles_left(tree):
     compile_tree(tree, models=("openai/gpt-4o",))
     folder = tree / "compiled/vuln-triage/openai"
-    stale, fresh = folder / ".gpt-4o.yaml.abc123.tmp", folder / ".gpt-4o.yaml.def456.tmp"
+    stale, fresh = folder / ".gpt-4o.yaml.abc12345.tmp", folder / ".gpt-4o.yaml.def456.tmp"
     stale.write_text("half")
     fresh.write_text("being written")
     os.utime(stale, (1, 1))

@@ -239,16 +239,28 @@ def test_the_secret_lives_outside_the_project_created_once_for_the_owner_only(tm
     assert key.read_text() == text and not any(root.rglob("*.key"))
 
 
-def test_a_cache_folder_inside_the_project_is_not_trusted_with_the_secret(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_cache_folder_the_project_names_never_holds_the_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key lives in the user's cache folder, which no project setting names: a project's own
+    ``cache_dir`` (confined to the project) holds downloads, never the key that signs its cache."""
     root = tmp_path / "project"
     root.mkdir()
     (root / "pyproject.toml").write_text("[tool.rosetta]\ncache_dir = 'shipped'\n")
     monkeypatch.delenv("ROSETTA_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user"))
+    cache = EvalCache(root / CACHE)
+    cache.put("k", Answer(1, "1", True, 1, 0.0))
+    assert cache.path is not None and EvalCache(root / CACHE).get("k") == Answer(1, "1", True, 1, 0.0)
+    assert not (root / "shipped").exists() and list((tmp_path / "user" / "rosetta" / "project-keys").iterdir())
+
+
+def test_a_user_cache_folder_inside_the_project_is_not_trusted_with_the_secret(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    monkeypatch.setenv("ROSETTA_CACHE_DIR", str(root / "inside"))
     with caplog.at_level(logging.WARNING, logger=WARNINGS):
         cache = EvalCache(root / CACHE)
-    assert cache.path is None and "is inside the project" in caplog.text and "ROSETTA_CACHE_DIR" in caplog.text
-    assert not (root / "shipped").exists()
+    assert cache.path is None and "inside the project" in caplog.text and "ROSETTA_CACHE_DIR" in caplog.text
     cache.put("k", Answer(1, "1", True, 1, 0.0))
     assert cache.get("k") == Answer(1, "1", True, 1, 0.0)  # still a cache for this run
 

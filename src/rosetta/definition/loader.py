@@ -177,9 +177,10 @@ def load_directory(path: str | os.PathLike[str], **options: Any) -> list[AgentDe
 
 
 def _opens_with_fence(file: Path) -> bool:
+    from rosetta.fileio import read_source_bytes
+
     try:
-        with file.open("rb") as handle:
-            head = handle.read(64)
+        head = read_source_bytes(file, limit=64, head=True)  # a FIFO named *.md is never waited on
     except OSError:
         return True  # let the loader report why it cannot be read
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):

@@ -2,8 +2,8 @@
 
 An entry is trusted only when its HMAC verifies under this secret: one planted in a cloned
 repository, copied from another project or written by a rosetta that did not sign does not. The
-secret lives in the user's cache folder (``cache_dir``), never in the project tree, so a
-repository cannot ship one: one file per project, named by the sha256 of the project root's
+secret lives in the user's cache folder (``ROSETTA_CACHE_DIR`` or ``~/.cache/rosetta``, which no
+project setting names), never in the project tree, so a repository cannot ship one: one file per project, named by the sha256 of the project root's
 absolute path, created once (exclusively, mode 0600) and read back through :mod:`rosetta.fileio`.
 """
 
@@ -36,18 +36,20 @@ def verifies(secret: bytes, key: str, value: str, digest: object) -> bool:
 
 
 def secret_path(root: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """``<cache_dir>/project-keys/<sha256 of root>.key``; ``cache_dir`` defaults to the project's
-    setting (``[tool.rosetta] cache_dir``, ``ROSETTA_CACHE_DIR``, else the user's cache folder).
-    Raises :class:`NoSecret` when that folder lies inside the project, where a repository could ship it."""
+    """``<cache_dir>/project-keys/<sha256 of root>.key``; ``cache_dir`` defaults to the user's cache
+    folder (``ROSETTA_CACHE_DIR``, else ``~/.cache/rosetta``), which no project setting names.
+    Raises :class:`NoSecret` when that folder resolves (symlinks and ``/proc/self/cwd`` followed)
+    inside the project, where a repository could ship it."""
     root = Path(os.path.abspath(root))
     if cache_dir is None:
-        from rosetta.settings import load_settings
+        from rosetta.settings import user_cache_dir
 
-        cache_dir = load_settings(root, root=str(root)).cache_dir
+        cache_dir = user_cache_dir()
     folder = Path(os.path.abspath(cache_dir)) / "project-keys"
-    if folder.is_relative_to(root):
-        raise NoSecret(f"the cache folder {folder} is inside the project {root}, where a repository could ship "
-                       "its own key; set ROSETTA_CACHE_DIR (or [tool.rosetta] cache_dir) to a folder outside it")
+    real, project = folder.resolve(), root.resolve()
+    if real == project or real.is_relative_to(project):
+        raise NoSecret(f"the key folder {folder} resolves to {real}, inside the project {project}, where a repository "
+                       "could ship its own key; set ROSETTA_CACHE_DIR to a folder outside it")
     return folder / (hashlib.sha256(str(root).encode()).hexdigest() + ".key")
 
 
@@ -69,10 +71,23 @@ def project_secret(root: str | os.PathLike[str], cache_dir: str | os.PathLike[st
             raise NoSecret(f"cannot read the project key {path}: {exc}; delete it and rosetta makes a new one "
                            "(cached answers are then asked again)") from None
         if _HEX.fullmatch(text):
+            _check_owner(path)
             return bytes.fromhex(text)
         time.sleep(0.02)
     raise NoSecret(f"{path} is not a key rosetta wrote (64 hex digits); delete it and rosetta makes a new one "
                    "(cached answers are then asked again)")
+
+
+def _check_owner(path: Path) -> None:
+    """Refuse a key another user owns, or that others may read or write: whoever can read it can
+    sign cache entries this project then trusts (rosetta makes its keys 0600)."""
+    found = os.lstat(path)
+    if hasattr(os, "getuid") and found.st_uid != os.getuid():
+        raise NoSecret(f"{path} belongs to another user (uid {found.st_uid}); delete it and rosetta makes a new one "
+                       "(cached answers are then asked again)")
+    if found.st_mode & 0o077:
+        raise NoSecret(f"{path} may be read or written by others (mode {found.st_mode & 0o777:04o}); rosetta keeps "
+                       "keys at 0600: delete it and rosetta makes a new one, or chmod 600 it")
 
 
 def _create(path: Path) -> None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.errors import Location, Problem, UsageError
-from rosetta.fileio import NotRegularFile, read_regular, read_trusted, trusted_path
+from rosetta.fileio import NotRegularFile, read_regular, read_trusted, refuse_hardlinked, trusted_path
 
 ATOMIC_APPEND: int = getattr(select, "PIPE_BUF", 0) if os.name == "posix" else 0
 """Bytes one O_APPEND write is trusted to put down whole (PIPE_BUF); longer lines are locked too."""
@@ -136,8 +136,10 @@ def _append(path: Path, data: bytes) -> None:
             raise NotRegularFile(f"{path} is not a plain file") from None
         raise
     try:
-        if not stat.S_ISREG(os.fstat(handle).st_mode):  # a FIFO or device: never write a log line into one
+        opened = os.fstat(handle)
+        if not stat.S_ISREG(opened.st_mode):  # a FIFO or device: never write a log line into one
             raise NotRegularFile(f"{path} is not a plain file")
+        refuse_hardlinked(path, opened)  # a line appended here would land in the other name's file too
         written = os.write(handle, data)
         while written < len(data):  # only after a signal or a full disk; the rest still goes at the end
             written += os.write(handle, data[written:])

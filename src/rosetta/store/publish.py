@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,8 +127,15 @@ STALE_AFTER_S = 3600.0
 """Age after which a leftover temp file is a killed writer's, not one still being written."""
 
 
+TEMPORARY = re.compile(r"\.[^/]+\.(?:yaml|json)\.[a-z0-9_]{8}\.tmp")
+"""The names of the temp files rosetta writes under ``compiled/`` (:func:`rosetta.fileio.write_temporary`
+beside a YAML artifact, version, pin or cross record, or the JSON index): nothing else is removed."""
+
+
 def clean_stale_temporaries(out: Path, *, now: float | None = None) -> list[Path]:
-    """Delete the temp files (``.<name>.<random>.tmp``) that killed compiles left under ``out``."""
+    """Delete the temp files that killed compiles left under ``out`` (only names :data:`TEMPORARY`
+    matches, plain files, an hour old): a file of any other name is the user's, whatever it is called."""
+    import stat
     import time
 
     now = time.time() if now is None else now
@@ -136,10 +144,11 @@ def clean_stale_temporaries(out: Path, *, now: float | None = None) -> list[Path
         return removed
     for directory, subdirectories, files in os.walk(out):  # never follows symlinks
         for name in files:
-            if name.startswith(".") and name.endswith(".tmp"):
+            if TEMPORARY.fullmatch(name):
                 candidate = Path(directory) / name
                 try:
-                    if now - candidate.lstat().st_mtime > STALE_AFTER_S:
+                    found = candidate.lstat()
+                    if stat.S_ISREG(found.st_mode) and found.st_nlink == 1 and now - found.st_mtime > STALE_AFTER_S:
                         candidate.unlink()
                         removed.append(candidate)
                 except OSError:

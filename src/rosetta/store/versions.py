@@ -219,10 +219,11 @@ def written_times(artifact: Path, ids: dict[str, Path]) -> dict[str, datetime]:
     times: dict[str, datetime] = {}
     folder = versions_dir(artifact)
     try:
-        run = {"capture_output": True, "text": True, "timeout": 10, "cwd": artifact.parent, "check": True}
         paths = [str(artifact), *([str(folder)] if folder.is_dir() else [])]
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", *paths], **run).stdout.strip()
-        log = subprocess.run(["git", "log", "--format=@%ct", "-p", "-U0", "--no-color", "--", *paths], **run).stdout
+        files = [artifact, *(sorted(folder.iterdir()) if folder.is_dir() else [])]
+        dirty = "edited" if any(not _committed_as_is(file) for file in files) else ""
+        log = _git(artifact.parent, "log", "--format=@%ct", "-p", "-U0", "--no-color", "--no-ext-diff",
+                   "--no-textconv", "--", *paths)
         when = None
         for line in log.splitlines():  # newest first: the last date seen for an id is its first commit's
             if line.startswith("@") and line[1:].isdigit():
@@ -240,6 +241,42 @@ def written_times(artifact: Path, ids: dict[str, Path]) -> dict[str, datetime]:
         edited = dirty and (path == artifact or full not in times)
         found[full] = modified if edited or full not in times else times[full]
     return found
+
+
+GIT_SAFETY = ("-c", "core.fsmonitor=false", "-c", f"core.hooksPath={os.devnull}", "-c", "diff.external=",
+              "-c", "core.pager=cat", "-c", "protocol.allow=never")
+"""What a cloned repository's ``.git/config`` could make git run, switched off for every call
+(``core.fsmonitor`` runs a command on status, external diffs and textconv on ``log -p``)."""
+
+
+def _git(cwd: Path, *arguments: str) -> str:
+    """Standard output of a read-only git command in ``cwd``, run so that nothing the repository's
+    own configuration names is executed: no fsmonitor, hooks, external diff, textconv or pager, and
+    never ``git status`` (its clean filters are programs the repository names)."""
+    import subprocess
+
+    environment = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
+    environment.pop("GIT_EXTERNAL_DIFF", None)
+    return subprocess.run(["git", *GIT_SAFETY, *arguments], capture_output=True, text=True, timeout=10, cwd=cwd,
+                          check=True, env=environment).stdout
+
+
+def _committed_as_is(file: Path) -> bool:
+    """Whether ``file`` is in HEAD with these very bytes: its git blob id, computed here (not by
+    ``git hash-object``, which would run the repository's filters), against HEAD's."""
+    import hashlib
+
+    from rosetta.fileio import read_regular_bytes
+
+    try:
+        data = read_regular_bytes(file)
+    except OSError:  # a link, FIFO or device where a version should be: not as committed
+        return False
+    blob = hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+    try:
+        return _git(file.parent, "rev-parse", "--verify", "-q", f"HEAD:./{file.name}").strip() == blob
+    except Exception:  # noqa: BLE001  not committed, no repository, no git: not known to be as committed
+        return False
 
 
 def list_versions(artifact: Path) -> list[Version]:

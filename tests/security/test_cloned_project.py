@@ -1,0 +1,179 @@
+"""Issue 81: a project you cloned is untrusted input. Each test is the shortest reproduction of one
+attack a project (or a definition) shipped to a victim made work, numbered as in the issue; each
+failed on the code before the fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import make_project
+
+from rosetta.errors import ConfigError
+
+
+def _tool_table(project: Path, lines: str) -> None:
+    (project / "pyproject.toml").write_text(f"[project]\nname = 'demo'\n\n[tool.rosetta]\n{lines}\n", encoding="utf-8")
+
+
+# -- 2: the cache's signing key where the project can name it ---------------------------------------
+
+def test_2_a_project_cannot_place_the_signing_key_inside_itself_through_proc(tmp_path, monkeypatch):
+    """``cache_dir = "/proc/self/cwd/.keys"`` resolved to ``./.keys``: the "outside the project"
+    check compared text. The key now lives in the user's cache folder, which no project names, and
+    a folder that *resolves* inside the project is refused."""
+    from rosetta.optimize.signing import NoSecret, secret_path
+    from rosetta.settings import load_settings
+
+    project = make_project(tmp_path / "project")
+    _tool_table(project, 'cache_dir = "/proc/self/cwd/.keys"')
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("ROSETTA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    assert secret_path(project).is_relative_to(tmp_path / "user-cache")  # not the project's cache_dir
+    with pytest.raises(NoSecret, match="inside the project"):
+        secret_path(project, "/proc/self/cwd/.keys")
+    assert load_settings(project).cache_dir.resolve() == (project / ".keys").resolve()  # confined: inside is fine
+
+
+def test_2_a_key_others_can_read_or_write_is_refused(tmp_path, monkeypatch):
+    from rosetta.optimize.signing import NoSecret, project_secret, secret_path
+
+    monkeypatch.setenv("ROSETTA_CACHE_DIR", str(tmp_path / "cache"))
+    project = make_project(tmp_path / "project")
+    project_secret(project)  # made 0600
+    secret_path(project).chmod(0o644)
+    with pytest.raises(NoSecret, match="mode 0644"):
+        project_secret(project)
+
+
+# -- 3: compiled_dir writes and deletes anywhere ------------------------------------------------------
+
+def test_3_compiled_dir_outside_the_project_is_a_located_error(tmp_path, cli, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    project = make_project(tmp_path / "project")
+    _tool_table(project, 'compiled_dir = "~"')
+    result = cli("--project", project, "compile")
+    assert result.exit_code == 2, result.output
+    assert "compiled_dir" in result.output and "outside the project" in result.output and "pyproject.toml:5" in result.output
+    assert list(home.iterdir()) == []
+
+
+def test_3_a_planted_compiled_symlink_is_refused_before_anything_is_written(tmp_path, cli):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    stale = elsewhere / ".notes.txt.tmp"
+    stale.write_text("the victim's file")
+    os.utime(stale, (time.time() - 7200, time.time() - 7200))
+    project = make_project(tmp_path / "project")
+    (project / "compiled").symlink_to(elsewhere)
+    result = cli("--project", project, "compile")
+    assert result.exit_code == 2 and "is a symlink to" in result.output, result.output
+    assert [p.name for p in elsewhere.iterdir()] == [".notes.txt.tmp"]
+
+
+def test_3_cleanup_removes_only_the_temp_files_rosetta_names(tmp_path):
+    from rosetta.store.publish import clean_stale_temporaries
+
+    out = tmp_path / "compiled"
+    (out / "agent" / "openai").mkdir(parents=True)
+    ours = out / "agent" / "openai" / ".gpt-4o.yaml.a1b2c3d4.tmp"
+    theirs = out / "agent" / ".my-notes.tmp"
+    for file in (ours, theirs):
+        file.write_text("x")
+        os.utime(file, (time.time() - 7200, time.time() - 7200))
+    assert clean_stale_temporaries(out) == [ours]
+    assert theirs.exists()
+
+
+# -- 6: code runs through the project's git config ----------------------------------------------------
+
+def test_6_rosetta_versions_runs_nothing_the_repositorys_git_config_names(tmp_path, cli):
+    project = make_project(tmp_path / "project")
+    assert cli("--project", project, "compile", "-m", "openai/gpt-4o").exit_code == 0
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], cwd=project, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=project, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=project, check=True)
+    proof = tmp_path / "ran"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {proof}\necho\n")
+    hook.chmod(0o755)
+    subprocess.run(["git", "config", "core.fsmonitor", str(hook)], cwd=project, check=True)
+    subprocess.run(["git", "config", "diff.external", str(hook)], cwd=project, check=True)
+    (project / ".gitattributes").write_text("*.yaml diff=evil filter=evil\n")
+    for key in ("diff.evil.textconv", "filter.evil.clean", "filter.evil.process"):
+        subprocess.run(["git", "config", key, str(hook)], cwd=project, check=True)
+    artifact = project / "compiled" / "vuln-triage" / "openai" / "gpt-4o.yaml"
+    os.utime(artifact)  # stat-dirty: git status would run the clean filter to compare
+    listed = cli("--project", project, "versions", "vuln-triage", "-m", "openai/gpt-4o")
+    assert listed.exit_code == 0, listed.output
+    assert not proof.exists()
+
+
+# -- 9: a FIFO named *.md hangs discovery ---------------------------------------------------------
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_9_a_fifo_named_like_an_agent_is_reported_not_waited_on(tmp_path, cli):
+    project = make_project(tmp_path / "project")
+    os.mkfifo(project / "signatures" / "trap.md")
+    outcome: dict[str, object] = {}
+
+    def validate() -> None:
+        outcome["result"] = cli("--project", project, "validate", project / "signatures")
+
+    worker = threading.Thread(target=validate, daemon=True)
+    worker.start()
+    worker.join(60)
+    if worker.is_alive():  # unblock the reader so the test process can end
+        with open(project / "signatures" / "trap.md", "wb"):
+            pass
+        pytest.fail("validate waited on a FIFO")
+    result = outcome["result"]
+    assert "trap.md" in result.output and "a FIFO" in result.output
+
+
+# -- 11: hardlinks are written through ------------------------------------------------------------
+
+def test_11_a_hardlinked_lock_or_outcome_log_is_refused(tmp_path):
+    from rosetta.errors import RosettaError
+    from rosetta.rollout.outcomes import append_line
+    from rosetta.store.publish import LOCK_NAME, locked
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    out = tmp_path / "project" / "compiled"
+    out.mkdir(parents=True)
+    os.link(victim, out / LOCK_NAME)
+    with pytest.raises(RosettaError, match="hard-linked"), locked(out):
+        pass
+    log = tmp_path / "project" / ".rosetta" / "outcomes" / "agent.jsonl"
+    log.parent.mkdir(parents=True)
+    os.link(victim, log)
+    with pytest.raises(RosettaError, match="hard-linked"):
+        append_line(log, json.dumps({"x": 1}), root=tmp_path / "project")
+    assert victim.read_text() == "precious\n"
+
+
+# -- 14: ROSETTA_* errors quote the variable's value ----------------------------------------------------
+
+@pytest.mark.parametrize(("variable", "value"), [
+    ("ROSETTA_RATE_LIMITS", '{"openai": {"requests_per_minute": "sk-PLANTED-0123456789"}}'),
+    ("ROSETTA_SECTION_ROLES", '{"House rules": "sk-PLANTED-0123456789"}'),
+    ("ROSETTA_LOCAL_MODELS", '{"mine": ["sk-PLANTED-0123456789"]}'),
+    ("ROSETTA_STRICT", "sk-PLANTED-0123456789"),
+])
+def test_14_an_environment_value_is_never_quoted_in_an_error(tmp_path, monkeypatch, variable, value):
+    from rosetta.settings import load_settings
+
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError) as refused:
+        load_settings(make_project(tmp_path / "project"))
+    assert "PLANTED" not in str(refused.value) and variable in str(refused.value)
