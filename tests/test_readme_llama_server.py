@@ -15,7 +15,7 @@ from rosetta.runtime.agent import load
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 DECLARATION = next(block for block in re.findall(r"```toml\n(.*?)```", README, re.S)
-                   if "[tool.rosetta.models." in block)
+                   if "[tool.rosetta.models." in block and "api_base" in block)
 LLAMA_CPP = next(line for line in README.splitlines() if line.startswith("| llama.cpp"))
 GOOD = json.dumps({"severity": "high", "rationale": "Unauthenticated SQL injection in the login form."})
 

@@ -9,10 +9,8 @@ only when told to with ``--probe MODEL``; a probe carries the key its ``api_key_
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlsplit
 
 import typer
 from rich import box
@@ -22,6 +20,7 @@ from rich.text import Text
 
 from rosetta.cli.common import fits_table, out, print_record, project_settings, reports_errors
 from rosetta.errors import Problem, RosettaError, UsageError
+from rosetta.providers.catalog import is_loopback
 
 KNOWN_BAD_LITELLM = {"1.82.7", "1.82.8"}
 """litellm releases that were malicious uploads."""
@@ -142,17 +141,6 @@ def _declared(catalog: Any, name: str) -> str:
                                  hint="declared endpoints: " + ", ".join(declared) if declared else
                                  "this project declares no endpoint; doctor probes nothing else"))
     return model.id
-
-
-def is_loopback(url: str) -> bool:
-    """Whether ``url`` names this machine by address (127.0.0.0/8, ::1) or as ``localhost``."""
-    host = urlsplit(url).hostname or ""
-    if host.rstrip(".") == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _declared_endpoints(catalog: Any, probed: set[str]) -> None:

@@ -97,18 +97,42 @@ NO_KEY = "none"
 falls back to the provider's own variable (``OPENAI_API_KEY``) and sends that key to another server."""
 
 
+TRUSTED_VARIABLE = "ROSETTA_TRUSTED_ENDPOINTS"
+"""The endpoints the user (not a project) trusts with credentials: base URLs or origins, separated
+by commas or spaces, e.g. ``https://llm.corp.example/v1``."""
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """Where a declared model is served. Only the *name* of the variable holding its key is kept:
-    the key itself is read at call time and never written anywhere."""
+    the key itself is read at call time and never written anywhere.
+
+    A URL the project's pyproject.toml writes (``api_base``; ``named_in`` says where) is the
+    project's choice, and a cloned project may name any server: it gets a key from the environment,
+    or a cloud's ambient credentials, only when it is on this machine or the user trusts it
+    (``$ROSETTA_TRUSTED_ENDPOINTS``). A URL from ``$ROSETTA_MODELS`` or an ``api_base_env`` variable
+    is the user's."""
 
     api_base: str | None = None
     api_base_env: str | None = None  # a variable holding the URL (wins over api_base when set)
     api_key_env: str | None = None
+    named_in: str | None = None  # "pyproject.toml:12" when the project wrote api_base (None: the user did)
 
     def params(self, model_id: str) -> dict[str, str]:
-        """litellm's ``api_base`` and ``api_key`` for one call, read from the environment now."""
-        base, key = self.url(model_id), self.key(model_id)
+        """litellm's ``api_base`` and ``api_key`` for one call, read from the environment now;
+        raises :class:`UntrustedEndpoint` before reading a key for a server the user never chose."""
+        base = self.url(model_id)
+        chosen_by_project = base is not None and self.named_in is not None and base == self.api_base
+        credentials = f"${self.api_key_env}" if self.api_key_env else (
+            "the cloud credentials its SDK finds" if model_id.split("/", 1)[0].lower() in AMBIENT_HOSTS else None)
+        if chosen_by_project and credentials and not trusted_endpoint(base):
+            raise UntrustedEndpoint(Problem(
+                f"{model_id}: refusing to send {credentials} to {base}, which the project names ({self.named_in}); "
+                "a cloned project may name any server", Location(self.named_in), _field(model_id, "api_base"),
+                "an endpoint on this machine, or one you trust",
+                f"if you trust it, export {TRUSTED_VARIABLE}={origin(base)} (or set the URL yourself: "
+                f"$ROSETTA_MODELS, or api_base_env naming a variable you set)"))
+        key = self.key(model_id)
         params = {"api_base": base} if base else {}
         if key is not None:
             params["api_key"] = key
@@ -161,6 +185,44 @@ class MissingKey(UsageError):
     def __init__(self, problem: Problem, variable: str) -> None:
         super().__init__(problem)
         self.variable = variable
+
+
+class UntrustedEndpoint(UsageError):
+    """A project-named server would get the user's credentials: refused before any key is read."""
+
+
+AMBIENT_HOSTS = ("bedrock", "sagemaker", "vertex_ai", "vertex_ai_beta", "azure", "azure_ai")
+"""Hosts whose SDK signs a request with credentials no variable of the declaration names (AWS keys,
+Google application default credentials, Entra ID)."""
+
+
+def origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``, lower-cased: what a trusted endpoint is matched by."""
+    parts = urlsplit(url.strip())
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme.lower()}://{(parts.hostname or '').lower()}{port}"
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` names this machine by address (127.0.0.0/8, ::1) or as ``localhost``."""
+    import ipaddress
+
+    host = urlsplit(url).hostname or ""
+    if host.rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def trusted_endpoint(url: str) -> bool:
+    """Whether the user trusts ``url`` with credentials: it is on this machine, or its origin is in
+    ``$ROSETTA_TRUSTED_ENDPOINTS`` (never a project file's setting)."""
+    if is_loopback(url):
+        return True
+    listed = os.environ.get(TRUSTED_VARIABLE, "").replace(",", " ").split()
+    return origin(url) in {origin(entry) for entry in listed if url_problem(entry) is None}
 
 
 def url_problem(url: str) -> str | None:
@@ -738,6 +800,10 @@ def declared_model(model_id: str, entry: Any, base: CatalogModel | None, where: 
                                       hint=f"flags: {', '.join(known)}")
             capabilities.update(value)
     endpoint = {key: values.pop(key) for key in ("api_base", "api_base_env", "api_key_env") if key in values}
+    if "api_base" in endpoint:  # who chose the URL: the project's file, or the user ($ROSETTA_MODELS)
+        at = where.location("api_base")
+        endpoint["named_in"] = None if at.file == f"${MODELS_VARIABLE}" else \
+            f"{at.file or 'pyproject.toml'}{f':{at.line}' if at.line else ''}"
     if endpoint or base.endpoint is not None:
         values["endpoint"] = replace(base.endpoint or Endpoint(), **endpoint)
     model = replace(base, **values, capabilities=replace(base.capabilities, **capabilities), known=True)
