@@ -253,17 +253,11 @@ def _example(signature: Any, split: str, file: str, line: int, row: Any, problem
 
 
 def _schema_error(schema: dict[str, Any], value: Any) -> str | None:
-    from jsonschema import Draft202012Validator
+    from rosetta.definition.patterns import schema_validator
 
-    key = json.dumps(schema, sort_keys=True)
-    validator = _validators.get(key)
-    if validator is None:
-        validator = _validators[key] = Draft202012Validator(schema)
+    validator = schema_validator(json.dumps(schema, sort_keys=True))  # patterns searched under a time limit
     error = next(iter(sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))), None)
     if error is None:
         return None
     path = "/".join(str(p) for p in error.absolute_path)
     return f"{path + ': ' if path else ''}{error.message}"
-
-
-_validators: dict[str, Any] = {}

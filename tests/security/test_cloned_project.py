@@ -227,3 +227,47 @@ def test_5_a_project_named_server_for_a_cloud_host_gets_no_ambient_credentials(t
     settings = load_settings(project)
     with pytest.raises(UntrustedEndpoint, match="cloud credentials"):
         catalog_for(settings.root, settings.models).resolve("vertex_ai/gemini-2.5-pro").connection()
+
+
+# -- 7: ReDoS at run time through patternProperties ------------------------------------------------------
+
+@pytest.mark.parametrize("keyword", ["patternProperties", "additionalProperties", "unevaluatedProperties"])
+def test_7_a_backtracking_key_pattern_is_cut_at_the_time_limit(keyword):
+    """A backtracking key pattern over a 29-character key took 36 s and doubled per character (``re``,
+    which jsonschema searches with); every keyword that matches keys against ``patternProperties``
+    now searches under the 0.25 s bound and says so."""
+    from rosetta.definition.patterns import schema_validator
+
+    schema = {"type": "object", "patternProperties": {"^(a|aa)+$": {"type": "string"}}}
+    if keyword != "patternProperties":
+        schema[keyword] = False
+    key = "a" * 38 + "!"  # ~11 s for `re`, doubling every ~1.3 characters
+    started = time.thread_time()
+    errors = [e.message for e in schema_validator(json.dumps(schema)).iter_errors({key: "x"})]
+    assert time.thread_time() - started < 3
+    assert any("ran out of time" in message for message in errors), errors
+
+
+# -- 8: a seven-line definition exhausts memory -------------------------------------------------------------
+
+@pytest.mark.parametrize("pattern", ["a{1000000000}", "(?:a{10000}){10000}", "((a{100}){100}){100}"])
+def test_8_a_pattern_whose_repeats_explode_is_refused_before_it_is_compiled(pattern, tmp_path, cli):
+    definition = tmp_path / "agent.md"
+    definition.write_text(
+        "---\nname: boom\ndescription: Checks input.\nguardrails:\n  input_validation:\n"
+        f"    - {{pattern: {json.dumps(pattern)}, on_fail: reject}}\n---\n## Role\nYou check things.\n",
+        encoding="utf-8")
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = cli("validate", definition)
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 200, f"validate grew by {grown_mb:.0f} MB"
+    assert "repeat" in result.output and "Traceback" not in result.output, result.output
+
+
+def test_8_ordinary_counts_still_compile():
+    from rosetta.definition.patterns import compile_pattern
+
+    for pattern in (r"^\d{4}-\d{2}-\d{2}$", r"^.{1,500}$", r"(?:[A-Z]{2,3}-\d{1,6}){1,5}", r"x{3}\{5\}"):
+        compile_pattern(pattern)

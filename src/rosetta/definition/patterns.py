@@ -12,6 +12,7 @@ timeout is what guarantees a bounded run.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -19,6 +20,11 @@ MAX_PATTERN_CHARS = 10_000
 """Longest expression accepted: validation rules are a line or two, never a document."""
 MAX_GROUP_DEPTH = 64
 """Deepest nesting of groups accepted (the YAML nesting limit); deeper ones exhaust the parsers' stack."""
+MAX_EXPANSION = 100_000
+"""Most copies compiling may make: ``regex`` writes out the *minimum* count of a repeat (``{n}``,
+``{n,m}``), about 260 bytes each, so ``a{1000000000}`` took 5.7 GB and ``(?:a{10000}){10000}``
+(nested minimums multiply) as much; 100,000 is 26 MB. A range's maximum costs nothing
+(``[\\s\\S]{0,60000}``, a length cap real definitions use, is fine)."""
 SEARCH_TIMEOUT_S = 0.25
 """Longest one search may take. A linear expression scans a megabyte in milliseconds; only a
 backtracking one runs this long, and then its answer is unknown."""
@@ -42,20 +48,26 @@ def shown(pattern: str, limit: int = 80) -> str:
     return repr(pattern if len(pattern) <= limit else pattern[:limit - 3] + "...")
 
 
-def group_depth(pattern: str) -> int:
-    """How deeply groups nest in ``pattern`` (escapes and character classes skipped), in one pass."""
+_COUNT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+
+
+def shape(pattern: str) -> tuple[int, int]:
+    """(how deeply groups nest, the most copies its repeats make: the largest product of nested
+    minimum counts) in ``pattern``, escapes and character classes skipped, in one pass."""
     depth = deepest = 0
+    inner = [1]  # per open group: the largest expansion inside it so far
+    closed = 1  # the expansion of the group that just closed (a count after ``)`` multiplies it)
     index, length = 0, len(pattern)
     in_class = False
     while index < length:
         char = pattern[index]
         if char == "\\":
-            index += 2
+            index, closed = index + 2, 1
             continue
         if in_class:
             in_class = char != "]"
         elif char == "[":
-            in_class = True
+            in_class, closed = True, 1
             index += 1
             if pattern[index:index + 1] == "^":
                 index += 1
@@ -65,19 +77,39 @@ def group_depth(pattern: str) -> int:
         elif char == "(":
             depth += 1
             deepest = max(deepest, depth)
+            inner.append(1)
         elif char == ")":
             depth = max(0, depth - 1)
+            closed = inner.pop() if len(inner) > 1 else 1
+            inner[-1] = max(inner[-1], closed)
+            index += 1
+            continue
+        elif char == "{" and (count := _COUNT.match(pattern, index)):
+            inner[-1] = max(inner[-1], int(count.group(1)) * closed)
+            index = count.end()
+            continue
+        closed = 1
         index += 1
-    return deepest
+    return deepest, max(inner)
+
+
+def group_depth(pattern: str) -> int:
+    """How deeply groups nest in ``pattern`` (escapes and character classes skipped)."""
+    return shape(pattern)[0]
 
 
 def check_shape(pattern: str) -> None:
-    """Raise :class:`PatternError` when ``pattern`` is too long or nests groups too deeply."""
+    """Raise :class:`PatternError` when ``pattern`` is too long, nests groups too deeply, or repeats
+    (or nests repeats) past what compiling it can afford."""
     if len(pattern) > MAX_PATTERN_CHARS:
         raise PatternError(f"the expression is {len(pattern):,} characters long; the limit is {MAX_PATTERN_CHARS:,}")
-    depth = group_depth(pattern)
+    depth, copies = shape(pattern)
     if depth > MAX_GROUP_DEPTH:
         raise PatternError(f"the expression nests groups {depth} deep; the limit is {MAX_GROUP_DEPTH}")
+    if copies > MAX_EXPANSION:
+        raise PatternError(f"the expression repeats something at least {copies:,} times (nested counts multiply); "
+                           f"the limit is {MAX_EXPANSION:,}: use a range such as {{0,{copies}}}, whose maximum "
+                           "costs nothing")
 
 
 @lru_cache(maxsize=1024)
@@ -114,7 +146,83 @@ def schema_validator(schema_text: str) -> Any:
     from jsonschema.validators import extend, validator_for
 
     schema = json.loads(schema_text)
-    return extend(validator_for(schema, default=Draft202012Validator), {"pattern": _bounded_pattern})(schema)
+    base = validator_for(schema, default=Draft202012Validator)
+    keywords = {"pattern": _bounded_pattern, "patternProperties": _bounded_pattern_properties,
+                "additionalProperties": _bounded_additional_properties}
+    if "unevaluatedProperties" in base.VALIDATORS:
+        keywords["unevaluatedProperties"] = _guarded(base.VALIDATORS["unevaluatedProperties"])
+    return extend(base, keywords)(schema)
+
+
+def _key_matches(pattern: str, key: str) -> bool | Any:
+    """Whether an object key matches one of the schema's ``patternProperties``: True, False, or the
+    ValidationError to report when it cannot be told in time (or the pattern cannot be used)."""
+    from jsonschema.exceptions import ValidationError
+
+    try:
+        return search(pattern, key)
+    except PatternTimeout:
+        return ValidationError(f"checking the key {shown(key)} against {shown(pattern)} ran out of time; give "
+                               "shorter, plainer keys")
+    except PatternError as error:
+        return ValidationError(f"the schema's pattern {shown(pattern)} cannot be used: {error}")
+
+
+def _bounded_pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
+    """jsonschema's ``patternProperties``, its searches under the time limit."""
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            matched = _key_matches(pattern, key)
+            if matched is True:
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+            elif matched is not False:
+                yield matched
+
+
+def _bounded_additional_properties(validator: Any, additional: Any, instance: Any, schema: Any) -> Any:
+    """jsonschema's ``additionalProperties``, which matches keys against ``patternProperties`` too."""
+    from jsonschema.exceptions import ValidationError
+
+    if not validator.is_type(instance, "object"):
+        return
+    properties, patterns = schema.get("properties", {}), schema.get("patternProperties", {})
+    extras = []
+    for key in instance:
+        if key in properties:
+            continue
+        results = [_key_matches(pattern, key) for pattern in patterns]
+        errors = [result for result in results if result not in (True, False)]
+        yield from errors
+        if not errors and not any(results):
+            extras.append(key)
+    if validator.is_type(additional, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], additional, path=extra)
+    elif not additional and extras:
+        joined = ", ".join(repr(each) for each in sorted(extras))
+        if patterns:
+            yield ValidationError(f"{joined} {'does' if len(extras) == 1 else 'do'} not match any of the regexes: "
+                                  + ", ".join(repr(each) for each in sorted(patterns)))
+        else:
+            yield ValidationError(f"Additional properties are not allowed ({joined} "
+                                  f"{'was' if len(extras) == 1 else 'were'} unexpected)")
+
+
+def _guarded(keyword: Any) -> Any:
+    """``unevaluatedProperties``, which matches keys against this node's ``patternProperties`` with
+    ``re``: each match is first tried under the time limit, and a key that cannot be told in time is
+    reported instead of searched without one."""
+    def bounded(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        if validator.is_type(instance, "object"):
+            errors = [result for pattern in schema.get("patternProperties", {}) for key in instance
+                      if (result := _key_matches(pattern, key)) not in (True, False)]
+            if errors:
+                yield from errors
+                return
+        yield from keyword(validator, value, instance, schema)
+    return bounded
 
 
 def _bounded_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
