@@ -271,3 +271,66 @@ def test_8_ordinary_counts_still_compile():
 
     for pattern in (r"^\d{4}-\d{2}-\d{2}$", r"^.{1,500}$", r"(?:[A-Z]{2,3}-\d{1,6}){1,5}", r"x{3}\{5\}"):
         compile_pattern(pattern)
+
+
+# -- 1: a planted optuna journal controls `compile --optimize` ---------------------------------------------
+
+def _search(root: Path) -> tuple[object, int]:
+    import scripted_model
+
+    from rosetta.optimize.study import SearchSettings
+    from rosetta.optimize.target import OptimizeRequest, optimize
+    from rosetta.settings import load_settings
+
+    scripted_model.register()
+    before = scripted_model.calls
+    request = OptimizeRequest(definition=root / "signatures" / "toy-sorter.md", model="scripted/toy",
+                              settings=SearchSettings(trials=6, proposer=None, nearest_demos=False))
+    return optimize(request, settings=load_settings(root)), scripted_model.calls - before
+
+
+def test_1_a_journal_shipped_with_a_project_decides_nothing(tmp_path, caplog):
+    """A journal another machine (or project) wrote — its trials, scores, plan and call counts — is
+    set aside unread, and the search pays for its own answers, exactly as a fresh one does."""
+    import logging
+    import shutil
+
+    from scripted_model import write_toy_project
+
+    from rosetta.settings import ProjectState
+
+    projects = {name: tmp_path / name for name in ("attacker", "victim", "fresh")}
+    for root in projects.values():
+        root.mkdir()
+        write_toy_project(root)
+    _, fresh_calls = _search(projects["fresh"])
+    _search(projects["attacker"])
+    shipped = ProjectState.of(projects["attacker"]).study("toy-sorter", "scripted/toy")
+    planted = ProjectState.of(projects["victim"]).study("toy-sorter", "scripted/toy")
+    planted.parent.mkdir(parents=True)
+    for suffix in ("", ".seal"):  # its seal too: made with the attacker's key, for the attacker's path
+        shutil.copy(shipped.with_name(shipped.name + suffix), planted.with_name(planted.name + suffix))
+    with caplog.at_level(logging.WARNING, logger="rosetta.optimize"):
+        report, victim_calls = _search(projects["victim"])
+    assert victim_calls == fresh_calls > 0 and report.status == "written"
+    assert "is not trusted" in caplog.text and planted.with_name(planted.name + ".untrusted").exists()
+
+
+def test_1_a_journal_edited_after_it_was_sealed_is_set_aside(tmp_path):
+    """(Resuming the project's own sealed journal after a kill: test_killed_study_resumes_losing_at_most_the_call_in_flight.)"""
+    from scripted_model import write_toy_project
+
+    from rosetta.settings import ProjectState
+
+    root = tmp_path / "toy"
+    root.mkdir()
+    write_toy_project(root)
+    _search(root)
+    journal = ProjectState.of(root).study("toy-sorter", "scripted/toy")
+    forged = journal.read_bytes().replace(b"1", b"7", 1)  # one digit changed inside what was sealed
+    journal.write_bytes(forged)
+    (root / "compiled" / "toy-sorter" / "scripted" / "toy.yaml").unlink()  # so that the search runs again
+    report, _ = _search(root)
+    assert report.status == "written"
+    assert journal.with_name(journal.name + ".untrusted").read_bytes() == forged
+    assert journal.read_bytes() != forged  # a new journal, this search's own

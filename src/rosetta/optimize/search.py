@@ -43,6 +43,7 @@ from rosetta.optimize.study import (
     latest_study,
     open_storage,
     proposals_for,
+    seal_journal,
     study_name,
     wait_for_setup,
     wait_for_study,
@@ -129,6 +130,7 @@ class _Search:
         self.base_prompt = self.render(self.signature)
         self.planned = calls or call_plan(data, settings, self.signature, self.metric, self.base_prompt)
         storage, self.storage_label = open_storage(settings.storage, default_storage)
+        self.journal = default_storage if settings.storage is None else None  # the project's own: sealed as it grows
         self.base_name = name  # what the artifact records: the same for every run of the study
         self.name = latest_study(storage, name, fresh=fresh and not settings.worker)
         if settings.worker:
@@ -178,7 +180,14 @@ class _Search:
         self.dev = screening + confirming  # rungs answer a prefix of the screening rows, then the rest
         self.screening = len(screening)
         self.status.trials_total = len(self.candidates)
+        self.seal()
         self.report(note=self.proposals.note)
+
+    def seal(self) -> None:
+        """Sign what the project's journal holds so far: a later search resumes from it, and from
+        nothing a cloned project shipped (:func:`rosetta.optimize.study.verify_journal`)."""
+        if self.journal is not None:
+            seal_journal(self.journal)
 
     def _candidates(self, count: int) -> list[dict[str, Any]]:
         """The space's first ``count`` distinct prompts (variants that render the same prompt are one
@@ -233,6 +242,7 @@ class _Search:
         self._confirm()
         self._cancel_waiting()
         self.study.set_user_attr("race_done", True)
+        self.seal()
         self.status.trials_done = len(self.candidates)
 
     def _choose_prior(self) -> None:
@@ -380,6 +390,7 @@ class _Search:
             elif unit.refused.reason not in self.stopped:
                 self.stopped.append(unit.refused.reason)
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        self.seal()
         self.report()
         return True
 

@@ -164,14 +164,17 @@ def latest_study(storage: Any, name: str, *, fresh: bool) -> str:
     return f"{name}~{max(runs) + 1}"
 
 
-def open_storage(url: str | None, default_path: Path) -> tuple[Any, str]:
-    """An optuna storage: a journal file by default, or an RDB URL (sqlite://, postgresql://)."""
+def open_storage(url: str | None, default_path: Path, *, searching: bool = True) -> tuple[Any, str]:
+    """An optuna storage: a journal file by default, or an RDB URL (sqlite://, postgresql://). The
+    project's own journal is used only as far as this machine sealed it: a search sets an unsealed
+    one aside and starts afresh; a reader (``searching=False``) refuses it."""
     import optuna
 
     if url is None or url.startswith("journal:") or url.endswith((".journal", ".log")):
         path = Path(url.removeprefix("journal:")) if url else default_path
         if url is None:  # the project's own journal, under .rosetta/: a trusted file (a FIFO there would hang optuna)
             _trusted_journal(path)
+            verify_journal(path, set_aside=searching)
         path.parent.mkdir(parents=True, exist_ok=True)
         from optuna.storages.journal import JournalFileBackend
 
@@ -204,6 +207,76 @@ def _trusted_journal(path: Path) -> None:
     except NotRegularFile as refused:
         raise UsageError(Problem(f"cannot use the study journal: {refused}", Location(str(path)),
                                  hint="delete it (or the symlink); a search starts a new journal")) from None
+
+
+JOURNAL_SEAL = ".seal"
+"""Beside the project's journal: how many of its bytes this machine wrote, and their HMAC under the
+project's key (:mod:`rosetta.optimize.signing`)."""
+
+
+def _seal_of(path: Path, data: bytes) -> str:
+    import hashlib
+
+    from rosetta.optimize.signing import project_secret, sign
+
+    return sign(project_secret(path.parents[3]), f"journal {path.name}", hashlib.sha256(data).hexdigest())
+
+
+def seal_journal(path: Path) -> None:
+    """Sign the project's journal as far as its last whole line: what a later search resumes from.
+    Called after each batch of answers is recorded, so an interrupted search loses at most one."""
+    import json
+
+    from rosetta.fileio import read_regular_bytes, write_trusted
+    from rosetta.optimize.signing import NoSecret
+
+    try:
+        data = read_regular_bytes(path, limit=1 << 30)
+        length = data.rfind(b"\n") + 1
+        write_trusted(path.with_name(path.name + JOURNAL_SEAL),
+                      json.dumps({"length": length, "hmac": _seal_of(path, data[:length])}), path.parents[2])
+    except (OSError, NoSecret) as exc:  # unsigned, the journal is set aside by the next search: it starts afresh
+        log.warning("cannot sign the study journal %s (%s); an interrupted search will start afresh", path, exc)
+
+
+def verify_journal(path: Path, *, set_aside: bool = True) -> None:
+    """Use the project's journal only when this machine sealed it: one shipped with a cloned project
+    (or edited by hand) decides nothing — no prompt, score, plan or call count. One without a valid
+    seal over its beginning is set aside (``.untrusted``, and the search starts afresh) or, with
+    ``set_aside=False`` (a reader, while a search may be writing), refused. What follows the sealed
+    length is this machine's own batch in progress (or cut short): a forger has no key to seal the
+    beginning of another machine's journal with."""
+    import hmac
+    import json
+    import os
+
+    from rosetta.fileio import read_regular, read_regular_bytes
+    from rosetta.optimize.signing import NoSecret
+
+    if not path.exists():
+        return
+    seal = path.with_name(path.name + JOURNAL_SEAL)
+    why = None
+    try:
+        data = read_regular_bytes(path, limit=1 << 30)
+        recorded = json.loads(read_regular(seal, limit=4096)) if seal.exists() else None
+        length = recorded.get("length") if isinstance(recorded, dict) else None
+        if not isinstance(length, int) or not 0 <= length <= len(data):
+            why = "it carries no seal of this machine's"
+        elif not hmac.compare_digest(str(recorded.get("hmac")), _seal_of(path, data[:length])):
+            why = "its seal does not match (it was not written here, or was edited)"
+    except (OSError, ValueError, NoSecret) as exc:
+        why = f"it cannot be checked ({exc})"
+    if why is None:
+        return
+    if not set_aside:
+        raise UsageError(Problem(f"the study journal is not trusted: {why}", Location(str(path)),
+                                 hint="`rosetta compile --optimize` sets it aside and searches afresh; or delete it"))
+    aside = path.with_name(path.name + ".untrusted")
+    os.replace(path, aside)
+    seal.unlink(missing_ok=True)
+    log.warning("the study journal %s is not trusted: %s; set aside as %s, the search starts afresh",
+                path, why, aside.name)
 
 
 def _safe_url(url: str) -> str:

@@ -297,7 +297,7 @@ def last_study(root: Path, compiled_dir: Path, agent: str, model_id: str,
         raise UsageError(Problem(f"no search of {agent} on {model_id} is recorded", Location(str(journal)),
                                  hint=f"run `rosetta optimize {agent} --model {model_id}`, or pass the "
                                       "--storage a search used"))
-    opened, label = open_storage(storage, journal)
+    opened, label = open_storage(storage, journal, searching=False)
     names = optuna.get_all_study_names(opened)
     try:
         named = read_artifact(artifact_path(compiled_dir, agent, model_id)).provenance.optimizer.get("study")

@@ -100,10 +100,12 @@ def model_fingerprint(model: Any) -> str:
     """sha256 of a catalog entry (what the renderer knows about the model). Fields left unset
     (None) are left out, so that a rule added to the catalog later changes the fingerprint of the
     models it is set for, not of every model (and their artifacts stay current). A local model's
-    weights count by their sha256, not by the packages that deliver the file; ``served_as`` does not
-    count."""
+    weights count by their sha256, not by the packages that deliver the file; ``served_as`` and where
+    a declaration was written do not count."""
     data = asdict(model)
     data.pop("served_as", None)  # names other hosts give the model: how it is found, not how it renders
+    if data.get("endpoint"):
+        data["endpoint"].pop("named_in", None)  # where the project wrote it (its path differs per clone)
     if data.get("weights"):
         data["weights"].pop("parts")
     return inputs_digest(model=_set_fields(data))
