@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,9 @@ from rosetta.errors import Location, Problem, RosettaError
 SPLITS = ("train", "dev", "test")
 _ALIASES = {"dev": ("dev", "validation", "val"), "train": ("train",), "test": ("test",)}
 _MAX_LISTED = 20
+MAX_SPLIT_BYTES = 256 * 1024 * 1024
+"""Largest split file read (by its size, holes included): labeled examples for prompts are
+thousands of rows, megabytes; a file past this is refused before any reader sees it."""
 
 
 class DatasetError(RosettaError):
@@ -64,7 +68,15 @@ class LabeledData:
 def default_location(datasets_dir: Path, agent: str, configured: str | None, root: Path) -> str:
     """Where an agent's examples are: its ``evaluation.dataset`` if set, else ``datasets/<agent>/``."""
     if configured:
-        return configured if configured.startswith("hub:") else str((root / configured).resolve())
+        if configured.startswith("hub:"):
+            return configured
+        found, project = (root / configured).resolve(), root.resolve()
+        if not found.is_relative_to(project):  # a definition names data only inside its project
+            raise DatasetError(Problem(f"evaluation.dataset {configured!r} resolves to {found}, outside the project "
+                                       f"{project}", Location(str(found)), field="evaluation.dataset",
+                                       hint="move the examples inside the project, or pass --dataset to choose "
+                                            "another folder yourself"))
+        return str(found)
     return str(datasets_dir / agent)
 
 
@@ -129,13 +141,37 @@ def _folder_rows(folder: Path, cache_dir: Path | None) -> dict[str, list[tuple[s
     for split in SPLITS:
         for alias in _ALIASES[split]:
             jsonl, csv = folder / f"{alias}.jsonl", folder / f"{alias}.csv"
-            if jsonl.exists():
-                rows[split] = _jsonl_rows(jsonl, cache_dir)
+            if os.path.lexists(jsonl):
+                rows[split] = _jsonl_rows(_readable(jsonl), cache_dir)
                 break
-            if csv.exists():
-                rows[split] = _csv_rows(csv, cache_dir)
+            if os.path.lexists(csv):
+                rows[split] = _csv_rows(_readable(csv), cache_dir)
                 break
     return rows
+
+
+def _readable(path: Path) -> Path:
+    """``path`` when what it leads to is a plain file of at most :data:`MAX_SPLIT_BYTES` (a link is
+    followed: git-annex and DVC keep data behind links); a FIFO, device, dangling link or oversized
+    file is a located :class:`DatasetError`, never handed to a reader that would wait, read without
+    end or fill memory."""
+    import stat
+
+    try:
+        found = path.stat()
+    except OSError as exc:
+        raise DatasetError(Problem(f"cannot read {path.name}: {exc.strerror or exc}", Location(str(path)),
+                                   hint="a split is a plain .jsonl or .csv file; replace the link or remove it")) from None
+    if not stat.S_ISREG(found.st_mode):
+        kind = "a FIFO" if stat.S_ISFIFO(found.st_mode) else "a device" if stat.S_ISCHR(found.st_mode) or \
+            stat.S_ISBLK(found.st_mode) else "a directory" if stat.S_ISDIR(found.st_mode) else "not a plain file"
+        raise DatasetError(Problem(f"{path.name} is {kind}, not a plain file of examples", Location(str(path)),
+                                   hint="a split is a plain .jsonl or .csv file"))
+    if found.st_size > MAX_SPLIT_BYTES:
+        raise DatasetError(Problem(f"{path.name} is {found.st_size:,} bytes; the limit for a split is "
+                                   f"{MAX_SPLIT_BYTES:,}", Location(str(path)),
+                                   hint="labeled examples for a prompt are thousands of rows: sample them"))
+    return path
 
 
 def _hf() -> Any:

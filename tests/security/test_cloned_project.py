@@ -334,3 +334,76 @@ def test_1_a_journal_edited_after_it_was_sealed_is_set_aside(tmp_path):
     assert report.status == "written"
     assert journal.with_name(journal.name + ".untrusted").read_bytes() == forged
     assert journal.read_bytes() != forged  # a new journal, this search's own
+
+
+# -- 10: labeled data is read without checks ---------------------------------------------------------------
+
+def _with_train(tmp_path: Path, make: object) -> Path:
+    from scripted_model import write_toy_project
+
+    root = tmp_path / "toy"
+    root.mkdir()
+    write_toy_project(root)
+    train = root / "datasets" / "toy-sorter" / "train.jsonl"
+    train.unlink()
+    make(train)
+    return root
+
+
+@pytest.mark.parametrize(("make", "says"), [
+    (lambda path: os.mkfifo(path), "is a FIFO"),
+    (lambda path: path.symlink_to("/dev/zero"), "is a device"),
+    (lambda path: path.symlink_to(path.with_name("gone.jsonl")), "cannot read train.jsonl"),
+    (lambda path: os.truncate(path.touch() or path, 300 * 1024 * 1024), "the limit for a split"),
+])
+def test_10_a_split_that_is_no_plain_file_of_examples_is_a_located_error(tmp_path, make, says):
+    """A FIFO (the reader waited forever), /dev/zero (read without end), a dangling link (a raw
+    FileNotFoundError in `--check`) or a sparse 300 MB file (2 GB of memory): refused by name."""
+    from rosetta.datasets import DatasetError, load_labeled
+    from rosetta.definition.loader import load_definition
+    from rosetta.signature import lower
+
+    root = _with_train(tmp_path, make)
+    signature = lower(load_definition(root / "signatures" / "toy-sorter.md", root=root))
+    with pytest.raises(DatasetError) as refused:
+        load_labeled(signature, root / "datasets" / "toy-sorter")
+    assert says in str(refused.value) and "train.jsonl" in str(refused.value)
+
+
+def test_10_evaluation_dataset_outside_the_project_is_refused(tmp_path, cli):
+    from scripted_model import write_toy_project
+
+    root = tmp_path / "toy"
+    root.mkdir()
+    write_toy_project(root)
+    definition = root / "signatures" / "toy-sorter.md"
+    definition.write_text(definition.read_text().replace("evaluation:\n", "evaluation:\n  dataset: ../../elsewhere\n", 1))
+    result = cli("--project", root, "compile", "--check", definition, "-m", "openai/gpt-4o")
+    assert result.exit_code == 1 and "outside the project" in result.output and "Traceback" not in result.output
+
+
+# -- 4: `--check` misses artifacts under an alias, another letter case or a hidden name ------------------
+
+@pytest.mark.parametrize("planted", ["openai/GPT-4o.yaml", "sonnet/.yaml", "openai/gpt-4o.YAML", "openai/deep/gpt-4o.yaml",
+                                     "notes.txt"])
+def test_4_check_reports_every_file_under_compiled_and_the_runtime_lends_none_of_them(tmp_path, cli, planted):
+    import shutil
+
+    import rosetta
+
+    project = make_project(tmp_path / "project")
+    definition = project / "signatures" / "vuln-triage.md"
+    assert cli("--project", project, "compile", definition, "-m", "openai/gpt-4o").exit_code == 0
+    real = project / "compiled" / "vuln-triage" / "openai" / "gpt-4o.yaml"
+    target = project / "compiled" / "vuln-triage" / planted
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = real.read_text().replace("model: openai/gpt-4o", f"model: {planted.split('/')[0]}" if planted.startswith(
+        "sonnet") else "model: openai/GPT-4o" if "GPT" in planted else "model: openai/gpt-4o")
+    shutil.copy(real, target) if planted != "sonnet/.yaml" and "GPT" not in planted else target.write_text(text)
+    checked = cli("--project", project, "compile", "--check", definition)
+    assert checked.exit_code == 1 and "delete it" in checked.output, checked.output
+    assert f"vuln-triage/{planted}" in "".join(checked.output.split()), checked.output
+    real.unlink()  # nothing of the agent's own for gpt-4o now: a planted file must not be lent to it, nor to Claude
+    explained = rosetta.load("vuln-triage", project=project)
+    for model in ("openai/gpt-4o", "anthropic/claude-sonnet-5-5"):
+        assert explained.explain(model).kind == "uncompiled", model

@@ -313,14 +313,17 @@ def _compile_file(file: Path, error: DefinitionError | None, options: CompileOpt
         return FileOutcome([TargetResult(str(file), None, None, Status.FAILED, message=str(failure))])
     preferences = tuple(definition.spec.portability.model_preferences)
     wanted = targets(preferences, options)
-    compiled = scan(options.out, signature.name)[0] if options.check and not options.models else {}
+    compiled, strays = scan(options.out, signature.name) if options.check and not options.models else ({}, {})
     source_sha = source_digest(definition)
     source_files = tuple(relative_to(f, options.root) for f in definition.source.files)
     probes = tuple(relative_to(file.with_name(stem_of(file) + suffix), options.root) for suffix in SIDECAR_SUFFIXES
                    if relative_to(file.with_name(stem_of(file) + suffix), options.root) not in source_files)
     outcome = FileOutcome([], IndexEntry(signature.name, source_files, probes, source_sha, preferences))
-    dataset = None if options.datasets_dir is None else default_location(
-        options.datasets_dir, signature.name, definition.spec.evaluation.dataset, options.root)
+    try:
+        dataset = None if options.datasets_dir is None else default_location(
+            options.datasets_dir, signature.name, definition.spec.evaluation.dataset, options.root)
+    except RosettaError as failure:  # evaluation.dataset outside the project
+        return FileOutcome([TargetResult(str(file), signature.name, None, Status.FAILED, message=str(failure))])
     checked: set[str] = set()
     for name in dict.fromkeys((*wanted, *compiled)):  # --check: every artifact of the agent, targeted or not
         try:
@@ -330,6 +333,12 @@ def _compile_file(file: Path, error: DefinitionError | None, options: CompileOpt
                                    if name in wanted else TargetResult(str(file), signature.name, name, Status.ORPHAN,
                                                                        str(compiled[name]), unresolvable(
                                                                            compiled[name], name, failure)))
+            continue
+        if name not in wanted and model.id != name:  # an alias or another case at its own path: never served
+            outcome.results.append(TargetResult(
+                str(file), signature.name, name, Status.INVALID, str(compiled[name]),
+                f"an artifact of {model.id} saved as {name!r}, which is not that model's id: no model is served it; "
+                "delete it"))
             continue
         if name not in wanted and model.id in checked:
             continue
@@ -352,6 +361,12 @@ def _compile_file(file: Path, error: DefinitionError | None, options: CompileOpt
                                           dataset, outcome))
             continue
         outcome.results.append(_build(file, provenance, signature, model, adapter, path, options, outcome))
+    for stray, named in strays.items():  # --check: every other file under compiled/<agent>/ is reported
+        if named not in checked:  # (a copy of a checked model's artifact is, beside that artifact)
+            outcome.results.append(TargetResult(
+                str(file), signature.name, named or None, Status.INVALID, str(stray),
+                (f"names model {named!r} but is not that model's artifact path" if named else
+                 "is not an artifact rosetta wrote") + ": no model is served it; delete it"))
     return outcome
 
 

@@ -191,7 +191,9 @@ class Selector:
                 exact.append(("artifact", model_id, path))
                 continue
             other = names.get(model_id.lower())
-            if other is None or target.family != other.family and target.provider != other.provider:
+            if other is None or other.id != model_id:  # only a model's own id lends: never an alias or other case
+                continue
+            if target.family != other.family and target.provider != other.provider:
                 continue
             kind = "declared" if other.source == "project" else "family" if other.family == target.family \
                 else "provider"

@@ -33,7 +33,7 @@ from rosetta.store.artifact import (
     target_inputs,
 )
 from rosetta.store.index import files_digest
-from rosetta.store.versions import is_rollout_file, placed_artifact, short_id
+from rosetta.store.versions import VERSIONS_SUFFIX, is_rollout_file, placed_artifact, short_id
 
 _MODEL_LINE = re.compile(r"^model: (\S+)$", re.MULTILINE)
 
@@ -119,10 +119,11 @@ class Shelf:
             signature = lower(loaded)
             adapter = load_adapters([d for d in self.dirs.adapter_dirs if d.is_dir()])[artifact.adapter]
             model = catalog_for(self.dirs.root, self.dirs.models).resolve(artifact.model, unlisted=True)
+            dataset = default_location(self.dirs.datasets_dir, signature.name, loaded.spec.evaluation.dataset,
+                                       self.root)
         except (RosettaError, KeyError) as error:
             return f"refused: {label} cannot be rendered again from {definition.name} ({error})"
         expected = expected_provenance(loaded, model, adapter, self.root, self.dirs.section_roles)
-        dataset = default_location(self.dirs.datasets_dir, signature.name, loaded.spec.evaluation.dataset, self.root)
         status, why = reproduce(artifact, dump_artifact(artifact), expected, signature, model, adapter,
                                 dataset=dataset, cache_dir=self.dirs.cache_dir)
         if status == UP_TO_DATE:
@@ -183,11 +184,12 @@ def _index(compiled_dir: Path, agent: str) -> dict[str, Path]:
 
 
 def scan(compiled_dir: Path, agent: str) -> tuple[dict[str, Path], dict[Path, str]]:
-    """(model id → artifact path, stray file → the model it names) under ``compiled/<agent>/``.
+    """(model id → artifact path, stray file → the model it names, "" for none) under ``compiled/<agent>/``.
 
     Only plain files reached without a symlink count (a symlinked tree could be anyone's), and a
     file counts as a model's artifact only at that model's own path: a copy saved under another
-    name is a stray, which can neither stand in for nor hide the real one."""
+    name, case or extension, hidden or deeper, is a stray, which can neither stand in for nor hide
+    the real one; so is a file that is no artifact at all."""
     from rosetta.fileio import NotRegularFile, read_trusted, trusted_path
 
     found: dict[str, Path] = {}
@@ -197,18 +199,32 @@ def scan(compiled_dir: Path, agent: str) -> tuple[dict[str, Path], dict[Path, st
         directory = trusted_path(compiled_dir / agent, compiled_dir, directory=True)
     except (NotRegularFile, OSError):
         return found, strays
-    for path in sorted(directory.glob("*/*.yaml")):
-        if is_rollout_file(path):  # rollout files sit beside the artifacts
-            continue
+    for path in _files(directory):
         try:
             head = read_trusted(path, compiled_dir)[:1024]
         except (OSError, UnicodeDecodeError):
+            strays[path] = ""
             continue
         match = _MODEL_LINE.search(head)
-        if match is None:
-            continue
-        if path == artifact_path(compiled_dir, agent, match.group(1)):
+        if match is not None and path == artifact_path(compiled_dir, agent, match.group(1)):
             found[match.group(1)] = path
         else:
-            strays[path] = match.group(1)
+            strays[path] = match.group(1) if match is not None else ""
     return found, strays
+
+
+def _files(directory: Path) -> list[Path]:
+    """Every file under an agent's folder, at any depth and of any name (hidden, another case, another
+    extension), but rosetta's own beside the artifacts: versions folders, rollout files, the
+    cross-model record and temp files of a write in progress. Links are listed, never followed."""
+    from rosetta.store.cross import FILE as CROSS
+    from rosetta.store.publish import TEMPORARY
+
+    listed = []
+    for folder, subfolders, files in os.walk(directory):
+        subfolders[:] = sorted(d for d in subfolders if not d.endswith(VERSIONS_SUFFIX))
+        for name in sorted(files):
+            path = Path(folder, name)
+            if not (is_rollout_file(path) or TEMPORARY.fullmatch(name) or (name == CROSS and folder == str(directory))):
+                listed.append(path)
+    return listed
