@@ -190,9 +190,15 @@ def _jsonl_rows(path: Path, cache_dir: Path | None) -> list[tuple[str, int, Any]
         if not text.strip():
             continue
         try:
-            rows.append((str(path), number, json.loads(text)))
+            row = json.loads(text)
         except json.JSONDecodeError as exc:
             rows.append((str(path), number, _Unreadable(f"invalid JSON: {exc.msg} (column {exc.colno})")))
+            continue
+        try:
+            json.dumps(row, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:  # JSON's \ud800 escape: no character, it cannot be sent or shown
+            row = _Unreadable("holds a lone surrogate escape (such as \\ud800), which is no character")
+        rows.append((str(path), number, row))
     return rows
 
 

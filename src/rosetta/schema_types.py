@@ -21,7 +21,9 @@ happens elsewhere; these types are for typed access. Schemas we cannot express (
 from __future__ import annotations
 
 import builtins
+import contextlib
 import keyword
+import math
 import re
 from typing import Annotated, Any, Literal, Union
 from urllib.parse import unquote
@@ -228,6 +230,10 @@ class _Builder:
         value = schema.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise _error(path, key, f"{key} must be a number", expected="a number")
+        if value is not None and not math.isfinite(value):
+            raise _error(path, key, f"{key} must be a finite number, not {value}", expected="a finite number")
+        if key == "multipleOf" and value is not None and value <= 0:
+            raise _error(path, key, f"multipleOf must be greater than 0, not {value}", expected="a positive number")
         return value
 
     def single(self, schema: dict, kind: Any, name: str, path: str, exact: bool, force: bool) -> Any:
@@ -246,9 +252,15 @@ class _Builder:
                              f"{exc}") from None
             return Annotated[text, AfterValidator(_matching(pattern))]
         if kind in ("integer", "number"):
+            step = count("multipleOf")
             bounds = {"ge": count("minimum"), "le": count("maximum"), "gt": count("exclusiveMinimum"),
-                      "lt": count("exclusiveMaximum"), "multiple_of": count("multipleOf")}
-            return _constrain(int if kind == "integer" else float, **bounds)
+                      "lt": count("exclusiveMaximum")}
+            if kind == "integer" and step is not None and not float(step).is_integer():
+                # pydantic's int takes only whole steps; JSON Schema allows any (every integer is a multiple of 0.5)
+                return Annotated[_constrain(int, **bounds), AfterValidator(_multiple_of(step))]
+            whole = kind == "integer" and step is not None
+            return _constrain(int if kind == "integer" else float, **bounds,
+                              multiple_of=int(step) if whole else step)
         if kind in ("boolean", "null"):
             return bool if kind == "boolean" else type(None)
         if kind == "array":
@@ -324,6 +336,15 @@ class _Builder:
         return merged
 
 
+def _multiple_of(step: float) -> Any:
+    def check(value: int) -> int:
+        ratio = value / step
+        if abs(ratio - round(ratio)) > 1e-9:
+            raise ValueError(f"{value} is not a multiple of {step}")
+        return value
+    return check
+
+
 def _check_node(schema: dict, path: str) -> None:
     """Refuse a node whose structural keywords have the wrong type (``properties: [a]``) before reading it."""
     found = node_problem(schema)
@@ -389,6 +410,21 @@ def _merge(a: Any, b: Any, path: str) -> Any:
     return out
 
 
+@contextlib.contextmanager
+def _built_by_pydantic() -> Any:
+    """A constraint pydantic refuses to build a validator for (a valid JSON Schema it cannot
+    express) is a :class:`SchemaTypeError`, never pydantic's own error."""
+    from pydantic import PydanticSchemaGenerationError
+    from pydantic_core import SchemaError
+
+    try:
+        yield
+    except (SchemaError, PydanticSchemaGenerationError, OverflowError) as exc:
+        first = str(exc).strip().splitlines()[-1].strip() if str(exc).strip() else type(exc).__name__
+        raise _error("#", None, f"pydantic cannot build a type for this schema: {first}",
+                     expected="constraints pydantic can express") from None
+
+
 def type_from_schema(schema: dict | bool, *, name: str, defs: dict | None = None) -> Any:
     """Python type annotation for any (sub)schema, e.g. for ``pydantic.TypeAdapter``.
 
@@ -396,8 +432,9 @@ def type_from_schema(schema: dict | bool, *, name: str, defs: dict | None = None
     ``#/$defs/NAME`` and ``#/definitions/NAME`` when the schema was cut out of a larger document.
     """
     builder = _Builder(schema, defs, name)
-    result = builder.named("#", schema, name, "#")
-    builder.finish()
+    with _built_by_pydantic():
+        result = builder.named("#", schema, name, "#")
+        builder.finish()
     return result
 
 
@@ -406,8 +443,9 @@ def model_from_schema(schema: dict, *, name: str = "Output") -> type[BaseModel]:
     model that allows any keys)."""
     builder = _Builder(schema, None, name)
     plain = isinstance(schema, dict) and schema.get("type") == "object"
-    result = builder.named("#", schema, name, "#", force=plain)
-    builder.finish()
+    with _built_by_pydantic():
+        result = builder.named("#", schema, name, "#", force=plain)
+        builder.finish()
     if not _is_model(result):
         raise _error("#", "type", "the root schema does not describe an object with properties",
                      expected="type: object", hint="use type_from_schema() with pydantic.TypeAdapter")

@@ -377,6 +377,10 @@ def load_demos(definition: AgentDefinition, inputs: tuple[InputField, ...]) -> t
         if too_deep:
             raise DefinitionError.at(f"the example nests lists and objects more than {MAX_EXAMPLE_DEPTH} levels deep",
                                      file=path, line=number, hint="flatten the example")
+        if not is_text(row):
+            raise DefinitionError.at("the example holds a lone surrogate escape (such as \\ud800), which is no "
+                                     "character: it cannot be sent or shown", file=path, line=number,
+                                     hint="write the character itself, or its full surrogate pair")
         if not isinstance(row, dict) or not isinstance(row.get("inputs"), dict) or "output" not in row:
             raise DefinitionError.at(
                 "each example must be an object with 'inputs' (an object) and 'output'", file=path, line=number,
@@ -390,6 +394,16 @@ def load_demos(definition: AgentDefinition, inputs: tuple[InputField, ...]) -> t
             )
         demos.append(Demo(id=str(row.get("id", f"{path.stem}-{number}")), inputs=row["inputs"], output=row["output"]))
     return tuple(demos)
+
+
+def is_text(value: Any) -> bool:
+    """Whether every string in a JSON value is text UTF-8 can carry (JSON's ``\\ud800`` escape decodes
+    to a lone surrogate, which no encoder writes: a render, a log line or a request would fail)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 MAX_EXAMPLES_BYTES = 10_000_000

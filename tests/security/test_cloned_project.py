@@ -407,3 +407,61 @@ def test_4_check_reports_every_file_under_compiled_and_the_runtime_lends_none_of
     explained = rosetta.load("vuln-triage", project=project)
     for model in ("openai/gpt-4o", "anthropic/claude-sonnet-5-5"):
         assert explained.explain(model).kind == "uncompiled", model
+
+
+# -- 13: tracebacks on hostile definitions ---------------------------------------------------------------
+
+ALIASED = """---
+name: alias-agent
+description: Checks things.
+capabilities:
+  allowed_tools: &tools [1, {x: 2}]
+  forbidden_actions: *tools
+guardrails:
+  input_validation: *tools
+---
+## Role
+You check things.
+"""
+
+
+def test_13_yaml_aliases_sharing_one_list_load_with_findings(tmp_path, cli):
+    """The two paths of one aliased list were one object: setting an unread item aside at one
+    removed it from the other, and the second removal raised IndexError."""
+    definition = tmp_path / "a.md"
+    definition.write_text(ALIASED, encoding="utf-8")
+    result = cli("validate", definition)
+    assert "Traceback" not in result.output and "RS-009" in result.output, result.output
+
+
+@pytest.mark.parametrize(("constraint", "answer", "valid"), [
+    ("{type: integer, multipleOf: 0.5}", 3, True),
+    ("{type: integer, multipleOf: 1.5}", 4, False),
+    ("{type: number, minimum: -1.0e+308, maximum: 1.0e+308}", 2.5, True),
+])
+def test_13_a_valid_numeric_constraint_pydantic_cannot_express_still_runs(tmp_path, constraint, answer, valid):
+    """``{type: integer, multipleOf: 0.5}`` made pydantic refuse to build the output type: every run
+    failed with SchemaError. Now it runs, and the constraint still holds."""
+    import rosetta
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'n'\n", encoding="utf-8")
+    definition = tmp_path / "counter.md"
+    definition.write_text(f"---\nname: counter\ndescription: Counts things.\noutput:\n  schema:\n    type: object\n"
+                          f"    properties:\n      n: {constraint}\n    required: [n]\n---\n## Role\nYou count things.\n",
+                          encoding="utf-8")
+    agent = rosetta.load(str(definition), project=tmp_path)
+    result = agent.run({"request": "count the apples in the basket"}, model="openai/gpt-4o", fallbacks=[],
+                       validation_retries=0, api_key="test", extra={"mock_response": json.dumps({"n": answer})})
+    assert result.valid is valid
+
+
+def test_13_an_example_with_a_lone_surrogate_is_a_located_error_everywhere(tmp_path, cli):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'n'\n", encoding="utf-8")
+    definition = tmp_path / "echo.md"
+    definition.write_text("---\nname: echo\ndescription: Echoes things.\nportability:\n  few_shot:\n    enabled: true\n"
+                          "    examples_ref: ex.jsonl\n---\n## Role\nYou echo things.\n", encoding="utf-8")
+    (tmp_path / "ex.jsonl").write_text('{"inputs": {"request": "\\ud800 hi"}, "output": "x"}\n', encoding="utf-8")
+    for command in (("validate", definition), ("render", definition, "-m", "openai/gpt-4o")):
+        result = cli("--project", tmp_path, *command)
+        assert result.exit_code in (1, 2) and "Traceback" not in result.output, result.output
+        assert "ex.jsonl:1" in result.output and "lone surrogate" in result.output, result.output

@@ -108,14 +108,14 @@ def _compile_gate(settings: Any) -> tuple[dict[str, Any], RosettaError | None]:
 
 def _refused_targets(options: Any, definition: Any) -> list[tuple[str, RosettaError]]:
     """(model, why) for each model compile would build ``definition`` for and refuse, with the
-    compiler's own check (so the same words)."""
+    compiler's own check (so the same words); ("", why) alone when compile cannot lower it at all."""
     from rosetta.compile.compiler import resolve_target, targets
     from rosetta.signature import lower
 
     try:
         signature = lower(definition)
-    except RosettaError:  # what cannot be lowered is reported by the loader and the lint rules
-        signature = None
+    except RosettaError as error:  # e.g. an examples file compile cannot read: no target is built
+        return [("", error)]
     refused = []
     for name in targets(tuple(definition.spec.portability.model_preferences), options):
         try:

@@ -10,6 +10,8 @@ line and column, which is how lint findings and schema errors point at the right
 
 from __future__ import annotations
 
+import copy
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -222,7 +224,9 @@ class _Builder:
         self.count(nodes, event.start_mark)
         if self.stack and isinstance(self.stack[-1].value, dict) and self.stack[-1].key is None:
             raise self.error("an alias cannot be used as a mapping key", event.start_mark)
-        self.attach(value, event, nodes)
+        # a copy per use: values shared between two places would change together (setting an unread
+        # value aside at one path removed it from the other); the node budget bounds the copying
+        self.attach(copy.deepcopy(value) if isinstance(value, (dict, list)) else value, event, nodes)
 
     def attach(self, value: Any, event: Any, nodes: int) -> FieldPath:
         """Put ``value`` into the open container (or make it the root); return its field path."""

@@ -148,6 +148,12 @@ def _target_findings(definition: AgentDefinition, refusals: Refusals, findings: 
     refused = []
     for name, error in refusals(definition):
         problem = error.problems[0]
+        if not name:  # the agent cannot be lowered (its examples file, say): at the problem's own place
+            where_file = problem.location.file or definition.source.path
+            refused.append(Finding(TARGET_RULE_ID, Severity.ERROR, f"`rosetta compile` refuses this agent: "
+                                   f"{problem.message}", str(where_file), problem.location.line,
+                                   problem.location.column, problem.field, problem.hint or str(BUILD_RULES[0]["remediation"])))
+            continue
         if name in preferences:
             path: tuple = ("portability", "model_preferences", preferences.index(name))
             message = f"`rosetta compile` refuses model {name!r}: {problem.message}"
