@@ -120,7 +120,6 @@ def test_6_rosetta_versions_runs_nothing_the_repositorys_git_config_names(tmp_pa
 
 # -- 9: a FIFO named *.md hangs discovery ---------------------------------------------------------
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
 def test_9_a_fifo_named_like_an_agent_is_reported_not_waited_on(tmp_path, cli):
     project = make_project(tmp_path / "project")
     os.mkfifo(project / "signatures" / "trap.md")

@@ -250,7 +250,7 @@ def verify_journal(path: Path, *, set_aside: bool = True) -> None:
     import json
     import os
 
-    from rosetta.fileio import read_regular, read_regular_bytes
+    from rosetta.fileio import read_regular_bytes, read_trusted
     from rosetta.optimize.signing import NoSecret
 
     if not path.exists():
@@ -259,7 +259,7 @@ def verify_journal(path: Path, *, set_aside: bool = True) -> None:
     why = None
     try:
         data = read_regular_bytes(path, limit=1 << 30)
-        recorded = json.loads(read_regular(seal, limit=4096)) if seal.exists() else None
+        recorded = json.loads(read_trusted(seal, path.parents[2], limit=4096)) if os.path.lexists(seal) else None
         length = recorded.get("length") if isinstance(recorded, dict) else None
         if not isinstance(length, int) or not 0 <= length <= len(data):
             why = "it carries no seal of this machine's"

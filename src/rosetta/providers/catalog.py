@@ -51,6 +51,7 @@ from rosetta.definition.yaml_source import parse_yaml
 from rosetta.errors import ConfigError, Location, Problem, UsageError
 from rosetta.providers.kinds import ModelClass, StructuredOutput
 from rosetta.providers.model_map import offline_litellm
+from rosetta.providers.policy import credential_rules
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,8 @@ class Endpoint:
         base = self.url(model_id)
         chosen_by_project = base is not None and self.named_in is not None and base == self.api_base
         credentials = f"${self.api_key_env}" if self.api_key_env else (
-            "the cloud credentials its SDK finds" if model_id.split("/", 1)[0].lower() in AMBIENT_HOSTS else None)
+            "the cloud credentials its SDK finds" if model_id.split("/", 1)[0].lower() in credential_rules().ambient
+            else None)
         if chosen_by_project and credentials and not trusted_endpoint(base):
             raise UntrustedEndpoint(Problem(
                 f"{model_id}: refusing to send {credentials} to {base}, which the project names ({self.named_in}); "
@@ -189,11 +191,6 @@ class MissingKey(UsageError):
 
 class UntrustedEndpoint(UsageError):
     """A project-named server would get the user's credentials: refused before any key is read."""
-
-
-AMBIENT_HOSTS = ("bedrock", "sagemaker", "vertex_ai", "vertex_ai_beta", "azure", "azure_ai")
-"""Hosts whose SDK signs a request with credentials no variable of the declaration names (AWS keys,
-Google application default credentials, Entra ID)."""
 
 
 def origin(url: str) -> str:
