@@ -596,6 +596,28 @@ def run_case(case: Case) -> list[tuple[str, float]]:
     return timings
 
 
+CLI_EXIT_CODES = {0, 1, 2}
+"""What `rosetta validate` and `rosetta render` may exit with (see rosetta.cli)."""
+
+
+def run_cli(case: Case, root: Path, model: str, runner: Any, audit: Any = None) -> list[str]:
+    """``case`` through `rosetta validate` and `rosetta render --model model` in-process (Typer's
+    runner, project ``root``): what went wrong, one line per command that raised, printed a
+    traceback or exited with another code than :data:`CLI_EXIT_CODES`."""
+    import contextlib
+
+    from rosetta.cli import app
+
+    problems = []
+    for args in (["validate", str(case.path)], ["render", str(case.path), "--model", model]):
+        with audit if audit is not None else contextlib.nullcontext():
+            result = runner.invoke(app, ["-C", str(root), *args])
+        crashed = result.exception is not None and not isinstance(result.exception, SystemExit)
+        if crashed or "Traceback (most recent call last)" in result.output or result.exit_code not in CLI_EXIT_CODES:
+            problems.append(f"rosetta {args[0]} exited {result.exit_code}: {result.exception!r} {result.output[-300:]}")
+    return problems
+
+
 class FileAudit:
     """Records every file opened while active (``sys.addaudithook``) outside the allowed folders:
     the project, and the interpreter's and rosetta's own files."""
