@@ -637,12 +637,13 @@ def model_key(route: str) -> str:
 def served_names(models: Iterable[CatalogModel], vendors: Vendors) -> dict[str, CatalogModel]:
     """:func:`model_key` of the names of the catalog's vendor models → the model: the id, aliases
     with a version (a digit: ``sonnet`` may name any deployment) and ``served_as``; a key two models
-    share names neither. Embedded models and those of hosts with their
-    own names (``vendors.own_names``) are served by no other host."""
+    share names neither. Embedded models, declared endpoints (a server's names are its own) and the
+    models of hosts with their own names (``vendors.own_names``) are served by no other host."""
     claims: dict[str, set[str]] = {}
     by_id = {}
     for model in models:
-        if model.weights is not None or model.provider.lower() in vendors.own_names or model.base:
+        if model.weights is not None or model.endpoint is not None or model.provider.lower() in vendors.own_names \
+                or model.base:
             continue
         by_id[model.id] = model
         versioned = [name for name in (model.id, *model.aliases) if any(c.isdigit() for c in name.rsplit("/", 1)[-1])]
