@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 MAX_PATTERN_CHARS = 10_000
 """Longest expression accepted: validation rules are a line or two, never a document."""
@@ -154,7 +158,7 @@ def schema_validator(schema_text: str) -> Any:
     return extend(base, keywords)(schema)
 
 
-def _key_matches(pattern: str, key: str) -> bool | Any:
+def _key_matches(pattern: str, key: str) -> bool | ValidationError:
     """Whether an object key matches one of the schema's ``patternProperties``: True, False, or the
     ValidationError to report when it cannot be told in time (or the pattern cannot be used)."""
     from jsonschema.exceptions import ValidationError
@@ -168,7 +172,8 @@ def _key_matches(pattern: str, key: str) -> bool | Any:
         return ValidationError(f"the schema's pattern {shown(pattern)} cannot be used: {error}")
 
 
-def _bounded_pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
+def _bounded_pattern_properties(validator: Any, patterns: Any, instance: Any,
+                                schema: Any) -> Iterator[ValidationError]:
     """jsonschema's ``patternProperties``, its searches under the time limit."""
     if not validator.is_type(instance, "object"):
         return
@@ -181,7 +186,8 @@ def _bounded_pattern_properties(validator: Any, patterns: Any, instance: Any, sc
                 yield matched
 
 
-def _bounded_additional_properties(validator: Any, additional: Any, instance: Any, schema: Any) -> Any:
+def _bounded_additional_properties(validator: Any, additional: Any, instance: Any,
+                                   schema: Any) -> Iterator[ValidationError]:
     """jsonschema's ``additionalProperties``, which matches keys against ``patternProperties`` too."""
     from jsonschema.exceptions import ValidationError
 
@@ -214,7 +220,7 @@ def _guarded(keyword: Any) -> Any:
     """``unevaluatedProperties``, which matches keys against this node's ``patternProperties`` with
     ``re``: each match is first tried under the time limit, and a key that cannot be told in time is
     reported instead of searched without one."""
-    def bounded(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+    def bounded(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
         if validator.is_type(instance, "object"):
             errors = [result for pattern in schema.get("patternProperties", {}) for key in instance
                       if (result := _key_matches(pattern, key)) not in (True, False)]
