@@ -9,6 +9,7 @@ import os
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,54 @@ def test_3_cleanup_removes_only_the_temp_files_rosetta_names(tmp_path):
         os.utime(file, (time.time() - 7200, time.time() - 7200))
     assert clean_stale_temporaries(out) == [ours]
     assert theirs.exists()
+
+
+# -- 12: a folder swapped for a symlink mid-compile ---------------------------------------------------
+
+def _exchange(first: Path, second: Path) -> Callable[[], None]:
+    """A function that swaps two names atomically (Linux ``renameat2(RENAME_EXCHANGE)``, as the attack
+    did); elsewhere two renames, a wider window."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if hasattr(libc, "renameat2"):
+        at_cwd, exchange = -100, 2
+        names = os.fsencode(first), os.fsencode(second)
+        return lambda: libc.renameat2(at_cwd, names[0], at_cwd, names[1], exchange) and None
+    aside = first.with_name(first.name + ".aside")
+    return lambda: (os.rename(first, aside), os.rename(second, first), os.rename(aside, second)) and None
+
+
+def test_12_a_folder_swapped_for_a_symlink_mid_compile_sends_nothing_outside(tmp_path, cli):
+    """A loop exchanging ``compiled/vuln-triage`` with a symlink to another folder while compile
+    writes: no temp file, artifact or lock may land in that folder, and every compile ends with a
+    result or a located error (the CLI runner re-raises any other exception)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    project = make_project(tmp_path / "project")
+    for name in ("advisory-extractor.md", "code-reviewer.md", "code-reviewer.governance.yaml"):
+        (project / "signatures" / name).unlink()
+    assert cli("--project", project, "compile").exit_code == 0
+    agent = project / "compiled" / "vuln-triage"
+    decoy = project / "compiled" / "decoy"
+    decoy.symlink_to(elsewhere, target_is_directory=True)
+    swap, stop, swaps = _exchange(agent, decoy), threading.Event(), [0]
+
+    def keep_swapping() -> None:
+        while not stop.is_set():
+            swap()
+            swaps[0] += 1
+
+    swapper = threading.Thread(target=keep_swapping, daemon=True)
+    swapper.start()
+    try:
+        codes = [cli("--project", project, "compile", "--force").exit_code for _ in range(30)]
+    finally:
+        stop.set()
+        swapper.join()
+    assert swaps[0] > 100
+    assert list(elsewhere.iterdir()) == [], f"written outside the project (exit codes {codes})"
+    assert set(codes) <= {0, 1}  # written, or a located refusal
 
 
 # -- 6: code runs through the project's git config ----------------------------------------------------

@@ -23,14 +23,13 @@ import json
 import math
 import os
 import select
-import stat
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rosetta.errors import Location, Problem, UsageError
-from rosetta.fileio import NotRegularFile, read_regular, read_trusted, refuse_hardlinked, trusted_path
+from rosetta.fileio import NotRegularFile, TrustedDirectory, locked_trusted, read_regular, read_trusted
 
 ATOMIC_APPEND: int = getattr(select, "PIPE_BUF", 0) if os.name == "posix" else 0
 """Bytes one O_APPEND write is trusted to put down whole (PIPE_BUF); longer lines are locked too."""
@@ -103,48 +102,23 @@ def record_outcome(result: Any, *, success: bool | None = None, score: float | N
 
 def append_line(path: Path, line: str, *, root: str | os.PathLike[str] | None = None) -> None:
     """Append ``line`` and a newline to ``path`` so that concurrent appenders never interleave;
-    under ``root`` (the project, for the default log) no symlink may lead to the log or its lock."""
+    under ``root`` (the project, for the default log) no symlink may lead to the log or its lock
+    (without it, only the log itself must not be one). The folder is held open while appending
+    (:class:`~rosetta.fileio.TrustedDirectory`), so one swapped for a symlink cannot redirect it."""
     data = (line.rstrip("\n") + "\n").encode("utf-8")
-    lock = Path(str(path) + ".lock")
+    path = Path(os.path.abspath(path))
+    root = path.parent if root is None else root
     try:
-        if root is not None:
-            trusted_path(path, root)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            trusted_path(path, root)
-            trusted_path(lock, root)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        if len(data) <= ATOMIC_APPEND:
-            _append(path, data)
-            return
-        from filelock import FileLock
-
-        with FileLock(str(lock)):
-            _append(path, data)
+        with TrustedDirectory.open(path.parent, root, create=True) as directory:
+            if len(data) <= ATOMIC_APPEND:
+                directory.append(path.name, data)
+                return
+            with locked_trusted(path.with_name(path.name + ".lock"), root):
+                directory.append(path.name, data)
     except NotRegularFile as exc:
         raise UsageError(Problem(f"cannot append to the outcome log: {exc}", Location(str(path)),
                                  hint="the log must be a plain file reached without symlinks; remove the link "
                                       "(rosetta creates the log again)")) from None
-
-
-def _append(path: Path, data: bytes) -> None:
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        handle = os.open(path, flags, 0o644)
-    except OSError:
-        if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
-            raise NotRegularFile(f"{path} is not a plain file") from None
-        raise
-    try:
-        opened = os.fstat(handle)
-        if not stat.S_ISREG(opened.st_mode):  # a FIFO or device: never write a log line into one
-            raise NotRegularFile(f"{path} is not a plain file")
-        refuse_hardlinked(path, opened)  # a line appended here would land in the other name's file too
-        written = os.write(handle, data)
-        while written < len(data):  # only after a signal or a full disk; the rest still goes at the end
-            written += os.write(handle, data[written:])
-    finally:
-        os.close(handle)
 
 
 def read_outcomes(path: Path, *, root: str | os.PathLike[str] | None = None) -> tuple[list[Outcome], int]:

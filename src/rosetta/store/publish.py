@@ -25,12 +25,13 @@ LOCK_NAME = ".rosetta.lock"
 def locked(out: Path) -> Iterator[None]:
     """Hold the tree's lock (created on first use); a lock path that is not a plain file (a FIFO, a
     symlink to elsewhere) is refused, naming it, rather than opened."""
-    from filelock import FileLock
+    from rosetta.fileio import NotRegularFile, locked_trusted
 
-    out.mkdir(parents=True, exist_ok=True)
-    lock = inside(out / LOCK_NAME, out)
-    with FileLock(str(lock)):
-        yield
+    try:
+        with locked_trusted(out / LOCK_NAME, out):
+            yield
+    except NotRegularFile as refused:
+        raise _refusal(out / LOCK_NAME, out, refused) from None
 
 
 @dataclass(frozen=True)
@@ -40,15 +41,19 @@ class Staged:
     path: Path
     temporary: Path
     text: str
+    out: Path
 
 
 def stage(path: Path, text: str, out: Path) -> Staged:
     """Write ``text`` to a temp file beside ``path`` (the slow part, fsync, needs no lock); refuse a
     path that leaves ``out`` or passes through a symlink, so a planted link cannot redirect a write."""
-    from rosetta.fileio import write_temporary
+    from rosetta.fileio import NotRegularFile, stage_trusted
 
     inside(path, out)
-    return Staged(path, write_temporary(path, text), text)
+    try:
+        return Staged(path, stage_trusted(path, text, out), text, out)
+    except NotRegularFile as refused:
+        raise _refusal(path, out, refused) from None
 
 
 def commit(staged: Staged, out: Path, *, replace: Callable[[], bool] = lambda: True) -> None:
@@ -63,13 +68,17 @@ def commit(staged: Staged, out: Path, *, replace: Callable[[], bool] = lambda: T
 
 def place(staged: Staged, out: Path, *, replace: Callable[[], bool] = lambda: True) -> None:
     """:func:`commit` for a caller that holds :func:`locked` already (one lock for many artifacts)."""
+    from rosetta.fileio import NotRegularFile, publish_trusted
+
     try:
         if replace():
             inside(staged.path, out)
             retain(staged.path, staged.text)
-            os.replace(staged.temporary, staged.path)
+            publish_trusted(staged.temporary, staged.path, out)
+    except NotRegularFile as refused:
+        raise _refusal(staged.path, out, refused) from None
     finally:
-        staged.temporary.unlink(missing_ok=True)
+        discard(staged)
 
 
 def publish(path: Path, text: str, out: Path, *, replace: Callable[[], bool] = lambda: True) -> None:
@@ -91,8 +100,10 @@ def publish_version(path: Path, text: str, out: Path) -> Path:
 
 
 def discard(staged: Staged) -> None:
-    """Drop a staged artifact that must not be published."""
-    staged.temporary.unlink(missing_ok=True)
+    """Drop a staged artifact that must not be published (a no-op once it is)."""
+    from rosetta.fileio import remove_trusted
+
+    remove_trusted(staged.temporary, staged.out)
 
 
 def inside(path: Path, out: Path) -> Path:
@@ -134,25 +145,29 @@ beside a YAML artifact, version, pin or cross record, or the JSON index): nothin
 
 def clean_stale_temporaries(out: Path, *, now: float | None = None) -> list[Path]:
     """Delete the temp files that killed compiles left under ``out`` (only names :data:`TEMPORARY`
-    matches, plain files, an hour old): a file of any other name is the user's, whatever it is called."""
+    matches, plain files, an hour old): a file of any other name is the user's, whatever it is called.
+    The walk holds each folder open (:func:`os.fwalk`) and removes names relative to it, so a folder
+    swapped for a symlink mid-walk cannot point a removal elsewhere."""
     import stat
     import time
 
     now = time.time() if now is None else now
-    removed = []
+    removed: list[Path] = []
     if not out.is_dir() or out.is_symlink():
         return removed
-    for directory, subdirectories, files in os.walk(out):  # never follows symlinks
+    walk = os.fwalk(out) if hasattr(os, "fwalk") else ((d, s, f, None) for d, s, f in os.walk(out))
+    for directory, _, files, descriptor in walk:  # neither follows symlinks
         for name in files:
-            if TEMPORARY.fullmatch(name):
-                candidate = Path(directory) / name
-                try:
-                    found = candidate.lstat()
-                    if stat.S_ISREG(found.st_mode) and found.st_nlink == 1 and now - found.st_mtime > STALE_AFTER_S:
-                        candidate.unlink()
-                        removed.append(candidate)
-                except OSError:
-                    continue
+            if not TEMPORARY.fullmatch(name):
+                continue
+            where = name if descriptor is not None else os.path.join(directory, name)
+            try:
+                found = os.stat(where, dir_fd=descriptor, follow_symlinks=False)
+                if stat.S_ISREG(found.st_mode) and found.st_nlink == 1 and now - found.st_mtime > STALE_AFTER_S:
+                    os.unlink(where, dir_fd=descriptor)
+                    removed.append(Path(directory) / name)
+            except OSError:
+                continue
     return removed
 
 
@@ -167,7 +182,6 @@ def write_cross(out: Path, record: CrossRecord) -> Path:
     """Replace the agent's cross-model record (:mod:`rosetta.store.cross`) under the tree's lock."""
     path = cross_path(out, record.agent)
     with locked(out):
-        (out / record.agent).mkdir(parents=True, exist_ok=True)
         _write(path, dump_cross(record), out)
     return path
 

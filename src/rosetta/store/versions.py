@@ -92,7 +92,7 @@ def retain(artifact: Path, replacement: str) -> Path | None:
     serve). The copy keeps the original's bytes and modification time, so a listing dates each
     version by when it was compiled. Call it under the output tree's lock, as the compiler does.
     """
-    from rosetta.fileio import NotRegularFile, trusted_path, write_temporary
+    from rosetta.fileio import NotRegularFile, publish_trusted, remove_trusted, stage_trusted, trusted_path
 
     try:
         data = read_stored(artifact, artifact)
@@ -106,12 +106,11 @@ def retain(artifact: Path, replacement: str) -> Path | None:
     try:
         if trusted_path(target, tree_of(artifact)).is_file():
             return target
-        staged = write_temporary(target, data)
+        staged = stage_trusted(target, data, tree_of(artifact), times=(written.st_atime_ns, written.st_mtime_ns))
         try:
-            os.utime(staged, ns=(written.st_atime_ns, written.st_mtime_ns))
-            os.replace(staged, trusted_path(target, tree_of(artifact)))
+            publish_trusted(staged, target, tree_of(artifact))
         finally:
-            staged.unlink(missing_ok=True)
+            remove_trusted(staged, tree_of(artifact))
     except NotRegularFile as refused:
         raise ArtifactError(Problem(f"refusing to keep the replaced artifact as a version: {refused}",
                                     Location(str(target)), hint="replace the symlink with a real folder, or delete it")) from None
