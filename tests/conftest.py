@@ -38,8 +38,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def forget_test_project_keys() -> Iterator[None]:
     """Each throwaway project a search runs in gets a signing key in the user's cache folder (see
-    rosetta.optimize.signing); remove the ones this session made."""
-    from rosetta.optimize.signing import secret_path
+    rosetta.signing); remove the ones this session made."""
+    from rosetta.signing import secret_path
 
     folder = secret_path(REPO).parent
     before = set(folder.glob("*.key")) if folder.is_dir() else set()

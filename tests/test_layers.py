@@ -14,7 +14,9 @@ LAYERS = (
     {"fileio", "yaml_text", "parts"},  # ...and those built on the first
     {"definition"},
     {"schema_types", "settings"},  # settings: the one loader of [tool.rosetta], ROSETTA_* and arguments
-    {"signature", "datasets"},  # labeled data: splits, loading, hashing (lint, compile, store checks, verify)
+    # labeled data: splits, loading, hashing (lint, compile, store checks, verify); signing: the per-project
+    # key that authenticates what rosetta reads back (evaluation cache, study journals, outcome logs)
+    {"signature", "datasets", "signing"},
     {"providers"},
     {"local"},  # the embedded engine behind the local/ provider, and litellm with it registered
     {"render"},

@@ -24,7 +24,7 @@ from scripted_model import GOOD_INSTRUCTION, write_toy_project
 from test_optimize import ARTIFACT, run, scripted  # noqa: F401  (scripted: the autouse fixture registering it)
 
 from rosetta.optimize.cache import Answer, EvalCache
-from rosetta.optimize.signing import project_secret, secret_path, sign
+from rosetta.signing import project_secret, secret_path, sign
 
 CACHE = Path(".rosetta/eval-cache.sqlite")
 PLANTED = "PLANTED-BY-A-STRANGER"

@@ -14,7 +14,7 @@ import pytest
 from rosetta.store.artifact import read_header
 from rosetta.compile.compiler import CompileOptions, compile_paths
 from rosetta.providers.adapter import load_adapters
-from rosetta.rollout.outcomes import append_line
+from rosetta.rollout.outcomes import append_line, signed_line
 
 MODEL = "openai/gpt-4o"
 REPORT = {"report": "SQL injection in the login form lets an unauthenticated attacker bypass authentication."}
@@ -96,9 +96,12 @@ def variant(tree: Path, **knobs: object) -> str:
 
 def log_arm(path: Path, arm: str | None, version: str, *, successes: int, failures: int,
             experiment: str | None = "exp-1", latency: float = 1.0, model: str = MODEL) -> None:
-    """Append outcome lines for one arm: ``successes`` with success true, ``failures`` false."""
+    """Append outcome lines for one arm: ``successes`` with success true, ``failures`` false (signed
+    with the project's key, as ``record_outcome`` signs them, when ``path`` is a project's own log)."""
+    own = path.parent.name == "outcomes" and path.parent.parent.name == ".rosetta"
     for number in range(successes + failures):
-        append_line(path, json.dumps({
+        line = json.dumps({
             "ts": "2025-01-01T00:00:00+00:00", "agent": "vuln-triage", "model": model, "experiment": experiment,
             "arm": arm, "version": version, "valid": True, "retries": 0, "latency_s": latency + 0.01 * (number % 7),
-            "cost_usd": None, "success": number < successes, "score": None}))
+            "cost_usd": None, "success": number < successes, "score": None})
+        append_line(path, signed_line(line, path.parents[2]) if own else line)

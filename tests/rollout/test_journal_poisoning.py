@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 
 import pytest
 
 import rosetta
 from rollout_project import GOOD, MODEL, REPORT, log_arm, versions  # noqa: F401  (a fixture)
 from rosetta.errors import UsageError
-from rosetta.rollout.outcomes import append_line, default_path, read_outcomes
+from rosetta.rollout.outcomes import append_line, default_path, read_outcomes, signed_line
 from rosetta.runtime.agent import load
 
 AGENT = "vuln-triage"
@@ -30,8 +31,10 @@ IMPOSSIBLE = [
 ]
 
 
-def lines(*changes: dict) -> str:
-    return "".join(json.dumps({**LINE, **change}) + "\n" for change in changes)
+def lines(*changes: dict, root: Path | None = None) -> str:
+    """Outcome lines; signed as this machine's rosetta signs them when ``root`` (the project) is given."""
+    return "".join((signed_line(json.dumps({**LINE, **change}), root) if root else json.dumps({**LINE, **change}))
+                   + "\n" for change in changes)
 
 
 def test_impossible_numbers_are_skipped_and_counted(tmp_path):
@@ -62,12 +65,14 @@ def test_report_ignores_planted_lines_and_counts_them(cli, versions, metric):
     log_arm(log, "treatment", versions.new, successes=10, failures=2)
     with log.open("a") as stream:  # every arm scored, so the score metric has samples
         for arm, version in (("control", versions.old), ("treatment", versions.new)):
-            stream.write(lines(*({"arm": arm, "version": version, "score": 0.1 * n} for n in range(5))))
+            stream.write(lines(*({"arm": arm, "version": version, "score": 0.1 * n} for n in range(5)),
+                               root=versions.tree))
     clean = cli("-C", versions.tree, "experiment", "report", AGENT, "-m", MODEL, "-f", "json")
     assert clean.exit_code == 0, clean.output
     planted = [{"arm": "treatment", "version": versions.new, **change} for change in IMPOSSIBLE]
-    with log.open("a") as stream:  # two scores of 1e308 crashed the report with an OverflowError
-        stream.write(lines(*planted, {"arm": "control", "version": versions.old, "score": 1e308}))
+    with log.open("a") as stream:  # two scores of 1e308 crashed the report with an OverflowError (signed:
+        # a line this machine wrote and the disk then corrupted; a line it did not sign never counts, below)
+        stream.write(lines(*planted, {"arm": "control", "version": versions.old, "score": 1e308}, root=versions.tree))
     for format in ("json", "text"):
         result = cli("-C", versions.tree, "experiment", "report", AGENT, "-m", MODEL, "-f", format)
         assert result.exit_code == 0 and "Traceback" not in result.output, result.output
@@ -163,3 +168,28 @@ def test_a_score_no_report_would_read_is_refused_when_recorded(versions, tmp_pat
     rosetta.record_outcome(result, score=-1e9, path=tmp_path / "log.jsonl")
     outcomes, skipped = read_outcomes(tmp_path / "log.jsonl")
     assert [outcome.score for outcome in outcomes] == [-1e9] and skipped == 0
+
+
+def test_planted_outcome_lines_decide_no_experiment(cli, versions, tmp_path):
+    """Issue 81: 150 lines per arm shipped in the project's log (or copied from another project,
+    signed under its key) made `experiment promote` promote the treatment. Only lines this machine
+    signed for this project count now."""
+    started = cli("-C", versions.tree, "experiment", "start", AGENT, "--model", MODEL, "--treatment",
+                  versions.new[:12], "--control", versions.old[:12], "--share", "0.2", "--id", "exp-1")
+    assert started.exit_code == 0, started.output
+    log = default_path(AGENT, versions.tree)
+    elsewhere = tmp_path / "another-project"
+    elsewhere.mkdir()
+    log.parent.mkdir(parents=True)
+    with log.open("a") as stream:
+        stream.write(lines(*({"arm": "control", "version": versions.old, "success": n < 30} for n in range(150))))
+        stream.write(lines(*({"arm": "treatment", "version": versions.new, "success": True} for n in range(150)),
+                           root=elsewhere))
+    promoted = cli("-C", versions.tree, "experiment", "promote", AGENT, "-m", MODEL)
+    assert promoted.exit_code == 1 and "not enough samples" in promoted.stdout, promoted.output
+    assert "300 line(s) in the outcome log skipped" in " ".join(promoted.output.split())
+    report = json.loads(cli("-C", versions.tree, "experiment", "report", AGENT, "-m", MODEL, "-f", "json").stdout)
+    assert report["arms"]["control"]["calls"] == 0 and report["skipped_lines"] == 300
+    log_arm(log, "control", versions.old, successes=30, failures=120)  # this machine's own lines decide
+    log_arm(log, "treatment", versions.new, successes=150, failures=0)
+    assert cli("-C", versions.tree, "experiment", "promote", AGENT, "-m", MODEL).exit_code == 0

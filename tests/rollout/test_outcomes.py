@@ -54,6 +54,8 @@ def test_record_outcome_writes_what_the_result_says(versions, tmp_path, monkeypa
     rosetta.record_outcome(result, success=False, path=tmp_path / "elsewhere.jsonl")
     line = json.loads(path.read_text())
     assert line["ts"].endswith("+00:00")
+    assert len(line.pop("hmac")) == 64  # issue 81: signed under the project's key; a report counts only such lines
+    assert "hmac" not in (tmp_path / "elsewhere.jsonl").read_text()  # a log the user names is the user's
     del line["ts"]
     assert line == {"agent": "vuln-triage", "model": MODEL, "experiment": "exp-1", "arm": "treatment",
                     "version": versions.new, "valid": True, "retries": 0,

@@ -28,7 +28,7 @@ def test_2_a_project_cannot_place_the_signing_key_inside_itself_through_proc(tmp
     """``cache_dir = "/proc/self/cwd/.keys"`` resolved to ``./.keys``: the "outside the project"
     check compared text. The key now lives in the user's cache folder, which no project names, and
     a folder that *resolves* inside the project is refused."""
-    from rosetta.optimize.signing import NoSecret, secret_path
+    from rosetta.signing import NoSecret, secret_path
     from rosetta.settings import load_settings
 
     project = make_project(tmp_path / "project")
@@ -43,7 +43,7 @@ def test_2_a_project_cannot_place_the_signing_key_inside_itself_through_proc(tmp
 
 
 def test_2_a_key_others_can_read_or_write_is_refused(tmp_path, monkeypatch):
-    from rosetta.optimize.signing import NoSecret, project_secret, secret_path
+    from rosetta.signing import NoSecret, project_secret, secret_path
 
     monkeypatch.setenv("ROSETTA_CACHE_DIR", str(tmp_path / "cache"))
     project = make_project(tmp_path / "project")

@@ -221,6 +221,10 @@ def _experiment_report(target: _Target, log: Path | None) -> Any:
                                         field_name="experiment.treatment")[0]}
     outcomes, skipped = read_outcomes(log) if log else read_outcomes(default_path(target.agent, target.root),
                                                                       root=target.root)
+    if skipped:
+        err.print(f"[yellow]warning[/yellow] {skipped} line(s) in the outcome log skipped (unreadable, holding "
+                  "impossible values, or not signed on this machine: a line shipped with the project or edited by "
+                  "hand counts for nothing)")
     return build_report(target.agent, target.model, rollout.experiment, versions, outcomes, skipped)
 
 
@@ -304,8 +308,6 @@ def _print_report(target: _Target, report: Any, promoted: str | None) -> None:
         table.add_row(label, *cells, effect, "z-test" if result.test == "z" else "Welch t", p_value)
     table.add_row("retries/call", _mean(control.retries_mean), _mean(treatment.retries_mean), "", "", "")
     out.print(table)
-    if report.skipped_lines:
-        err.print(f"[yellow]warning[/yellow] {report.skipped_lines} line(s) in the outcome log skipped (unreadable, or holding impossible values)")
     style = "green" if report.decision.promote else "yellow"
     out.print(f"[{style}]{escape(report.decision.reason)}[/{style}]")
     if promoted:

@@ -28,7 +28,7 @@ from typing import Any
 
 from rosetta.fileio import NotRegularFile, trusted_path
 from rosetta.local.revision import answerer_revision
-from rosetta.optimize.signing import NoSecret, project_secret, sign, verifies
+from rosetta.signing import NoSecret, project_secret, sign, verifies
 
 log = logging.getLogger("rosetta.optimize")
 

@@ -211,13 +211,13 @@ def _trusted_journal(path: Path) -> None:
 
 JOURNAL_SEAL = ".seal"
 """Beside the project's journal: how many of its bytes this machine wrote, and their HMAC under the
-project's key (:mod:`rosetta.optimize.signing`)."""
+project's key (:mod:`rosetta.signing`)."""
 
 
 def _seal_of(path: Path, data: bytes) -> str:
     import hashlib
 
-    from rosetta.optimize.signing import project_secret, sign
+    from rosetta.signing import project_secret, sign
 
     return sign(project_secret(path.parents[3]), f"journal {path.name}", hashlib.sha256(data).hexdigest())
 
@@ -228,7 +228,7 @@ def seal_journal(path: Path) -> None:
     import json
 
     from rosetta.fileio import read_regular_bytes, write_trusted
-    from rosetta.optimize.signing import NoSecret
+    from rosetta.signing import NoSecret
 
     try:
         data = read_regular_bytes(path, limit=1 << 30)
@@ -251,7 +251,7 @@ def verify_journal(path: Path, *, set_aside: bool = True) -> None:
     import os
 
     from rosetta.fileio import read_regular_bytes, read_trusted
-    from rosetta.optimize.signing import NoSecret
+    from rosetta.signing import NoSecret
 
     if not path.exists():
         return

@@ -15,13 +15,18 @@ The log is trusted no further than it is checked: it is read and appended to onl
 with no symlink on the way from the project root (:mod:`rosetta.fileio`), and a line whose numbers
 are impossible (not finite, negative where they cannot be, or beyond :data:`MAX_VALUE`) is skipped
 and counted like a torn one, so a hand-edited or planted line can neither crash a report nor sway it.
+In the project's own log every line carries an HMAC under the project's key (kept outside the
+project: :mod:`rosetta.signing`), and a report counts only lines that verify: a log shipped with a
+cloned repository decides no experiment.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
+import re
 import select
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -30,6 +35,8 @@ from typing import Any
 
 from rosetta.errors import Location, Problem, UsageError
 from rosetta.fileio import NotRegularFile, TrustedDirectory, locked_trusted, read_regular, read_trusted
+
+log = logging.getLogger(__name__)
 
 ATOMIC_APPEND: int = getattr(select, "PIPE_BUF", 0) if os.name == "posix" else 0
 """Bytes one O_APPEND write is trusted to put down whole (PIPE_BUF); longer lines are locked too."""
@@ -90,14 +97,41 @@ def record_outcome(result: Any, *, success: bool | None = None, score: float | N
         retries=max(len(result.attempts) - 1, 0), latency_s=round(float(result.latency_s), 6),
         cost_usd=None if cost is None else round(float(cost), 8), success=success,
         score=None if score is None else float(score))
+    line = json.dumps(asdict(outcome), ensure_ascii=False, separators=(",", ":"))
     if path is not None:
         target, root = Path(path), None
     else:  # the answering agent's project, wherever this process runs
         root = Path(result.project) if getattr(result, "project", None) else None
         target = default_path(agent, root)
         root = target.parents[2]
-    append_line(target, json.dumps(asdict(outcome), ensure_ascii=False, separators=(",", ":")), root=root)
+        line = signed_line(line, root)
+    append_line(target, line, root=root)
     return target
+
+
+_SIGNATURE = re.compile(r'(\{.*),"hmac":"([0-9a-f]{64})"\}')
+"""A signed line: the outcome's JSON object with its HMAC as the last member."""
+
+
+def signed_line(line: str, root: Path) -> str:
+    """``line`` (one outcome's compact JSON object) with an ``hmac`` member under the project's key
+    (:mod:`rosetta.signing`) as its last: a report trusts only lines this machine signed, so lines
+    shipped with a cloned project, or written in by hand, decide no experiment. Without a usable key
+    the line is written unsigned (and a report ignores it), with a warning saying why."""
+    from rosetta.signing import NoSecret, project_secret, sign
+
+    try:
+        return f'{line[:-1]},"hmac":"{sign(project_secret(root), "outcome", line)}"}}'
+    except NoSecret as exc:
+        log.warning("outcome recorded unsigned (an experiment report will not count it): %s", exc)
+        return line
+
+
+def _signed_by(secret: bytes, line: str) -> bool:
+    from rosetta.signing import verifies
+
+    found = _SIGNATURE.fullmatch(line)
+    return found is not None and verifies(secret, "outcome", found[1] + "}", found[2])
 
 
 def append_line(path: Path, line: str, *, root: str | os.PathLike[str] | None = None) -> None:
@@ -123,17 +157,37 @@ def append_line(path: Path, line: str, *, root: str | os.PathLike[str] | None = 
 
 def read_outcomes(path: Path, *, root: str | os.PathLike[str] | None = None) -> tuple[list[Outcome], int]:
     """Every whole, plausible outcome in the log, in order, and how many lines were skipped (torn,
-    unreadable, or holding impossible values). With ``root`` (the project, for the default log) no
-    symlink may lead to the log; without it the file named must itself be a plain file."""
-    outcomes, skipped = [], 0
+    unreadable, holding impossible values, or — in the project's own log — not signed on this
+    machine). With ``root`` (the project, for the default log) no symlink may lead to the log and
+    only lines signed under the project's key count; without it (a log the user names) the file
+    itself must be a plain file, and its lines are the user's."""
+    secret = _secret(root)
+    outcomes: list[Outcome] = []
+    skipped = unsigned = 0
     for line in _text(Path(path), root).split("\n"):  # not splitlines(): U+2028 may sit inside a JSON string
         if not line.strip():
+            continue
+        if secret is not None and not _signed_by(secret, line):
+            unsigned += 1
             continue
         try:
             outcomes.append(_outcome(json.loads(line)))
         except (ValueError, TypeError, KeyError, RecursionError):
             skipped += 1
-    return outcomes, skipped
+    return outcomes, skipped + unsigned
+
+
+def _secret(root: str | os.PathLike[str] | None) -> bytes | None:
+    """The project's key when reading its own log (``root``); a :class:`UsageError` when there is
+    none to be had (every line would then be ignored: better to say why)."""
+    if root is None:
+        return None
+    from rosetta.signing import NoSecret, project_secret
+
+    try:
+        return project_secret(root)
+    except NoSecret as exc:
+        raise UsageError(Problem(f"cannot check the outcome log's signatures: {exc}", Location(str(root)))) from None
 
 
 def _text(path: Path, root: str | os.PathLike[str] | None) -> str:

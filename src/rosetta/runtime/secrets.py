@@ -339,7 +339,8 @@ def _redact_record(record: logging.LogRecord) -> None:
 
 
 ROSETTA_LOGGERS = ("rosetta", "rosetta.settings", "rosetta.local", "rosetta.local.llama_cpp", "rosetta.optimize",
-                   "rosetta.providers.adapter", "rosetta.providers.catalog", "rosetta.runtime")
+                   "rosetta.providers.adapter", "rosetta.providers.catalog", "rosetta.runtime",
+                   "rosetta.rollout.outcomes")
 """Every logger rosetta logs to (a test checks the source names no other)."""
 
 

@@ -1,10 +1,12 @@
-"""The per-project secret that signs evaluation-cache entries, kept outside the project.
+"""The per-project secret that signs what rosetta writes and later acts on, kept outside the project:
+evaluation-cache entries, study journals and outcome-log lines.
 
 An entry is trusted only when its HMAC verifies under this secret: one planted in a cloned
 repository, copied from another project or written by a rosetta that did not sign does not. The
 secret lives in the user's cache folder (``ROSETTA_CACHE_DIR`` or ``~/.cache/rosetta``, which no
-project setting names), never in the project tree, so a repository cannot ship one: one file per project, named by the sha256 of the project root's
-absolute path, created once (exclusively, mode 0600) and read back through :mod:`rosetta.fileio`.
+project setting names), never in the project tree, so a repository cannot ship one: one file per
+project, named by the sha256 of the project root's absolute path, created once (exclusively, mode
+0600) and read back through :mod:`rosetta.fileio`.
 """
 
 from __future__ import annotations
