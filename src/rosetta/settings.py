@@ -115,6 +115,11 @@ class ProjectState:
         """The optuna journal of ``agent``'s search on ``model_id`` (resumed by the next run)."""
         return self.studies / agent / (model_id.replace("/", "__") + ".journal")
 
+    @property
+    def measured(self) -> Path:
+        """The signed ids of the versions whose scores a search here measured (:mod:`rosetta.store.measured`)."""
+        return self.path / "measured.jsonl"
+
     def outcomes(self, agent: str) -> Path:
         """``rosetta.record_outcome``'s log for ``agent`` (experiment reports read it)."""
         return self.path / "outcomes" / f"{agent}.jsonl"

@@ -374,6 +374,8 @@ def test_an_edit_that_leaves_the_prompt_as_it_was_carries_the_optimized_artifact
     """Moving model_preferences (here: adding a second model) changes the source hash, not the
     prompt: the search and its scores carry over instead of costing another search. (No proposer:
     instructions a proposer wrote are no source, so --check could not pass them; see the next test.)"""
+    from rosetta.store.measured import measured_ids
+
     run(toy, proposer="none")
     before = parse_artifact((toy / ARTIFACT).read_text(), path="before")
     definition = toy / "signatures" / "toy-sorter.md"
@@ -386,6 +388,7 @@ def test_an_edit_that_leaves_the_prompt_as_it_was_carries_the_optimized_artifact
     assert after.prompt == before.prompt and after.provenance.scores == before.provenance.scores
     assert after.provenance.source_sha256 != before.provenance.source_sha256
     assert "carried over" in after.provenance.optimizer["notes"][-1]
+    assert {before.content_sha256, after.content_sha256} <= measured_ids(toy)  # its scores still count as measured
     checked = cli("-C", toy, "compile", definition, "--model", "scripted/toy", "--check")
     assert checked.exit_code == 0, checked.output
 
@@ -737,6 +740,8 @@ def test_a_worse_search_is_kept_as_a_version_not_activated(toy: Path, cli: objec
                      r"0\.[0-9]+ against the active artifact's 1\.0", worse.activation)
     assert (toy / ARTIFACT).read_bytes() == active and Path(worse.artifact).is_file()
     assert sorted(v.current for v in list_versions(toy / ARTIFACT)) == [False, True]  # listed, not served
+    # both were measured here, so `rosetta versions` shows both one's scores (issue 81: a planted one's it does not)
+    assert [v.measured_here for v in list_versions(toy / ARTIFACT, root=toy)] == [True, True]
     small = toy / "small"
     small.mkdir()
     for split in ("train", "dev", "test"):

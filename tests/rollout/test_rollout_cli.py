@@ -172,7 +172,8 @@ def test_promote_and_stop_by_hand(cli, versions):
 def test_versions_shows_an_optimized_versions_scores(cli, versions):
     from dataclasses import replace
 
-    from rosetta.store.artifact import dump_artifact, parse_artifact
+    from rosetta.store.artifact import dump_artifact, parse_artifact, read_header
+    from rosetta.store.measured import mark_measured
     from rosetta.store.publish import publish
 
     plain = parse_artifact(versions.artifact.read_text(), path=str(versions.artifact))
@@ -180,6 +181,11 @@ def test_versions_shows_an_optimized_versions_scores(cli, versions):
     optimized = replace(plain, provenance=replace(plain.provenance, optimizer={"name": "rosetta"}, scores=scores,
                                                   dataset_sha256="ab" * 32))
     publish(versions.artifact, dump_artifact(optimized), versions.tree / "compiled")
+    forged = " ".join(run(cli, versions, "versions", AGENT, "--model", MODEL).stdout.split())
+    assert "not measured here" in forged and "0.800" not in forged  # issue 81: written by hand, as a clone ships it
+    planted = json.loads(run(cli, versions, "versions", AGENT, "-m", MODEL, "-f", "json").stdout)["versions"][0]
+    assert planted["scores"] == {} and planted["recorded_scores"] == scores and planted["measured_here"] is False
+    mark_measured(versions.tree, read_header(versions.artifact.read_text()).content_sha256)  # as a search here does
     result = run(cli, versions, "versions", AGENT, "--model", MODEL)
     assert result.exit_code == 0 and "3 versions" in result.stdout
     shown = " ".join(result.stdout.split())

@@ -97,7 +97,7 @@ def versions_command(
     from rosetta.store.versions import list_versions, resolve_id, rollout_path, short_id, versions_dir
 
     target = _target(ctx, agent, model)
-    versions = list_versions(target.artifact)
+    versions = list_versions(target.artifact, root=target.root)
     rollout, problems = load_rollout(rollout_path(target.artifact)) or (None, [])
     active = next((v.id for v in versions if v.current and v.problem is None), None)
     treatment, share = None, None
@@ -113,7 +113,8 @@ def versions_command(
     if format is ListFormat.json:
         rows = [{"id": v.id, "short": v.short, "active": v.id == active, "treatment": v.id == treatment,
                  "current": v.current, "written": v.written.isoformat(timespec="seconds"),
-                 "agent_version": v.agent_version, "scores": v.scores, "optimizer": v.optimizer,
+                 "agent_version": v.agent_version, "scores": v.scores if v.measured_here else {},
+                 "recorded_scores": v.scores, "measured_here": v.measured_here, "optimizer": v.optimizer,
                  "dataset_sha256": v.dataset,
                  "path": str(v.path), "problem": v.problem} for v in versions]
         sys.stdout.write(json.dumps({"agent": target.agent, "model": target.model,
@@ -133,9 +134,15 @@ def versions_command(
         if v.problem:
             status.append(f"[red]unusable: {escape(v.problem)}[/red]")
         table.add_row(short_id(v.id) + ("*" if v.current else ""), ", ".join(status), f"{v.written:%Y-%m-%d %H:%M}",
-                      v.dataset[:8] if v.dataset else "-", escape(_scores(v.scores)), escape(v.optimizer or "-"))
+                      v.dataset[:8] if v.dataset else "-",
+                      escape(_scores(v.scores)) if v.measured_here or not v.scores else "[dim]not measured here[/dim]",
+                      escape(v.optimizer or "-"))
     out.print(table)
     print_note("Data: the labeled dataset's sha256 the scores were measured on; By: the optimizer")
+    if any(v.scores and not v.measured_here for v in versions):
+        print_note("not measured here: the version records scores no search on this machine measured (shipped with "
+                   "the project, or from another machine), so they are not shown; `--format json` has them as "
+                   "recorded_scores, `rosetta evaluate` measures the serving version")
     print_note("* the compiled artifact (what `rosetta compile` wrote last); the others are kept in "
                f"{versions_dir(target.artifact).name}/")
     if len({v.dataset for v in versions if v.dataset}) > 1:

@@ -375,6 +375,8 @@ def _carry(file: Path, artifact: Any, provenance: Provenance, signature: Any, mo
     """A stale optimized artifact: carried over when its prompt renders the same, else left as it
     is (stale) rather than replaced by an unoptimized render."""
     from rosetta.compile.carry import carry_over
+    from rosetta.store.artifact import read_header
+    from rosetta.store.measured import mark_measured, measured_ids
     from rosetta.store.publish import stage
 
     text, note = carry_over(artifact, provenance, signature, model, adapter, options, dataset)
@@ -386,6 +388,8 @@ def _carry(file: Path, artifact: Any, provenance: Provenance, signature: Any, mo
         staged = stage(path, text, options.out)
     except ArtifactError as failure:
         return TargetResult(str(file), signature.name, model.id, Status.FAILED, str(path), str(failure))
+    if artifact.content_sha256 in measured_ids(options.root):  # the same prompt, so the same measured scores
+        mark_measured(options.root, read_header(text).content_sha256)
     outcome.staged[len(outcome.results)] = (staged, provenance.inputs_sha256)
     return TargetResult(str(file), signature.name, model.id, Status.WRITTEN, str(path), note)
 

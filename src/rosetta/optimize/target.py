@@ -77,6 +77,7 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
     from rosetta.render.renderer import render
     from rosetta.signature import source_digest
     from rosetta.store.artifact import artifact_path, dump_artifact, model_fingerprint, read_header, target_inputs
+    from rosetta.store.measured import mark_measured
     from rosetta.store.publish import publish, publish_version
     from rosetta.store.verify import artifact_of, expected_provenance
 
@@ -149,6 +150,7 @@ def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[Se
     else:
         publish(path, text, settings.compiled_dir)
         report.status = "written"
+    mark_measured(settings.root, read_header(text).content_sha256)  # its scores were measured here, just now
     return report
 
 

@@ -201,6 +201,7 @@ class Version:
     scores: dict[str, Any] = field(default_factory=dict)  # provenance.scores of an optimized artifact
     optimizer: str | None = None  # provenance.optimizer.name, None for a plain render
     dataset: str | None = None  # provenance.dataset_sha256: the labeled data the scores were measured on
+    measured_here: bool | None = None  # a search on this machine measured the scores (None: not asked)
 
     @property
     def short(self) -> str:
@@ -278,10 +279,15 @@ def _committed_as_is(file: Path) -> bool:
         return False
 
 
-def list_versions(artifact: Path) -> list[Version]:
-    """Every version of ``artifact``, newest first (the current one first among equals)."""
+def list_versions(artifact: Path, *, root: Path | None = None) -> list[Version]:
+    """Every version of ``artifact``, newest first (the current one first among equals). With the
+    project's ``root``, each says whether this machine measured its scores
+    (:mod:`rosetta.store.measured`): a version shipped with a clone may record any score."""
+    from rosetta.store.measured import measured_ids
+
     versions = []
     ids = known_ids(artifact)
+    measured = measured_ids(root) if root is not None else None
     times = written_times(artifact, ids)
     for full, path in ids.items():
         written = times.get(full)
@@ -295,5 +301,5 @@ def list_versions(artifact: Path) -> list[Version]:
             continue
         versions.append(Version(full, path, path == artifact, written, None, loaded.version,
                                 dict(loaded.provenance.scores), loaded.provenance.optimizer.get("name"),
-                                loaded.provenance.dataset_sha256))
+                                loaded.provenance.dataset_sha256, None if measured is None else full in measured))
     return sorted(versions, key=lambda v: (v.written, v.current), reverse=True)
