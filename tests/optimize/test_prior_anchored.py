@@ -75,7 +75,10 @@ def test_when_every_candidate_ties_the_prior_is_active_and_keeps_every_line_of_t
         assert line in artifact.prompt.system
 
 
-def test_an_instruction_variant_rewords_the_role_and_keeps_context_and_constraints(tmp_path: Path) -> None:
+def test_an_instruction_variant_rewords_the_identity_and_keeps_every_section(tmp_path: Path) -> None:
+    """The terse candidate replaces the identity sentence only. It replaced the body's Role section
+    too, so a hand-made variant (instructions = the description) dropped a rubric written there and
+    still passed --check (issue 81): the body's sections all stay now."""
     from rosetta.render.prompt import Knobs
     from rosetta.render.renderer import render
 
@@ -85,8 +88,8 @@ def test_an_instruction_variant_rewords_the_role_and_keeps_context_and_constrain
     terse = render(context.signature, context.model, Knobs(instructions=context.signature.description),
                    adapters={context.adapter.name: context.adapter})
     assert context.signature.description in terse.system
-    assert "You are a Note Sorter" not in terse.system and "You sort short notes." not in terse.system  # the role
-    for line in CONTEXT + CONSTRAINTS:  # everything else the definition says stays
+    assert "You are a Note Sorter" not in terse.system  # the identity sentence gives way
+    for line in ("You sort short notes.", *CONTEXT, *CONSTRAINTS):  # everything the body says stays
         assert line in terse.system
 
 

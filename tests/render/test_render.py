@@ -105,8 +105,10 @@ def test_every_knob_is_honoured(triage):
         demo_ids=["d2", "d1"], demo_count=1, instructions="Classify the report.", structured_output="prompt_schema"))
     assert prompt.system.startswith("<format>") and prompt.system.index("<constraints>") < prompt.system.index("<role>")
     assert "step by step" in prompt.system and "Classify the report." in prompt.system
-    assert "Reports vary widely" in prompt.system  # an instruction rewords the role; the context stays
-    assert "<role>\nClassify the report.\n</role>" in prompt.system and "You are" not in prompt.system
+    assert "Reports vary widely" in prompt.system  # an instruction rewords the framing; the context stays
+    # it takes the identity sentence's place; the body's Role section stays (issue 81: a variant drops nothing)
+    assert "<role>\nClassify the report.\n\nYou triage incoming vulnerability reports" in prompt.system
+    assert "You are a Vulnerability Triage Analyst" not in prompt.system
     assert prompt.demo_ids == ("d2",) and '"high"' in prompt.demos[1].content
     assert prompt.structured_output == "prompt_schema"
     assert prompt.request_params == {"response_format": {"type": "json_object"}}  # JSON mode, schema in prompt

@@ -154,3 +154,19 @@ def test_routing_a_user_imports_nothing_heavy(versions):
     output = subprocess.run([sys.executable, "-c", code], cwd=versions.tree, capture_output=True, text=True,
                             check=True)
     assert output.stdout.strip() == ""
+
+
+def test_a_hand_made_terse_variant_served_strictly_still_says_everything_the_definition_says(versions):
+    """Issue 81: a variant whose ``instructions`` knob is the agent's description (the search's terse
+    candidate, which strict mode and --check accept as re-renderable) replaced the body's Role
+    section, dropping a rubric written there. The knob now replaces only the identity sentence."""
+    from rosetta.definition.loader import load_definition
+    from rosetta.signature import lower
+
+    signature = lower(load_definition(versions.tree / "signatures" / "vuln-triage.md", root=versions.tree))
+    terse = variant(versions.tree, instructions=signature.description)
+    versions.rollout(f"active: {terse}\n")
+    served = load("vuln-triage", project=versions.tree, strict=True).prompt_for(MODEL)
+    assert served.knobs.instructions == signature.description
+    body = [line.strip() for section in signature.instructions for line in section.content.splitlines() if line.strip()]
+    assert body and [line for line in body if line not in served.system] == []

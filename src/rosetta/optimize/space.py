@@ -360,8 +360,8 @@ def build_space(signature: Any, model: Any, adapter: Any, train: tuple[Any, ...]
         alternative = StructuredOutput.PROMPT_SCHEMA if adapter.structured_output is not StructuredOutput.PROMPT_SCHEMA \
             else StructuredOutput.RESPONSE_SCHEMA
         structured = (AUTO, alternative.value)
-    # a terse built-in candidate needs no proposer: the one-line description in place of the role
-    # (context, constraints and format stay); a long persona often drowns a small model's few-shot cues
+    # a terse built-in candidate needs no proposer: the one-line description in place of the identity
+    # sentence (every body section stays); a long persona often drowns a small model's few-shot cues
     terse = (signature.description,) if signature.description and high > 0 else ()
     texts = (None, *dict.fromkeys(t for t in (*terse, *instructions) if t))
     sources = ("definition", *("terse" if text in terse else "proposed" for text in texts[1:]))

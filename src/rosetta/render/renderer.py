@@ -377,21 +377,22 @@ def _demo_size(demo: Demo) -> int:
 
 
 def _instructions(signature: Signature, knobs: Knobs) -> tuple[Section, ...]:
-    """The body's sections, the Role's replaced by the ``instructions`` knob where one is set:
-    an instruction variant rewords who the agent is, never drops what the definition says in
-    Context, Constraints or Format."""
+    """The body's sections, led by the ``instructions`` knob where one is set. The knob takes the
+    place of the identity sentence the frontmatter writes (who the agent is: role, expertise,
+    persona), never of a section the body holds: a variant rewords the framing and cannot drop a
+    rubric, a rule or a fact the definition states, in the Role block or any other, so a variant
+    that passes ``--check`` says everything the definition says."""
     if knobs.instructions is None:
         return signature.instructions
-    kept = tuple(s for s in signature.instructions if s.role.value != "role")
     override = Section(key="instructions", title="", role="role", content=knobs.instructions, line=0)
-    return (override, *kept)
+    return (override, *signature.instructions)
 
 
 def _system_text(signature: Signature, sections: tuple[Section, ...], delimiter: Delimiter, order: list[str],
                  reasoning: bool, adapter: Adapter, mechanism: StructuredOutput | None,
                  provider_schema: dict | None, *, opening: str) -> str:
     """The system text; ``opening`` starts the Role block (the identity sentence, or nothing where an
-    instruction replaces the role)."""
+    instruction takes its place)."""
     groups = group_sections(sections)
     constraints_extra = []
     if signature.forbidden_actions:
