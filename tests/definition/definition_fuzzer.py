@@ -651,3 +651,85 @@ class FileAudit:
         path = os.path.realpath(os.fsdecode(args[0]))
         if not (path + os.sep).startswith(audit.allowed) and path != os.devnull:
             audit.outside.append(path)
+
+
+# -- the fuzz loop (the test's, run whole or in shards) ----------------------------------------
+
+CASE_LIMIT_S = 5.0
+"""Most CPU time one definition may take through load, lint, lower, typing and four renders (CPU, not
+wall time: other processes on a busy machine do not count against it)."""
+MEMORY_LIMIT_MB = 500
+"""Most resident memory a process fuzzing definitions may reach (so no single case reaches more)."""
+HANG_S = 60
+"""A case still running after this long is stopped and reported as hung."""
+
+
+class Hung(Exception):
+    """Raised by the alarm in a case that runs past :data:`HANG_S`."""
+
+
+def _alarm(signum: int, frame: object) -> None:
+    raise Hung(f"still running after {HANG_S} s")
+
+
+def fuzz(root: Path, count: int, seed: int, cli_every: int) -> tuple[list[str], FileAudit]:
+    """Run ``count`` cases in-process, and every ``cli_every``-th through `validate` and `render`;
+    return what went wrong, one line per failure, and the file audit."""
+    import signal
+
+    from typer.testing import CliRunner
+
+    failures: list[str] = []
+    runner = CliRunner()
+    audit = FileAudit(root)
+    models = list(MODELS.values())
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        for case in generate(root, count, seed):
+            what = f"case {case.number} of seed {seed} ({case.seed}; {'; '.join(case.mutations)})"
+            start = time.process_time()
+            signal.alarm(HANG_S)
+            try:
+                with audit:
+                    run_case(case)
+            except Exception as error:  # run_case lets every RosettaError through as a refusal
+                failures.append(f"{what}: {type(error).__name__}: {str(error)[:300]}")
+            finally:
+                signal.alarm(0)
+            elapsed = time.process_time() - start
+            if elapsed > CASE_LIMIT_S:
+                failures.append(f"{what}: took {elapsed:.1f} s of CPU")
+            if case.number % cli_every:
+                continue
+            model = models[case.number // cli_every % len(models)]
+            signal.alarm(2 * HANG_S)
+            try:
+                failures += [f"{what}: {problem}" for problem in run_cli(case, root, model, runner, audit)]
+            finally:
+                signal.alarm(0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    return failures, audit
+
+
+@dataclass(frozen=True)
+class Shard:
+    """What one process's share of a fuzz run found."""
+
+    seed: int
+    cases: int
+    cli_runs: int  # cases that also went through `rosetta validate` and `rosetta render`
+    failures: list[str]
+    outside: list[str]  # files read outside the project
+    peak_mb: float  # the process's peak resident memory
+
+
+def fuzz_shard(root: Path, count: int, seed: int, cli_every: int) -> Shard:
+    """:func:`fuzz` in a process of its own (the peak memory it reports is then this shard's alone)."""
+    import resource
+    import tempfile
+
+    tempfile.gettempdir()  # a fresh process probes the temp folder on first use: the audit is about definitions
+    failures, audit = fuzz(root, count, seed, cli_every)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    return Shard(seed, count, len(range(0, count, cli_every)), failures, sorted(set(audit.outside)), peak)
