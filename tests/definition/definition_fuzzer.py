@@ -718,7 +718,7 @@ class Shard:
 
     seed: int
     cases: int
-    cli_runs: int  # cases that also went through `rosetta validate` and `rosetta render`
+    cli_runs: int  # rosetta commands run: `validate` and `render` for every ``cli_every``-th case
     failures: list[str]
     outside: list[str]  # files read outside the project
     peak_mb: float  # the process's peak resident memory
@@ -726,10 +726,20 @@ class Shard:
 
 def fuzz_shard(root: Path, count: int, seed: int, cli_every: int) -> Shard:
     """:func:`fuzz` in a process of its own (the peak memory it reports is then this shard's alone)."""
-    import resource
     import tempfile
 
     tempfile.gettempdir()  # a fresh process probes the temp folder on first use: the audit is about definitions
     failures, audit = fuzz(root, count, seed, cli_every)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    return Shard(seed, count, len(range(0, count, cli_every)), failures, sorted(set(audit.outside)), peak)
+    return Shard(seed, count, 2 * len(range(0, count, cli_every)), failures, sorted(set(audit.outside)), peak_memory_mb())
+
+
+def peak_memory_mb() -> float:
+    """This process's peak resident memory in MB: Linux's ``VmHWM``, which starts afresh with each
+    program (``ru_maxrss`` survives ``exec``, so a spawned worker would report its parent's peak)."""
+    import resource
+
+    try:
+        status = Path("/proc/self/status").read_text()
+        return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration, ValueError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux; an upper bound

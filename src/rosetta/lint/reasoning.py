@@ -102,8 +102,16 @@ _QUOTED = re.compile(  # "…", “…”, `…` and '…' (apostrophes inside w
 )
 
 
+_ANY_CUE = re.compile(r"think|reason|reflect|work|break|solv|analy[sz]|approach|tackl|consider|thought|step|monolog"
+                      r"|logic|how\s+you|let", re.IGNORECASE)
+"""A word every pattern needs (its verbs, its reasoning nouns, "let's"): text with none of them
+holds no instruction, and is not searched by the eight patterns (most lines of a body)."""
+
+
 def reasoning_instructions(text: str) -> list[str]:
     """The phrases of ``text``, as written, that tell the model to reason out loud or before answering."""
+    if not _ANY_CUE.search(text):
+        return []
     masked = _QUOTED.sub(lambda m: " " * len(m.group()), text)
     spans: list[tuple[int, int]] = []
     for pattern, addressed in _PATTERNS:
