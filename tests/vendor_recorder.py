@@ -26,6 +26,12 @@ that forces a tool, by name or by requiring a call while it offers just one tool
 call instead, its input being the answer. Whether the agent accepts it does not matter here:
 corrections are more requests to record. Any other path is a 404, so a request that went somewhere
 unexpected fails loudly.
+
+With ``tools``, a function of the tool results a request carries (their texts, in order, read from
+OpenAI's ``tool`` messages, Anthropic's ``tool_result`` blocks or Gemini's ``functionResponse``
+parts), the server plays a model that uses the agent's tools: when it returns calls (name and
+arguments each) it answers with those calls in the vendor's own shape, several at once if it
+returns several; when it returns None, with ``answer``.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import secrets
 import struct
 import threading
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -68,8 +75,10 @@ class VendorRecorder:
     """``with VendorRecorder(answer) as server:`` serves until the block ends; ``server.requests``
     lists what arrived, in order."""
 
-    def __init__(self, answer: str = "{}") -> None:
+    def __init__(self, answer: str = "{}", *,
+                 tools: Callable[[list[str]], list[tuple[str, Any]] | None] | None = None) -> None:
         self.answer = answer
+        self.tools = tools
         self.access_token = f"ya29.recorder-{secrets.token_hex(8)}"
         """What the token endpoint grants, one per server: a request signed with it got its token here."""
         self.requests: list[Recorded] = []
@@ -143,11 +152,42 @@ class VendorRecorder:
         else:
             getattr(self, route)(handler, body, url.path)
 
+    def _calls(self, results: list[str]) -> list[tuple[str, str, Any]]:
+        """The agent's tool calls to answer with (id, name, arguments), or none: then ``answer``."""
+        if self.tools is None:
+            return []
+        wanted = self.tools(results) or []
+        return [(f"call_{len(results)}_{n}", name, arguments) for n, (name, arguments) in enumerate(wanted)]
+
     def _openai(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], path: str) -> None:
         forced = _forced_openai(body)
+        calls = [] if forced else self._calls([str(m.get("content")) for m in _items(body.get("messages"))
+                                              if isinstance(m, dict) and m.get("role") == "tool"])
+        if calls:
+            tool_calls = [{"id": id_, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                          for id_, name, args in calls]
+            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": tool_calls}
+            finish = "tool_calls"
+            head = {"id": "chatcmpl-rec", "created": 0, "model": body.get("model", "recorded"),
+                    "service_tier": "default", "system_fingerprint": "fp_recorder"}
+            if not body.get("stream"):
+                _send(handler, 200, "application/json", json.dumps({
+                    **head, "object": "chat.completion",
+                    "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": 12, "completion_tokens": 8, "total_tokens": 20}}))
+                return
+            chunk = {**head, "object": "chat.completion.chunk"}
+            events = [{**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Looking it up. "},
+                                             "finish_reason": None}]},
+                      *({**chunk, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": n, **call}]},
+                                               "finish_reason": None}]} for n, call in enumerate(tool_calls)),
+                      {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}]
+            _send(handler, 200, "text/event-stream", "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+                  + "data: [DONE]\n\n")
+            return
         call = {"id": "call_rec", "type": "function", "function": {"name": forced, "arguments": self.answer}}
-        message: dict[str, Any] = ({"role": "assistant", "content": None, "tool_calls": [call]} if forced
-                                   else {"role": "assistant", "content": self.answer})
+        message = ({"role": "assistant", "content": None, "tool_calls": [call]} if forced
+                   else {"role": "assistant", "content": self.answer})
         finish = "tool_calls" if forced else "stop"
         head = {"id": "chatcmpl-rec", "created": 0, "model": body.get("model", "recorded"),
                 "service_tier": "default", "system_fingerprint": "fp_recorder"}
@@ -166,6 +206,16 @@ class VendorRecorder:
 
     def _anthropic(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], path: str) -> None:
         forced = _forced_anthropic(body)
+        calls = [] if forced else self._calls([_text_of(block.get("content")) for m in _items(body.get("messages"))
+                                              for block in _items(_dig(m, "content"))
+                                              if isinstance(block, dict) and block.get("type") == "tool_result"])
+        if calls and not body.get("stream"):
+            _send(handler, 200, "application/json", json.dumps({
+                "id": "msg_rec", "type": "message", "role": "assistant", "model": body.get("model", "recorded"),
+                "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 12, "output_tokens": 8},
+                "content": [{"type": "tool_use", "id": id_.replace("call", "toolu"), "name": name, "input": args}
+                            for id_, name, args in calls]}))
+            return
         if forced:
             block: dict[str, Any] = {"type": "tool_use", "id": "toolu_rec", "name": forced,
                                      "input": json.loads(self.answer)}
@@ -197,8 +247,14 @@ class VendorRecorder:
 
     def _gemini(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], path: str) -> None:
         forced = _forced_gemini(body)
-        part = {"functionCall": {"name": forced, "args": json.loads(self.answer)}} if forced else {"text": self.answer}
-        response = {"candidates": [{"content": {"role": "model", "parts": [part]},
+        calls = [] if forced else self._calls([
+            json.dumps(part.get("functionResponse", part.get("function_response", {})).get("response"))
+            for content in _items(body.get("contents")) for part in _items(_dig(content, "parts"))
+            if isinstance(part, dict) and ("functionResponse" in part or "function_response" in part)])
+        parts = ([{"functionCall": {"name": name, "args": args}} for _, name, args in calls] if calls
+                 else [{"functionCall": {"name": forced, "args": json.loads(self.answer)}}] if forced
+                 else [{"text": self.answer}])
+        response = {"candidates": [{"content": {"role": "model", "parts": parts},
                                     "finishReason": "STOP", "index": 0}],
                     "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 8, "totalTokenCount": 20},
                     "modelVersion": "recorded"}
@@ -278,6 +334,13 @@ def _forced_converse(body: dict[str, Any]) -> str | None:
     if _dig(choice, "any") is not None:
         return _only([_dig(tool, "toolSpec", "name") for tool in _items(_dig(body, "toolConfig", "tools"))])
     return None
+
+
+def _text_of(content: Any) -> str:
+    """A tool result's text: Anthropic sends a string or a list of text blocks."""
+    if isinstance(content, list):
+        return "".join(str(_dig(block, "text") or "") for block in content)
+    return str(content)
 
 
 def _dig(value: Any, *keys: str | int) -> Any:

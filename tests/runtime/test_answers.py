@@ -105,7 +105,7 @@ def test_validation_stops_at_the_depth_bound():
     deeper = json.loads("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1))
     assert [issue.path for issue in validate(deeper, recursive)] == ["$"]
     assert tool_calls({"tool_calls": [{"function": {"name": "lookup", "arguments": "[" * 5000}}]}) == \
-        [{"name": "lookup", "arguments": "[" * 5000}]  # left as the text sent
+        [{"id": "call_0", "name": "lookup", "arguments": "[" * 5000}]  # left as the text sent; an id by position
 
 
 def test_a_deep_answer_from_the_wire_is_an_invalid_result(tree):

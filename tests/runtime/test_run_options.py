@@ -69,7 +69,8 @@ def every_option(record_dir: Path) -> RunOptions:
         validation_retries=2, retry_temperature=0.1, on_secret="fail", review=["The label is gamma"], retry_once=True,
         review_model="scripted/judge", record_dir=record_dir, raw_transcripts=True, user_id="user-7",
         api_base="http://127.0.0.1:9/v1", api_key="sk-test-not-a-real-key", extra={"user": "end-user-7"},
-        overrides={"temperature": 0.3}, limiter=CountingLimiter(), health=CountingHealth())
+        overrides={"temperature": 0.3}, limiter=CountingLimiter(), health=CountingHealth(),
+        tools={}, max_tool_steps=5, max_tool_errors=1)  # the toy agent declares no tool: tests/runtime/test_tool_loop.py
     unset = [f for f in OPTION_NAMES if getattr(options, f) == getattr(RunOptions(), f)]
     assert not unset, f"the table leaves {unset} at their defaults"
     return options

@@ -75,9 +75,10 @@ def answer_text(message: Any, prompt: RenderedPrompt) -> str:
 
 def tool_calls(message: Any) -> list[dict[str, Any]]:
     """The agent's own tool calls in a message (not rosetta's structured-output tool), as
-    ``{"name", "arguments"}``; arguments that are not a JSON object stay as the text sent."""
+    ``{"id", "name", "arguments"}``; arguments that are not a JSON object stay as the text sent,
+    and a call the provider gave no id gets one from its position."""
     calls = []
-    for call in _get(message, "tool_calls") or []:
+    for position, call in enumerate(_get(message, "tool_calls") or []):
         function = _get(call, "function")
         name = _get(function, "name")
         if name == RESPOND_TOOL:
@@ -85,11 +86,18 @@ def tool_calls(message: Any) -> list[dict[str, Any]]:
         arguments = _get(function, "arguments")
         if isinstance(arguments, str):
             try:
-                arguments = json.loads(arguments)
+                arguments = json.loads(arguments) if arguments.strip() else {}
             except (json.JSONDecodeError, RecursionError):
                 pass
-        calls.append({"name": name, "arguments": arguments})
+        calls.append({"id": _get(call, "id") or f"call_{position}", "name": name, "arguments": arguments})
     return calls
+
+
+def answered_in_tool(message: Any, prompt: RenderedPrompt) -> bool:
+    """Whether the message holds rosetta's structured-output tool call (the answer, not a request
+    for the agent's tools)."""
+    return (prompt.structured_output is not None and MECHANISMS[prompt.structured_output].answer_in_tool
+            and any(_get(_get(call, "function"), "name") == RESPOND_TOOL for call in _get(message, "tool_calls") or []))
 
 
 def read_answer(raw: str, prompt: RenderedPrompt) -> Answer:

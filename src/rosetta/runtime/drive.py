@@ -12,14 +12,15 @@ from typing import Any, TypeVar
 from rosetta.runtime.invoke import Call, Wait, classify, response_cost
 from rosetta.runtime.limits import GateTimeout
 from rosetta.runtime.stream import Finished
+from rosetta.runtime.tools import RunTools, arun_tools, run_tools
 from rosetta.runtime.tracing import annotate, span, usage_attributes
 
 log = logging.getLogger("rosetta.runtime")
 
 T = TypeVar("T")
 
-Steps = Generator[Call | Wait, Any, T]
-"""A plan (or a chain of plans over several models): Call and Wait steps, then a return value."""
+Steps = Generator[Call | Wait | RunTools, Any, T]
+"""A plan (or a chain of plans over several models): Call, Wait and RunTools steps, then a return value."""
 
 
 def drive(steps: Steps[T], *, complete: Callable[..., Any], sleep: Callable[[float], None] = time.sleep) -> T:
@@ -54,7 +55,8 @@ def drive_streaming(steps: Steps[T], *, complete: Callable[..., Any], sleep: Cal
                     stream: bool = True) -> Generator[str, None, T]:
     """:func:`drive`, streaming the first call: yields its text as it arrives (the same request a
     plain run sends, plus ``stream``), then sends the assembled response back into the plan like
-    any other; later calls (retries, corrections, fallbacks) are plain. Returns the plan's value.
+    any other; the call after each round of tool results streams too (the model's next turn), other
+    later calls (retries, corrections, fallbacks) are plain. Returns the plan's value.
 
     A reader that stops early closes this generator (``break`` drops it; ``close()`` says so
     explicitly): the stream's response is closed then and there, its slot freed and the plan ended."""
@@ -66,6 +68,11 @@ def drive_streaming(steps: Steps[T], *, complete: Callable[..., Any], sleep: Cal
             if isinstance(step, Wait):
                 sleep(step.seconds)
                 reply = None
+                continue
+            if isinstance(step, RunTools):
+                with span("rosetta.tools", **{"rosetta.tool_calls": len(step.calls)}):
+                    reply = run_tools(step)
+                pending = stream  # the model's next turn streams as its first did
                 continue
             try:
                 if step.gate is not None:
@@ -110,6 +117,11 @@ async def adrive_streaming(steps: Steps[Any], *, acomplete: Callable[..., Any],
             if isinstance(step, Wait):
                 await asyncio.sleep(step.seconds)
                 reply = None
+                continue
+            if isinstance(step, RunTools):
+                with span("rosetta.tools", **{"rosetta.tool_calls": len(step.calls)}):
+                    reply = await arun_tools(step)
+                pending = stream  # the model's next turn streams as its first did
                 continue
             try:  # queueing for a slot costs none of the call's timeout
                 if step.gate is not None:

@@ -32,6 +32,7 @@ from rosetta.runtime.answers import (
     Answer,
     Issue,
     answer_text,
+    answered_in_tool,
     correction_message,
     quoted_answer,
     read_answer,
@@ -40,6 +41,7 @@ from rosetta.runtime.answers import (
 from rosetta.runtime.health import ProviderHealth
 from rosetta.runtime.limits import Gate, RateLimiter, credential_key
 from rosetta.runtime.secrets import redact, redact_problems
+from rosetta.runtime.tools import RunTools, ToolBox, ToolCall, assistant_turn, result_turns
 
 log = logging.getLogger("rosetta.runtime")
 
@@ -62,7 +64,7 @@ class ModelCallError(RosettaError):
         super().__init__(redact_problems(problems))  # they quote provider errors and answers
         self.attempts = list(attempts or [])
         self.kind = kind  # "hard" | "denied" | "credentials" | "transient" | "local" | "context" | "busy" |
-        # "unavailable" | "invalid" | "exhausted"
+        # "unavailable" | "invalid" | "exhausted" | "tool_steps" | "tool_errors"
         self.missing = tuple(missing)  # the unset variables holding the keys it lacked (kind "credentials")
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -97,8 +99,9 @@ class Attempt:
     """One call: which model, how it ended, and how long it took."""
 
     model: str
-    outcome: str  # "ok" | "invalid" | "transient" | "local" | "hard" | "denied" | "credentials" | "context" | "busy" |
-    # "unavailable" (the last two, and "credentials" found before the call, were never sent)
+    outcome: str  # "ok" | "invalid" | "tool_calls" | "transient" | "local" | "hard" | "denied" | "credentials" |
+    # "context" | "busy" | "unavailable" (the last two, and "credentials" found before the call, were never sent);
+    # "tool_calls": the model asked for tools the run had no functions for
     error: str | None
     latency_s: float
     waited_s: float = 0.0
@@ -136,6 +139,13 @@ class Result:
     @property
     def valid(self) -> bool:
         return not self.issues
+
+    @property
+    def wants_tools(self) -> bool:
+        """The run ended where the model asked for tools it was given no functions for: the calls
+        are in ``tool_calls`` (the last ones without a ``result``), for the caller to answer
+        (``Conversation.send_tool_results``). Not an invalid answer: no correction was spent."""
+        return bool(self.attempts) and self.attempts[-1].outcome == "tool_calls"
 
 
 def classify(error: BaseException) -> str:
@@ -247,7 +257,8 @@ def plan(
     messages: list[dict[str, Any]] | None = None,
     limiter: RateLimiter | None = None,
     health: ProviderHealth | None = None,
-) -> Generator[Call | Wait, Any, Result]:
+    toolbox: ToolBox | None = None,
+) -> Generator[Call | Wait | RunTools, Any, Result]:
     """The retry logic, free of network I/O: yields :class:`Call` (send back the response, or the
     exception it raised) and :class:`Wait` steps, and returns the :class:`Result`; the drivers of
     :mod:`rosetta.runtime.drive` make its calls blocking, awaited or streamed, so all behave alike.
@@ -256,9 +267,11 @@ def plan(
     ``limiter`` paces calls per API key and ``health`` stops calling an endpoint that cools down.
     A provider this environment has no key for ends the plan before any call or wait.
 
-    One function on purpose: the two nested retry loops (transient errors inside, corrections
-    outside) share the attempt list, the usage totals and the request being corrected, and read
-    top to bottom as the policy they implement.
+    Each response (:func:`_respond`: transient errors retried inside) is one of three things: a
+    request for the agent's tools — with ``toolbox`` functions, a :class:`RunTools` step runs them
+    and their results go back for another response (at most ``toolbox.max_steps`` rounds); without,
+    the run ends there (attempt outcome ``tool_calls``) for the caller to answer —, a valid answer,
+    or an invalid one, corrected up to ``validation_retries`` times.
     """
     kwargs = prompt.to_litellm(inputs, messages=messages)
     kwargs.update(params or {})
@@ -274,76 +287,54 @@ def plan(
     usage: dict[str, int] = {}
     cost = 0.0
     started = time.monotonic()
-    answer: Answer | None = None
     called: list[dict[str, Any]] = []  # the agent's own tool calls, over every attempt
-    for correction in range(validation_retries + 1):
-        waited = 0.0
-        for number in range(1, policy.attempts + 1):
-            cooling = health.cooling(endpoint) if health is not None else 0.0
-            if cooling:
-                attempts.append(Attempt(prompt.model, "unavailable", f"provider cooling down ({cooling:.1f}s left)",
-                                        0.0, waited))
-                raise ModelCallError(Problem(f"{prompt.model}: skipped, {endpoint.split('#')[0]} failed too often "
-                                             f"recently; cooling down for {cooling:.1f}s more", field="model",
-                                             hint=_HINTS["unavailable"]), attempts, "unavailable")
-            reservation = limiter.reserve(kwargs, prompt_tokens) if limiter is not None else None
-            if reservation is not None and reservation.wait > 0:
-                waited += reservation.wait
-                yield Wait(reservation.wait)
-            began = time.monotonic()
-            outcome = yield Call(dict(kwargs), len(attempts) + 1, artifact,
-                                 limiter.gate(kwargs) if limiter is not None else None, policy.queue_timeout)
-            outcome = _unusable(outcome) or outcome
-            if isinstance(outcome, BaseException):
-                kind = classify(outcome)
-                message = _safe_message(outcome)
-                asked = retry_after(outcome) if kind == "transient" else None
-                if asked is not None and asked > policy.cap:  # said, not cut short silently
-                    message += f" (the server asked to wait {asked:.0f}s; RetryPolicy.cap allows {policy.cap:g}s)"
-                attempts.append(Attempt(prompt.model, kind, message, time.monotonic() - began, waited))
-                if limiter is not None:
-                    limiter.settle(reservation, 0 if kind != "transient" else None)
-                if health is not None and kind == "transient":
-                    health.record(endpoint, failed=True)
-                if kind == "credentials":  # the SDK found no key: name the variables, as before a call
-                    found = check_credentials(prompt.model, kwargs)
-                    raise ModelCallError(Problem(f"{prompt.model}: {message}", field="model", hint=(
-                        MissingCredentials(found.provider, found.missing).hint if found.missing
-                        else _HINTS[kind])), attempts, kind, found.missing)
-                if kind not in ("transient", "local") or number == policy.attempts:
-                    raise ModelCallError(Problem(f"{prompt.model}: {message}", field="model",
-                                                 hint=_HINTS.get(kind)), attempts, kind)
-                waited = policy.delay(number, asked)
-                (log.warning if asked is not None and asked > waited else log.info)(
-                    "%s: %s; retrying in %.2fs", prompt.model, message, waited)
-                yield Wait(waited)
-                continue
-            attempts.append(Attempt(prompt.model, "ok", None, time.monotonic() - began, waited))
-            if prompt.model.startswith("local/"):  # an embedded model's slow answer: say how to set its threads
-                from rosetta.local.threads import slow_call
-
-                slow_call(prompt.model, attempts[-1].latency_s)
-            if limiter is not None:
-                limiter.settle(reservation, getattr(getattr(outcome, "usage", None), "total_tokens", None))
-            if health is not None:
-                health.record(endpoint, failed=False)
-            break
+    corrections = tool_steps = tool_errors = 0
+    while True:
+        outcome = yield from _respond(prompt, kwargs, artifact=artifact, policy=policy, attempts=attempts,
+                                      limiter=limiter, health=health, endpoint=endpoint, prompt_tokens=prompt_tokens)
         _add_usage(usage, outcome)
         cost += response_cost(outcome)
         reply = outcome.choices[0].message
-        called += tool_calls(reply)
+        asked = [ToolCall(**call) for call in tool_calls(reply)]
         answer = read_answer(answer_text(reply, prompt), prompt)
+        requested = bool(asked) and not answered_in_tool(reply, prompt)  # the agent's tools, not the answer's
+        if requested and toolbox is not None and toolbox.functions:
+            tool_steps += 1
+            if tool_steps > toolbox.max_steps:
+                rounds = f"{toolbox.max_steps} round{'s' if toolbox.max_steps != 1 else ''}"
+                raise ModelCallError(Problem(f"{prompt.model}: still calling tools after {rounds} of tool results; "
+                                             "stopped", field="max_tool_steps",
+                                             hint="raise max_tool_steps, or check that the tools return what the "
+                                                  "model needs to answer"), attempts, "tool_steps")
+            ran = yield RunTools(tuple(toolbox.check(call) for call in asked), toolbox.functions)
+            called += [call.to_dict() for call in ran]
+            tool_errors += sum(call.error is not None for call in ran)
+            if tool_errors > toolbox.max_errors:
+                failed = next(call for call in reversed(ran) if call.error is not None)
+                raise ModelCallError(Problem(f"{prompt.model}: {tool_errors} tool calls failed (the last, "
+                                             f"{failed.name}: {failed.error})", field="max_tool_errors",
+                                             hint="fix the tool or its declared schema, or raise max_tool_errors"),
+                                     attempts, "tool_errors")
+            kwargs["messages"] = [*kwargs["messages"], assistant_turn(_get_content(reply), asked),
+                                  *result_turns(list(ran))]
+            continue
+        called += [call.to_dict() for call in asked]
+        if requested and not (answer.valid and answer.raw.strip()):  # no answer beside the calls: the caller
+            attempts[-1] = replace(attempts[-1], outcome="tool_calls")  # answers them (send_tool_results)
+            answer = Answer(answer.raw, None)
+            break
         if answer.valid:
             break
         issues = redact("; ".join(f"{i.path}: {i.message}" for i in answer.issues[:MAX_ISSUES])
                         + (f"; and {len(answer.issues) - MAX_ISSUES} more" if len(answer.issues) > MAX_ISSUES else ""))
         attempts[-1] = Attempt(prompt.model, "invalid", issues, attempts[-1].latency_s, attempts[-1].waited_s)
-        if correction < validation_retries:
-            kwargs["messages"] = [*kwargs["messages"], {"role": "assistant", "content": quoted_answer(answer)},
-                                  {"role": "user", "content": correction_message(answer)}]
-            if prompt.sampling_params:  # a model that rejects temperature gets the correction alone
-                kwargs["temperature"] = min(kwargs.get("temperature", retry_temperature), retry_temperature)
-    assert answer is not None
+        if corrections == validation_retries:
+            break
+        corrections += 1
+        kwargs["messages"] = [*kwargs["messages"], {"role": "assistant", "content": quoted_answer(answer)},
+                              {"role": "user", "content": correction_message(answer)}]
+        if prompt.sampling_params:  # a model that rejects temperature gets the correction alone
+            kwargs["temperature"] = min(kwargs.get("temperature", retry_temperature), retry_temperature)
     output, answer = typed(output_model, answer)
     if not answer.valid and attempts[-1].outcome == "ok":  # the typed model refused what the schema took
         attempts[-1] = replace(attempts[-1], outcome="invalid", error=answer.issues[0].message)
@@ -351,6 +342,70 @@ def plan(
                   attempts=attempts, usage=usage, cost=cost, latency_s=time.monotonic() - started,
                   issues=answer.issues, state=provider_state(outcome), tool_calls=called,
                   logprobs=_logprobs(outcome) if kwargs.get("logprobs") else None)
+
+
+def _respond(prompt: RenderedPrompt, kwargs: dict[str, Any], *, artifact: str, policy: RetryPolicy,
+             attempts: list[Attempt], limiter: RateLimiter | None, health: ProviderHealth | None, endpoint: str,
+             prompt_tokens: int) -> Generator[Call | Wait, Any, Any]:
+    """One response to ``kwargs``: the call, retried after transient and local errors with backoff
+    (each attempt appended to ``attempts``); raises ModelCallError when the model is done for."""
+    waited = 0.0
+    for number in range(1, policy.attempts + 1):
+        cooling = health.cooling(endpoint) if health is not None else 0.0
+        if cooling:
+            attempts.append(Attempt(prompt.model, "unavailable", f"provider cooling down ({cooling:.1f}s left)",
+                                    0.0, waited))
+            raise ModelCallError(Problem(f"{prompt.model}: skipped, {endpoint.split('#')[0]} failed too often "
+                                         f"recently; cooling down for {cooling:.1f}s more", field="model",
+                                         hint=_HINTS["unavailable"]), attempts, "unavailable")
+        reservation = limiter.reserve(kwargs, prompt_tokens) if limiter is not None else None
+        if reservation is not None and reservation.wait > 0:
+            waited += reservation.wait
+            yield Wait(reservation.wait)
+        began = time.monotonic()
+        outcome = yield Call(dict(kwargs), len(attempts) + 1, artifact,
+                             limiter.gate(kwargs) if limiter is not None else None, policy.queue_timeout)
+        outcome = _unusable(outcome) or outcome
+        if isinstance(outcome, BaseException):
+            kind = classify(outcome)
+            message = _safe_message(outcome)
+            asked = retry_after(outcome) if kind == "transient" else None
+            if asked is not None and asked > policy.cap:  # said, not cut short silently
+                message += f" (the server asked to wait {asked:.0f}s; RetryPolicy.cap allows {policy.cap:g}s)"
+            attempts.append(Attempt(prompt.model, kind, message, time.monotonic() - began, waited))
+            if limiter is not None:
+                limiter.settle(reservation, 0 if kind != "transient" else None)
+            if health is not None and kind == "transient":
+                health.record(endpoint, failed=True)
+            if kind == "credentials":  # the SDK found no key: name the variables, as before a call
+                found = check_credentials(prompt.model, kwargs)
+                raise ModelCallError(Problem(f"{prompt.model}: {message}", field="model", hint=(
+                    MissingCredentials(found.provider, found.missing).hint if found.missing
+                    else _HINTS[kind])), attempts, kind, found.missing)
+            if kind not in ("transient", "local") or number == policy.attempts:
+                raise ModelCallError(Problem(f"{prompt.model}: {message}", field="model",
+                                             hint=_HINTS.get(kind)), attempts, kind)
+            waited = policy.delay(number, asked)
+            (log.warning if asked is not None and asked > waited else log.info)(
+                "%s: %s; retrying in %.2fs", prompt.model, message, waited)
+            yield Wait(waited)
+            continue
+        attempts.append(Attempt(prompt.model, "ok", None, time.monotonic() - began, waited))
+        if prompt.model.startswith("local/"):  # an embedded model's slow answer: say how to set its threads
+            from rosetta.local.threads import slow_call
+
+            slow_call(prompt.model, attempts[-1].latency_s)
+        if limiter is not None:
+            limiter.settle(reservation, getattr(getattr(outcome, "usage", None), "total_tokens", None))
+        if health is not None:
+            health.record(endpoint, failed=False)
+        return outcome
+    raise AssertionError("policy.attempts is at least 1")
+
+
+def _get_content(message: Any) -> str | None:
+    content = message.get("content") if isinstance(message, dict) else getattr(message, "content", None)
+    return content if isinstance(content, str) else None
 
 
 def typed(output_model: type[BaseModel] | None, answer: Answer) -> tuple[Any, Answer]:

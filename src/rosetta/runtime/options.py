@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -54,7 +54,11 @@ class RunOptions:
     (default: the model's declared or environment ones). ``extra``: provider parameters passed to
     litellm as they are. ``overrides``: parameters the compiled prompt sets, replaced for this call
     (recorded in ``Result.overrides``). ``limiter`` / ``health``: the rate limits and provider
-    health to use instead of the project's.
+    health to use instead of the project's. ``tools``: the functions of the tools the definition
+    declares, by name: a model that calls them gets their results and goes on until it answers
+    (``max_tool_steps`` rounds at most; up to ``max_tool_errors`` refused, invalid or raising calls
+    are reported back to it). Without them a run ends where the model asks for tools
+    (``Result.wants_tools``), and ``chat().send_tool_results`` answers them.
     """
 
     fallbacks: Sequence[str] | None = None
@@ -75,6 +79,9 @@ class RunOptions:
     overrides: Mapping[str, Any] = field(default_factory=dict)
     limiter: RateLimiter | None = None
     health: ProviderHealth | None = None
+    tools: Mapping[str, Callable[..., Any]] | None = None
+    max_tool_steps: int = 8
+    max_tool_errors: int = 3
 
     def __post_init__(self) -> None:
         if self.fallbacks is not None:
@@ -90,6 +97,16 @@ class RunOptions:
         if self.timeout is not None and (isinstance(self.timeout, bool) or not isinstance(self.timeout, int | float)
                                          or self.timeout <= 0):
             _refuse("timeout", self.timeout, "seconds, a number > 0")
+        if self.tools is not None:
+            if not isinstance(self.tools, Mapping) or not all(
+                    isinstance(name, str) and callable(function) for name, function in self.tools.items()):
+                _refuse("tools", type(self.tools).__name__, "a mapping of declared tool names to functions, e.g. "
+                                                            "{'describe_table': describe_table}")
+            object.__setattr__(self, "tools", dict(self.tools))
+        for name in ("max_tool_steps", "max_tool_errors"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                _refuse(name, value, "a whole number >= 0")
         if self.retry_once and self.review is None:
             raise UsageError(Problem("retry_once needs a rubric to review against", field="review",
                                      hint="pass review=[...criteria...] as well"))

@@ -282,7 +282,28 @@ class Runner:
         return {"artifact": selection.artifact_id, "policy": options.retry_policy(), "validation_retries": retries,
                 "retry_temperature": options.retry_temperature, "output_model": self.output_model(selection),
                 "params": {**connection, **options.connection(), **params}, "messages": messages,
-                "limiter": options.limiter or self.traffic.limiter, "health": options.health or self.traffic.health}
+                "limiter": options.limiter or self.traffic.limiter, "health": options.health or self.traffic.health,
+                "toolbox": self.toolbox(selection.prompt, options)}
+
+    def toolbox(self, prompt: RenderedPrompt, options: RunOptions) -> Any:
+        """The tools this run may call on ``prompt``: those it declares, less any
+        ``capabilities.allowed_tools`` leaves out, with the caller's functions; a function for a
+        tool the definition does not declare is a UsageError before anything is sent."""
+        from rosetta.runtime.tools import ToolBox
+
+        schemas = {spec.name: spec.parameters for spec in prompt.tool_specs}
+        functions = dict(options.tools or {})
+        unknown = sorted(set(functions) - set(schemas))
+        if unknown:
+            raise UsageError(Problem(f"{self.name} declares no tool {unknown[0]!r}; only declared tools run",
+                                     field=f"tools.{unknown[0]}", expected=", ".join(sorted(schemas)) or "no tools",
+                                     hint="declare it under `tools:` in the definition (name, description, "
+                                          "parameters), or leave it out of tools="))
+        allowed = set(schemas)
+        spec = self.spec
+        if spec is not None and spec.capabilities.allowed_tools:
+            allowed &= set(spec.capabilities.allowed_tools)
+        return ToolBox(schemas, frozenset(allowed), functions, options.max_tool_steps, options.max_tool_errors)
 
     def finish(self, result: Result, selection: Selection, spec: Any, attempts: list[Attempt],
                options: RunOptions) -> Result:
@@ -303,7 +324,9 @@ class Runner:
         raw, result.post_checks = apply_output_rules(rules, result.raw, on_secret=on_secret)
         if any(rule.rule == NO_SECRETS for rule in rules):
             raw = _redact_beyond_raw(result, raw, on_secret, selection.prompt)
-        if raw != result.raw:
+        if raw != result.raw and result.wants_tools:  # the text beside a request for tools: no answer to read
+            result.raw, result.logprobs = raw, None
+        elif raw != result.raw:
             result.output, redacted = typed(self.output_model(selection), read_answer(raw, selection.prompt))
             result.raw, result.data, result.issues = raw, redacted.data, redacted.issues
             result.logprobs = None  # its tokens spell what was redacted
@@ -365,11 +388,12 @@ def _redact_beyond_raw(result: Any, raw: str, on_secret: str, prompt: RenderedPr
     only the decoded data showed a key)."""
     import json
 
-    from rosetta.runtime.answers import read_answer
+    from rosetta.runtime.answers import decode_json, read_answer
     from rosetta.runtime.guardrails import GuardrailError
     from rosetta.runtime.secrets import find_secrets_in, redact_data
 
-    kinds = find_secrets_in([result.data, result.tool_calls, result.state])
+    decoded = result.data if result.data is not None else decode_json(raw)[0]  # also beside a request for tools
+    kinds = find_secrets_in([decoded, result.tool_calls, result.state])
     if not kinds:
         return raw
     if on_secret == "fail":
@@ -378,9 +402,9 @@ def _redact_beyond_raw(result: Any, raw: str, on_secret: str, prompt: RenderedPr
                                      hint="the answer was discarded; nothing was returned"))
     result.tool_calls, result.state = redact_data(result.tool_calls), redact_data(result.state)
     result.logprobs = None
-    if isinstance(result.data, str) or not find_secrets_in(read_answer(raw, prompt).data):
+    if isinstance(decoded, str) or not find_secrets_in(read_answer(raw, prompt).data):
         return raw  # the data is the text, or what `raw` decodes to now that its keys are redacted
-    return json.dumps(redact_data(result.data), ensure_ascii=False)
+    return json.dumps(redact_data(decoded), ensure_ascii=False)
 
 
 def _redacted(text: Generator[str, None, Any]) -> Generator[str, None, Any]:

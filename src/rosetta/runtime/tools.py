@@ -1,0 +1,161 @@
+"""The tool loop's parts: which calls may run, running them, and the turns that send results back.
+
+A model that calls the agent's tools gets their results and goes on until it answers
+(:func:`rosetta.runtime.invoke.plan` drives the loop; this module holds what it needs). Only tools
+the definition declares run, and only those ``capabilities.allowed_tools`` allows where it names
+any; each call's arguments are validated against the tool's declared JSON Schema first. A refused
+call, invalid arguments and a function that raises are all reported back to the model as that
+call's result (it may recover), up to a bound of errors per run. Results travel in OpenAI's shape
+(an assistant turn with ``tool_calls``, then one ``tool`` message per call), which litellm turns into
+Anthropic's ``tool_result`` blocks and Gemini's function responses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+RESULT_CHARS = 100_000
+"""The most of one tool result sent back to the model (a longer one is cut, saying so)."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the model made, and what came of it: ``result`` when its function ran, ``error``
+    when it was refused, its arguments were invalid, or it raised (``None`` both: not run)."""
+
+    id: str
+    name: str
+    arguments: Any
+    result: Any = None
+    error: str | None = None
+    ran: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        if self.ran:
+            found["result"] = self.result
+        if self.error is not None:
+            found["error"] = self.error
+        return found
+
+    def content(self) -> str:
+        """What the model is sent as this call's result."""
+        if self.error is not None:
+            return f"error: {self.error}"
+        text = self.result if isinstance(self.result, str) else json.dumps(self.result, ensure_ascii=False, default=str)
+        if len(text) > RESULT_CHARS:
+            text = text[:RESULT_CHARS] + f"\n[... {len(text) - RESULT_CHARS:,} characters left out]"
+        return text
+
+
+@dataclass(frozen=True)
+class ToolBox:
+    """The tools one run may call: the declared ones' schemas, the names allowed to run, and the
+    caller's functions (none: the run ends where the model asks for tools, for the caller to answer)."""
+
+    schemas: Mapping[str, dict[str, Any]]
+    allowed: frozenset[str]
+    functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    max_steps: int = 8
+    max_errors: int = 3
+
+    def check(self, call: ToolCall) -> ToolCall:
+        """``call`` with an error when it may not run: a tool the definition does not declare, one
+        ``allowed_tools`` leaves out, no function for it, or arguments its schema refuses."""
+        from rosetta.runtime.answers import validate
+
+        if call.name not in self.schemas:
+            declared = ", ".join(sorted(self.schemas)) or "none"
+            return replace(call, error=f"there is no tool {call.name!r}; the tools are: {declared}")
+        if call.name not in self.allowed:
+            return replace(call, error=f"the tool {call.name!r} is not allowed here")
+        if call.name not in self.functions:
+            return replace(call, error=f"the tool {call.name!r} is not available in this run")
+        if not isinstance(call.arguments, dict):
+            return replace(call, error="the arguments are not a JSON object")
+        issues = validate(call.arguments, self.schemas[call.name])
+        if issues:
+            return replace(call, error="invalid arguments: " + "; ".join(f"{i.path}: {i.message}" for i in issues[:5]))
+        return call
+
+
+@dataclass(frozen=True)
+class RunTools:
+    """A step of an invocation plan: run these calls' functions (those without an error), several
+    at once, and send back the calls with their results."""
+
+    calls: tuple[ToolCall, ...]
+    functions: Mapping[str, Callable[..., Any]]
+
+
+def run_tools(step: RunTools) -> list[ToolCall]:
+    """:class:`RunTools` for a blocking run: the calls of one turn run concurrently (threads; an
+    async function runs to completion in its thread's own event loop)."""
+    runnable = [call for call in step.calls if call.error is None]
+    if len(runnable) <= 1:
+        done = {call.id: _run(step.functions[call.name], call) for call in runnable}
+    else:
+        with ThreadPoolExecutor(max_workers=min(len(runnable), 16)) as pool:
+            futures = {call.id: pool.submit(_run, step.functions[call.name], call) for call in runnable}
+            done = {key: future.result() for key, future in futures.items()}
+    return [done.get(call.id, call) for call in step.calls]
+
+
+async def arun_tools(step: RunTools) -> list[ToolCall]:
+    """:class:`RunTools` for asyncio: async functions awaited together, blocking ones in threads."""
+    runnable = [call for call in step.calls if call.error is None]
+    results = await asyncio.gather(*(_arun(step.functions[call.name], call) for call in runnable))
+    done = {call.id: call for call in results}
+    return [done.get(call.id, call) for call in step.calls]
+
+
+def _run(function: Callable[..., Any], call: ToolCall) -> ToolCall:
+    try:
+        value = function(**call.arguments)
+        if inspect.isawaitable(value):
+            value = asyncio.run(_awaited(value))
+    except Exception as error:  # the model is told, and may call again
+        return replace(call, error=_failure(error), ran=True)
+    return replace(call, result=value, ran=True)
+
+
+async def _arun(function: Callable[..., Any], call: ToolCall) -> ToolCall:
+    try:
+        if inspect.iscoroutinefunction(function):
+            value = await function(**call.arguments)
+        else:
+            value = await asyncio.to_thread(function, **call.arguments)
+            if inspect.isawaitable(value):
+                value = await value
+    except Exception as error:  # the model is told, and may call again
+        return replace(call, error=_failure(error), ran=True)
+    return replace(call, result=value, ran=True)
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+def _failure(error: Exception) -> str:
+    from rosetta.runtime.secrets import redact
+
+    return redact(f"the tool raised {type(error).__name__}: {error}")[:2000]
+
+
+def assistant_turn(content: str | None, calls: list[ToolCall]) -> dict[str, Any]:
+    """The model's turn that asked for ``calls``, as the next request repeats it."""
+    return {"role": "assistant", "content": content or None, "tool_calls": [
+        {"id": call.id, "type": "function",
+         "function": {"name": call.name, "arguments": call.arguments if isinstance(call.arguments, str)
+                      else json.dumps(call.arguments, ensure_ascii=False)}} for call in calls]}
+
+
+def result_turns(calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """One ``tool`` message per call, in the order the model made them."""
+    return [{"role": "tool", "tool_call_id": call.id, "content": call.content()} for call in calls]

@@ -1,0 +1,160 @@
+"""Issue 82: agents with tools finish their work. A model that calls the agent's declared tools gets
+their results back and goes on until it answers, on every call path, against a real HTTP server on
+127.0.0.1 that speaks OpenAI's, Anthropic's and Gemini's wire shapes (tests/vendor_recorder.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO
+from vendor_recorder import VendorRecorder
+
+import rosetta
+from rosetta.runtime.invoke import ModelCallError
+
+SQL_REVIEW = REPO / "tests" / "fixtures" / "tools" / "sql-review.md"
+"""An agent with three declared tools, two of them allowed to run."""
+ANSWER = json.dumps({"verdict": "fix", "reason": "users has no column named mail"})
+QUERY = {"query": "SELECT mail FROM users"}
+MODELS = {"openai": "openai/gpt-4o", "anthropic": "anthropic/claude-sonnet-4-5", "gemini": "gemini/gemini-2.5-pro"}
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Any:
+    (tmp_path / "signatures").mkdir()
+    shutil.copy(SQL_REVIEW, tmp_path / "signatures")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n", encoding="utf-8")
+    return rosetta.load("sql-review", project=tmp_path)
+
+
+def describe_table(table: str) -> dict[str, str]:
+    return {"users": {"id": "integer", "email": "text"}}.get(table, {})
+
+
+def first_describe(results: list[str]) -> list[tuple[str, Any]] | None:
+    """A model that looks the table up once, then answers."""
+    return [("describe_table", {"table": "users"})] if not results else None
+
+
+def run_on(server: VendorRecorder, agent: Any, provider: str, **options: Any) -> Any:
+    return agent.run(QUERY, model=MODELS[provider], api_base=server.base_for(provider), api_key="sk-test-not-real",
+                     fallbacks=[], **options)
+
+
+@pytest.mark.parametrize("provider", sorted(MODELS))
+def test_a_tool_call_then_its_result_then_the_answer(agent, provider):
+    with VendorRecorder(ANSWER, tools=first_describe) as server:
+        result = run_on(server, agent, provider, tools={"describe_table": describe_table})
+    assert result.valid and result.data == json.loads(ANSWER) and not result.wants_tools
+    assert [a.outcome for a in result.attempts] == ["ok", "ok"]  # two requests, no correction spent
+    (step,) = result.tool_calls
+    assert step["name"] == "describe_table" and step["arguments"] == {"table": "users"}
+    assert step["result"] == {"id": "integer", "email": "text"} and "error" not in step
+    second = json.dumps(server.requests[1].body)
+    assert '\\"email\\": \\"text\\"' in second or '"email": "text"' in second  # the result went back
+
+
+def test_without_functions_a_tool_call_is_an_outcome_not_an_empty_answer(agent):
+    with VendorRecorder(ANSWER, tools=first_describe) as server:
+        result = run_on(server, agent, "openai")
+    assert result.wants_tools and result.valid and result.data is None and len(server.requests) == 1
+    assert [a.outcome for a in result.attempts] == ["tool_calls"]
+    assert result.tool_calls == [{"id": "call_0_0", "name": "describe_table", "arguments": {"table": "users"}}]
+
+
+def test_parallel_calls_run_at_the_same_time(agent):
+    running, overlap, lock = [0], [0], threading.Lock()
+
+    def slow_count(table: str) -> int:
+        with lock:
+            running[0] += 1
+            overlap[0] = max(overlap[0], running[0])
+        time.sleep(0.3)
+        with lock:
+            running[0] -= 1
+        return 42
+
+    def both(results: list[str]) -> list[tuple[str, Any]] | None:
+        return [("row_count", {"table": "users"}), ("row_count", {"table": "orders"})] if not results else None
+
+    with VendorRecorder(ANSWER, tools=both) as server:
+        result = run_on(server, agent, "openai", tools={"row_count": slow_count})
+        assert result.valid and [call["result"] for call in result.tool_calls] == [42, 42]
+        assert overlap[0] == 2  # both ran at once
+
+        async def aslow_count(table: str) -> int:
+            with lock:
+                running[0] += 1
+                overlap[0] = max(overlap[0], running[0])
+            await asyncio.sleep(0.3)
+            with lock:
+                running[0] -= 1
+            return 7
+
+        overlap[0] = 0
+        aresult = asyncio.run(agent.arun(QUERY, model=MODELS["openai"], api_base=server.openai_base,
+                                         api_key="sk-test-not-real", fallbacks=[], tools={"row_count": aslow_count}))
+    assert aresult.valid and [call["result"] for call in aresult.tool_calls] == [7, 7] and overlap[0] == 2
+
+
+def test_a_raising_tool_and_invalid_arguments_go_back_to_the_model_which_recovers(agent):
+    calls = iter([[("describe_table", {"table": "Users; DROP"})],  # the schema's pattern refuses it
+                  [("describe_table", {"table": "orders"})],  # the function raises
+                  [("describe_table", {"table": "users"})]])
+
+    def flaky(table: str) -> dict[str, str]:
+        if table == "orders":
+            raise LookupError("no such table: orders")
+        return describe_table(table)
+
+    with VendorRecorder(ANSWER, tools=lambda results: next(calls, None)) as server:
+        result = run_on(server, agent, "openai", tools={"describe_table": flaky})
+    assert result.valid and len(server.requests) == 4
+    errors = [call.get("error") for call in result.tool_calls]
+    assert "invalid arguments" in errors[0] and "does not match" in errors[0]
+    assert errors[1] == "the tool raised LookupError: no such table: orders" and errors[2] is None
+    sent = [m for m in server.requests[3].body["messages"] if m["role"] == "tool"]
+    assert [m["content"].startswith("error: ") for m in sent] == [True, True, False]
+
+
+def test_an_undeclared_or_disallowed_tool_is_refused_and_reported(agent):
+    calls = iter([[("shell", {"command": "rm -rf /"}), ("drop_table", {"table": "users"})]])
+    ran: list[str] = []
+    with VendorRecorder(ANSWER, tools=lambda results: next(calls, None)) as server:
+        result = run_on(server, agent, "openai", tools={"describe_table": lambda table: ran.append(table)})
+    assert result.valid and not ran
+    assert [call["error"] for call in result.tool_calls] == [
+        "there is no tool 'shell'; the tools are: describe_table, drop_table, row_count",
+        "the tool 'drop_table' is not allowed here"]
+
+
+def test_a_function_for_an_undeclared_tool_is_refused_before_any_request(agent):
+    with VendorRecorder(ANSWER) as server:
+        with pytest.raises(rosetta.UsageError, match="declares no tool 'shell'"):
+            run_on(server, agent, "openai", tools={"shell": print})
+    assert server.requests == []
+
+
+def test_max_tool_steps_stops_a_model_that_never_answers(agent):
+    with VendorRecorder(ANSWER, tools=lambda results: [("describe_table", {"table": "users"})]) as server:
+        with pytest.raises(ModelCallError, match="still calling tools after 3 rounds") as stopped:
+            run_on(server, agent, "openai", tools={"describe_table": describe_table}, max_tool_steps=3)
+    assert len(server.requests) == 4 and "max_tool_steps" in str(stopped.value)
+
+
+def test_the_stream_shows_text_between_tool_turns_and_its_result_every_step(agent):
+    with VendorRecorder(ANSWER, tools=first_describe) as server:
+        stream = agent.stream(QUERY, model=MODELS["openai"], api_base=server.openai_base, api_key="sk-test-not-real",
+                              fallbacks=[], tools={"describe_table": describe_table})
+        text = "".join(stream)
+        result = stream.result()
+    assert text == "Looking it up. " + ANSWER  # the first turn's text, then the answer's
+    assert result.valid and result.tool_calls[0]["result"] == {"id": "integer", "email": "text"}
+    assert [body.body.get("stream") for body in server.requests] == [True, True]
