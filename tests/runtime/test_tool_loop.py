@@ -158,3 +158,34 @@ def test_the_stream_shows_text_between_tool_turns_and_its_result_every_step(agen
     assert text == "Looking it up. " + ANSWER  # the first turn's text, then the answer's
     assert result.valid and result.tool_calls[0]["result"] == {"id": "integer", "email": "text"}
     assert [body.body.get("stream") for body in server.requests] == [True, True]
+
+
+def test_a_conversation_answers_the_tool_calls_itself_and_keeps_every_step(agent, tmp_path):
+    requests = iter(range(1, 100))
+
+    def odd_requests_call(results: list[str]) -> list[tuple[str, Any]] | None:  # requests 1 and 3 ask for a tool
+        return [("describe_table", {"table": "users"})] if next(requests) % 2 else None
+
+    with VendorRecorder(ANSWER, tools=odd_requests_call) as server:
+        chat = agent.chat(MODELS["openai"], api_base=server.openai_base, api_key="sk-test-not-real", fallbacks=[],
+                          record_dir=tmp_path / "record")
+        asked = chat.send(QUERY)
+        assert asked.wants_tools and asked.tool_calls[0]["id"] == "call_0_0"
+        with pytest.raises(rosetta.UsageError, match="exactly the waiting calls, by id: call_0_0"):
+            chat.send_tool_results({"call_9": "?"})
+        answered = chat.send_tool_results({"call_0_0": describe_table("users")})
+        assert answered.valid and answered.data == json.loads(ANSWER)
+        with pytest.raises(rosetta.UsageError, match="no tool call is waiting"):
+            chat.send_tool_results({"call_0_0": "again"})
+        # the functions given to a later turn run in its own loop, and the history keeps those steps too
+        looped = chat.send("And the orders table?", tools={"describe_table": describe_table})
+        assert looped.valid and looped.tool_calls[0]["result"] == {"id": "integer", "email": "text"}
+    roles = [message["role"] for message in chat.messages]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "user", "assistant", "tool", "assistant"]
+    assert chat.messages[2]["tool_calls"][0]["function"]["name"] == "describe_table"
+    assert json.loads(chat.messages[3]["content"]) == {"id": "integer", "email": "text"}
+    saved = json.loads((tmp_path / "record" / "conversation.json").read_text())
+    assert [turn["message"] for turn in saved["turns"]][1] == {"tool_results": {"call_0_0": {"id": "integer",
+                                                                                              "email": "text"}}}
+    resumed = rosetta.Conversation.resume(agent, tmp_path / "record" / "conversation.json")
+    assert resumed.messages == json.loads(json.dumps(chat.messages))

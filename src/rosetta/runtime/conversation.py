@@ -34,6 +34,7 @@ from rosetta.errors import Location, Problem, UsageError
 from rosetta.runtime.options import RunOptions
 from rosetta.runtime.secrets import redact, redact_data
 from rosetta.runtime.stream import Stream
+from rosetta.runtime.tools import ToolCall, assistant_turn, pending_calls, result_turns
 
 if TYPE_CHECKING:
     from rosetta.runtime.agent import Agent
@@ -117,6 +118,45 @@ class Conversation:
 
         return Stream(start, astart, finish, afinish)
 
+    def send_tool_results(self, results: Mapping[str, Any], options: RunOptions | None = None, *,
+                          complete: Any = None, **keywords: Any) -> Result:
+        """Answer the tool calls the last turn ended with (``Result.wants_tools``): ``results`` maps
+        each call's id to what its tool returned (text, or anything JSON can write; an exception
+        is sent as that call's error), and the model goes on from there, as a turn of its own."""
+        opts = self._options(options, keywords)
+        messages = self._tool_results(results)
+        assert self.model is not None
+        self._record_prompt(self.model, {}, messages)
+        result = self.agent.runner.run({}, [self.model], opts, complete=complete, messages=messages)
+        return self._commit({"tool_results": dict(results)}, {}, messages, result)
+
+    async def asend_tool_results(self, results: Mapping[str, Any], options: RunOptions | None = None, *,
+                                 acomplete: Any = None, **keywords: Any) -> Result:
+        """:meth:`send_tool_results` for asyncio."""
+        opts = self._options(options, keywords)
+        messages = self._tool_results(results)
+        assert self.model is not None
+        self._record_prompt(self.model, {}, messages)
+        result = await self.agent.runner.arun({}, [self.model], opts, acomplete=acomplete, messages=messages)
+        return self._commit({"tool_results": dict(results)}, {}, messages, result)
+
+    def _tool_results(self, results: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The history plus one ``tool`` message per call the last turn asked for; a UsageError when
+        no call is waiting, an id is not one of them, or one of them has no result."""
+        waiting = [call["id"] for call in self.messages[-1].get("tool_calls") or []] if self.messages else []
+        if not waiting:
+            raise UsageError(Problem("no tool call is waiting for a result: the last turn did not end with one",
+                                     field="results", hint="send_tool_results follows a turn whose Result.wants_tools"))
+        if not isinstance(results, Mapping) or set(results) != set(waiting):
+            given = sorted(map(str, results)) if isinstance(results, Mapping) else type(results).__name__
+            raise UsageError(Problem(f"results must answer exactly the waiting calls, by id: {', '.join(waiting)}",
+                                     field="results", expected=", ".join(waiting), hint=f"got {given}"))
+        names = {call["id"]: call["function"]["name"] for call in self.messages[-1]["tool_calls"]}
+        calls = [ToolCall(key, names[key], None, None if isinstance(value, BaseException) else value,
+                          f"the tool raised {type(value).__name__}: {value}" if isinstance(value, BaseException)
+                          else None, True) for key, value in ((key, results[key]) for key in waiting)]
+        return [*self.messages, *result_turns(calls)]
+
     def _options(self, options: RunOptions | None, keywords: Mapping[str, Any]) -> RunOptions:
         """A turn's options: the conversation's, replaced by the turn's own; the turn's model chain,
         arm and recording stay the conversation's."""
@@ -163,10 +203,13 @@ class Conversation:
             messages = self.agent.prompt_for(result.model, user_id=self.user_id).messages(inputs)
             self._record_prompt(result.model, inputs, None)  # a fallback model was sent its own prompt
         reply: dict[str, Any] = {"role": "assistant", "content": result.raw}
+        if result.wants_tools:  # the calls the caller answers with send_tool_results
+            reply = assistant_turn(result.raw, [ToolCall(call["id"], call["name"], call["arguments"])
+                                                for call in pending_calls(result)])
         for name in ("thinking_blocks", "provider_specific_fields"):  # litellm passes these back
             if name in result.state:
                 reply[name] = result.state[name]
-        self.messages = [*messages, reply]
+        self.messages = [*messages, *result.tool_messages, reply]
         self.state = dict(result.state)
         self.turns.append({
             "message": message if isinstance(message, str) else dict(message), "model": result.model,
@@ -267,7 +310,10 @@ def encodable(text: str) -> str:
 
 def _readable(messages: list[dict[str, Any]], prompt: Any) -> str:
     """A conversation as one text block: each message under its role, then the output instructions."""
-    parts = [f"=== {str(m['role']).upper()} ===\n{m.get('content') or ''}" for m in messages]
+    parts = [f"=== {str(m['role']).upper()} ===\n{m.get('content') or ''}"
+             + "".join(f"\n[calls {call['function']['name']} ({call['id']}) with {call['function']['arguments']}]"
+                       for call in m.get("tool_calls") or [])
+             + (f" [result of {m['tool_call_id']}]" if m.get("role") == "tool" else "") for m in messages]
     if prompt.output_schema is not None:
         parts.append("=== OUTPUT INSTRUCTIONS ===\nAnswer with one JSON object valid against this schema:\n"
                      + json.dumps(prompt.output_schema, indent=2))

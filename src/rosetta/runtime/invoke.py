@@ -128,6 +128,8 @@ class Result:
     first_review: Any = None  # the review of the first answer, when a failed review made it retry
     retried: bool = False  # regenerated once after a failed review (retry_once=True)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # the agent's own tools called, every attempt
+    # (id, name, arguments, and the result or error of each that ran)
+    tool_messages: list[dict[str, Any]] = field(default_factory=list)  # the tool turns sent back, in order
     agent: str = ""  # the agent that answered (rosetta.record_outcome logs under its name)
     project: str | None = None  # that agent's project root (rosetta.record_outcome logs under its .rosetta/)
     version: str | None = None  # content_sha256 of the artifact that answered; None for the uncompiled render
@@ -289,6 +291,7 @@ def plan(
     started = time.monotonic()
     called: list[dict[str, Any]] = []  # the agent's own tool calls, over every attempt
     corrections = tool_steps = tool_errors = 0
+    exchanged: list[dict[str, Any]] = []  # the tool turns, as sent: a conversation's history keeps them
     while True:
         outcome = yield from _respond(prompt, kwargs, artifact=artifact, policy=policy, attempts=attempts,
                                       limiter=limiter, health=health, endpoint=endpoint, prompt_tokens=prompt_tokens)
@@ -315,8 +318,8 @@ def plan(
                                              f"{failed.name}: {failed.error})", field="max_tool_errors",
                                              hint="fix the tool or its declared schema, or raise max_tool_errors"),
                                      attempts, "tool_errors")
-            kwargs["messages"] = [*kwargs["messages"], assistant_turn(_get_content(reply), asked),
-                                  *result_turns(list(ran))]
+            exchanged += [assistant_turn(_get_content(reply), asked), *result_turns(list(ran))]
+            kwargs["messages"] = [*kwargs["messages"], *exchanged[-1 - len(ran):]]
             continue
         called += [call.to_dict() for call in asked]
         if requested and not (answer.valid and answer.raw.strip()):  # no answer beside the calls: the caller
@@ -340,7 +343,7 @@ def plan(
         attempts[-1] = replace(attempts[-1], outcome="invalid", error=answer.issues[0].message)
     return Result(output=output, raw=answer.raw, data=answer.data, model=prompt.model, artifact=artifact,
                   attempts=attempts, usage=usage, cost=cost, latency_s=time.monotonic() - started,
-                  issues=answer.issues, state=provider_state(outcome), tool_calls=called,
+                  issues=answer.issues, state=provider_state(outcome), tool_calls=called, tool_messages=exchanged,
                   logprobs=_logprobs(outcome) if kwargs.get("logprobs") else None)
 
 

@@ -159,3 +159,16 @@ def assistant_turn(content: str | None, calls: list[ToolCall]) -> dict[str, Any]
 def result_turns(calls: list[ToolCall]) -> list[dict[str, Any]]:
     """One ``tool`` message per call, in the order the model made them."""
     return [{"role": "tool", "tool_call_id": call.id, "content": call.content()} for call in calls]
+
+
+def pending_calls(result: Any) -> list[dict[str, Any]]:
+    """The calls a run that ended asking for tools (``Result.wants_tools``) waits on: those of its
+    last response, none of which ran."""
+    if not result.wants_tools:
+        return []
+    pending = []
+    for call in reversed(result.tool_calls):
+        if "result" in call or "error" in call:
+            break
+        pending.append(call)
+    return pending[::-1]
