@@ -38,6 +38,7 @@ _LAZY = {
     "GuardrailError": "rosetta.runtime.guardrails",
     "Conversation": "rosetta.runtime.conversation",
     "Selection": "rosetta.runtime.selector",
+    "file_reader": "rosetta.runtime.tools",
 }
 
 __all__ = [
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from rosetta.runtime.options import RunOptions
     from rosetta.runtime.selector import Selection
     from rosetta.runtime.stream import Stream
+    from rosetta.runtime.tools import file_reader
 
 
 __getattr__ = lazy_exports(__name__, _LAZY)

@@ -189,3 +189,28 @@ def test_a_conversation_answers_the_tool_calls_itself_and_keeps_every_step(agent
                                                                                               "email": "text"}}}
     resumed = rosetta.Conversation.resume(agent, tmp_path / "record" / "conversation.json")
     assert resumed.messages == json.loads(json.dumps(chat.messages))
+
+
+def test_the_bundled_code_reviewer_reads_the_files_of_a_change_from_its_folder_only(tmp_path):
+    """The bundled code-reviewer declares ``read_file``; ``rosetta.file_reader(folder)`` is a real one
+    confined to the folder under review. A scripted model on a local OpenAI-shaped server reads the
+    changed file, tries to leave the folder (refused, and told so), then reviews."""
+    checkout = tmp_path / "checkout"
+    (checkout / "src").mkdir(parents=True)
+    (checkout / "src" / "login.py").write_text('query = "SELECT * FROM users WHERE name = \'" + name + "\'"\n')
+    (tmp_path / "secret.txt").write_text("not for the model")
+    (checkout / "src" / "link.py").symlink_to(tmp_path / "secret.txt")
+    steps = iter([[("read_file", {"path": "src/login.py"})],
+                  [("read_file", {"path": "../secret.txt"}), ("read_file", {"path": "src/link.py"})]])
+    review = "1. **Must fix** — `src/login.py:1`: SQL built by concatenation; use a bound parameter.\nneeds another pass"
+    agent = rosetta.load("code-reviewer", project=REPO)
+    with VendorRecorder(review, tools=lambda results: next(steps, None)) as server:
+        result = agent.run({"request": "Review the change to src/login.py"}, model="openai/gpt-5.6",
+                           api_base=server.openai_base, api_key="sk-test-not-real", fallbacks=[],
+                           tools={"read_file": rosetta.file_reader(checkout)})
+        bodies = [request.body for request in server.requests]
+    assert result.valid and result.data == review and len(bodies) == 3
+    read, outside, linked = result.tool_calls
+    assert read["result"].startswith("query = ") and "SELECT * FROM users" in json.dumps(bodies[1])
+    assert "not a path inside the folder under review" in outside["error"] and "symlink" in linked["error"]
+    assert "not for the model" not in json.dumps(bodies)

@@ -15,9 +15,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 RESULT_CHARS = 100_000
@@ -146,6 +148,30 @@ def _failure(error: Exception) -> str:
     from rosetta.runtime.secrets import redact
 
     return redact(f"the tool raised {type(error).__name__}: {error}")[:2000]
+
+
+def file_reader(folder: str | os.PathLike[str], *, limit: int = 256 * 1024) -> Callable[[str], str]:
+    """A ``read_file(path)`` tool confined to ``folder``: ``path`` is relative to it and must stay in
+    it — no ``..`` out, no absolute path, no symlink on the way, a plain file of at most ``limit``
+    bytes — and the file's UTF-8 text comes back (undecodable bytes replaced). A path it refuses
+    raises, and the loop reports that to the model as the call's error. For agents that read the
+    code or documents they work on (the bundled code-reviewer declares it)."""
+    from rosetta.fileio import read_regular_bytes, trusted_path
+
+    root = Path(os.path.abspath(folder))
+    if not root.is_dir():
+        raise NotADirectoryError(f"{root} is not a folder")
+
+    def read_file(path: str) -> str:
+        relative = Path(path)
+        if relative.is_absolute() or ".." in relative.parts:
+            raise PermissionError(f"{path} is not a path inside the folder under review (relative, no '..')")
+        found = trusted_path(root / relative, root)  # refuses a symlink at any level, and anything but a file
+        if not found.exists():
+            raise FileNotFoundError(f"no file {path}")
+        return read_regular_bytes(found, limit=limit).decode("utf-8", errors="replace")
+
+    return read_file
 
 
 def assistant_turn(content: str | None, calls: list[ToolCall]) -> dict[str, Any]:
