@@ -214,3 +214,20 @@ def test_the_bundled_code_reviewer_reads_the_files_of_a_change_from_its_folder_o
     assert read["result"].startswith("query = ") and "SELECT * FROM users" in json.dumps(bodies[1])
     assert "not a path inside the folder under review" in outside["error"] and "symlink" in linked["error"]
     assert "not for the model" not in json.dumps(bodies)
+
+
+def test_manual_mode_says_how_to_use_the_tools_from_a_chat(tmp_path, monkeypatch, cli):
+    """Copy/paste mode cannot run tools: the prompt tells the model how to ask for one and how the
+    result comes back, and the person pasting is told to run each call and paste its result."""
+    monkeypatch.chdir(tmp_path)
+    review = "Looks fine.\nready to merge"
+    (tmp_path / "answer.txt").write_text(review)
+    result = cli("-C", REPO, "run", "code-reviewer", "--manual", "--prompt-file", tmp_path / "p.md",
+                 "--answer-file", tmp_path / "answer.txt", "-i", "request=Review src/login.py")
+    assert result.exit_code == 0, result.output
+    prompt = (tmp_path / "p.md").read_text()
+    assert "=== USING THE TOOLS HERE ===" in prompt and "CALL <tool name> <arguments as one JSON object>" in prompt
+    assert "The tools above (read_file)" in prompt
+    assert "run that tool yourself and paste RESULT <tool>: <its result>" in " ".join(result.output.split())
+    shown = cli("-C", REPO, "render", "code-reviewer", "--manual", "-m", "openai/gpt-5.6")
+    assert shown.exit_code == 0 and "RESULT <tool name>:" in shown.output

@@ -47,9 +47,14 @@ def run(
         # what can refuse comes first (the input rules, then the prompt's render), so that nothing is
         # said to be written, and nothing is written, for inputs a rule rejects
         chain = loaded.runner.chain(values, chosen, fallbacks)
-        loaded.prompt_for(chain[0]).render_for_display(values)
+        shown = loaded.prompt_for(chain[0])
+        shown.render_for_display(values)
         err.print(f"prompt written to {escape(str(prompt_file))}; paste it into any chat, then give the answer"
                   + (f" in {escape(str(answer_file))}" if answer_file else " on standard input (end with Ctrl-D)"))
+        if shown.tool_specs:
+            from rosetta.runtime.tools import manual_hint
+
+            err.print(escape(manual_hint([spec.name for spec in shown.tool_specs])))
         result = loaded.run_manual(values, prompt_file=prompt_file, answer_file=answer_file, model=chosen,
                                    fallbacks=fallbacks)
     else:

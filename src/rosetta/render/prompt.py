@@ -339,6 +339,7 @@ class RenderedPrompt:
                          "nearest to each request")
         if self.tools:
             parts.append("=== TOOLS ===\n" + json.dumps(self.tools, indent=2))
+            parts.append(MANUAL_TOOLS.format(names=", ".join(spec.name for spec in self.tool_specs)))
         request = self.user_message(inputs) if inputs is not None else "\n\n".join(t for _, t in self.user_blocks)
         parts.append("=== REQUEST ===\n" + request)
         if self.output_schema is not None and not self._schema_in_text():
@@ -353,6 +354,15 @@ class RenderedPrompt:
         from rosetta.render.mechanisms import MECHANISMS
 
         return self.structured_output is not None and not MECHANISMS[self.structured_output].schema_in_request
+
+
+MANUAL_TOOLS = """=== USING THE TOOLS HERE ===
+The tools above ({names}) cannot be called from this chat. To use one, reply with only the line
+CALL <tool name> <arguments as one JSON object>
+and wait: its result comes back as a message starting RESULT <tool name>:. Call as many as you need,
+one per reply; then give your final answer."""
+"""How a copy/paste prompt explains tools: the person pasting runs each call and pastes its result
+back into the chat, then gives rosetta the final answer (``rosetta run --manual`` says so too)."""
 
 
 def demo_turns(demo: Demo, user_blocks: tuple[tuple[str, str], ...]) -> tuple[Message, Message]:

@@ -205,6 +205,10 @@ class Runner:
         prompt_file = Path(prompt_file or f"{self.name}-prompt.md")
         write_atomic(prompt_file, encodable(selection.prompt.render_for_display(inputs)))
         log.info("%s: manual mode, prompt written to %s", self.name, prompt_file)
+        if selection.prompt.tool_specs:
+            from rosetta.runtime.tools import manual_hint
+
+            log.warning("%s: %s", self.name, manual_hint([spec.name for spec in selection.prompt.tool_specs]))
         if answer is None:
             answer = Path(answer_file).read_text(encoding="utf-8") if answer_file else sys.stdin.read()
         output, parsed = typed(self.output_model(selection), read_answer(answer, selection.prompt))

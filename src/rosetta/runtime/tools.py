@@ -198,3 +198,10 @@ def pending_calls(result: Any) -> list[dict[str, Any]]:
             break
         pending.append(call)
     return pending[::-1]
+
+
+def manual_hint(names: list[str]) -> str:
+    """What the person pasting a prompt with tools into a chat is told (manual mode)."""
+    return (f"this agent declares tools ({', '.join(names)}): when the model replies CALL <tool> <arguments>, run "
+            "that tool yourself and paste RESULT <tool>: <its result> back into the chat; give rosetta only the "
+            "final answer")
