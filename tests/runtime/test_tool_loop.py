@@ -231,3 +231,21 @@ def test_manual_mode_says_how_to_use_the_tools_from_a_chat(tmp_path, monkeypatch
     assert "run that tool yourself and paste RESULT <tool>: <its result>" in " ".join(result.output.split())
     shown = cli("-C", REPO, "render", "code-reviewer", "--manual", "-m", "openai/gpt-5.6")
     assert shown.exit_code == 0 and "RESULT <tool name>:" in shown.output
+
+
+def test_record_dir_keeps_every_step_with_credentials_redacted(agent, tmp_path):
+    """Tool arguments and results go through the same redaction as answers: in record_dir, in the
+    saved conversation (what the model was sent is exact in this process)."""
+    key = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+    def leaky(table: str) -> str:
+        return f"columns: id, email; connection token {key}"
+
+    with VendorRecorder(ANSWER, tools=first_describe) as server:
+        result = run_on(server, agent, "openai", tools={"describe_table": leaky}, record_dir=tmp_path / "rec")
+        sent = json.dumps(server.requests[1].body)
+    assert result.valid and key in sent  # the model needed the tool's answer as it was
+    saved = (tmp_path / "rec" / "conversation.json").read_text()
+    roles = [message["role"] for message in json.loads(saved)["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "assistant"] and key not in saved
+    assert "[redacted github token]" in saved
