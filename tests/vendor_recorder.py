@@ -76,9 +76,11 @@ class VendorRecorder:
     lists what arrived, in order."""
 
     def __init__(self, answer: str = "{}", *,
-                 tools: Callable[[list[str]], list[tuple[str, Any]] | None] | None = None) -> None:
+                 tools: Callable[[list[str]], list[tuple[str, Any]] | None] | None = None,
+                 unavailable: Callable[[Recorded], bool] | None = None) -> None:
         self.answer = answer
         self.tools = tools
+        self.unavailable = unavailable  # requests answered 503 (recorded all the same)
         self.access_token = f"ya29.recorder-{secrets.token_hex(8)}"
         """What the token endpoint grants, one per server: a request signed with it got its token here."""
         self.requests: list[Recorded] = []
@@ -145,7 +147,9 @@ class VendorRecorder:
         with self.lock:
             self.requests.append(recorded)
         route = next((method for pattern, method in ROUTES if pattern.search(url.path)), None)
-        if handler.command != "POST" or not isinstance(body, dict):
+        if self.unavailable is not None and self.unavailable(recorded):
+            _send(handler, 503, "application/json", json.dumps({"error": {"message": "overloaded", "code": 503}}))
+        elif handler.command != "POST" or not isinstance(body, dict):
             _send(handler, 404, "application/json", json.dumps({"error": {"message": "not a vendor API call"}}))
         elif route is None:
             _send(handler, 404, "application/json", json.dumps({"error": {"message": f"no route {url.path}"}}))

@@ -249,3 +249,24 @@ def test_record_dir_keeps_every_step_with_credentials_redacted(agent, tmp_path):
     roles = [message["role"] for message in json.loads(saved)["messages"]]
     assert roles == ["system", "user", "assistant", "tool", "assistant"] and key not in saved
     assert "[redacted github token]" in saved
+
+
+def test_a_fallback_model_restarts_the_loop_with_its_own_render(agent):
+    """Gemini calls a tool, then fails (503) when its result goes back: the next model of the chain
+    starts over from its own prompt (none of Gemini's turns), runs its own loop, and answers."""
+    from rosetta import RetryPolicy
+
+    def gemini_fails_after_a_tool(request: Any) -> bool:
+        return ":generateContent" in request.path and "function_response" in json.dumps(request.body)
+
+    with VendorRecorder(ANSWER, tools=first_describe, unavailable=gemini_fails_after_a_tool) as server:
+        result = agent.run(QUERY, model=MODELS["gemini"], fallbacks=[MODELS["openai"]], api_base=server.root,
+                           api_key="sk-test-not-real", tools={"describe_table": describe_table},
+                           policy=RetryPolicy(attempts=1, base=0.01, cap=0.01))
+        paths = [request.path for request in server.requests]
+        restarted = server.requests[2].body["messages"]
+    assert result.valid and result.model == MODELS["openai"]
+    assert [path.rsplit("/", 1)[-1] for path in paths] == ["gemini-2.5-pro:generateContent"] * 2 + ["completions"] * 2
+    assert [m["role"] for m in restarted] == ["system", "user"]  # its own render, from the start
+    assert [a.outcome for a in result.attempts] == ["ok", "transient", "ok", "ok"]
+    assert [call["result"] for call in result.tool_calls] == [{"id": "integer", "email": "text"}]
