@@ -167,32 +167,20 @@ class VendorRecorder:
         forced = _forced_openai(body)
         calls = [] if forced else self._calls([str(m.get("content")) for m in _items(body.get("messages"))
                                               if isinstance(m, dict) and m.get("role") == "tool"])
-        if calls:
+        if calls:  # the agent's tools, after a line of text (streamed as a model would say it)
             tool_calls = [{"id": id_, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
                           for id_, name, args in calls]
             message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": tool_calls}
-            finish = "tool_calls"
-            head = {"id": "chatcmpl-rec", "created": 0, "model": body.get("model", "recorded"),
-                    "service_tier": "default", "system_fingerprint": "fp_recorder"}
-            if not body.get("stream"):
-                _send(handler, 200, "application/json", json.dumps({
-                    **head, "object": "chat.completion",
-                    "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-                    "usage": {"prompt_tokens": 12, "completion_tokens": 8, "total_tokens": 20}}))
-                return
-            chunk = {**head, "object": "chat.completion.chunk"}
-            events = [{**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Looking it up. "},
-                                             "finish_reason": None}]},
-                      *({**chunk, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": n, **call}]},
-                                               "finish_reason": None}]} for n, call in enumerate(tool_calls)),
-                      {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}]
-            _send(handler, 200, "text/event-stream", "".join(f"data: {json.dumps(e)}\n\n" for e in events)
-                  + "data: [DONE]\n\n")
-            return
-        call = {"id": "call_rec", "type": "function", "function": {"name": forced, "arguments": self.answer}}
-        message = ({"role": "assistant", "content": None, "tool_calls": [call]} if forced
-                   else {"role": "assistant", "content": self.answer})
-        finish = "tool_calls" if forced else "stop"
+            deltas = [{"role": "assistant", "content": "Looking it up. "},
+                      *({"tool_calls": [{"index": n, **call}]} for n, call in enumerate(tool_calls))]
+        elif forced:
+            call = {"id": "call_rec", "type": "function", "function": {"name": forced, "arguments": self.answer}}
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            deltas = [{"role": "assistant", "tool_calls": [{"index": 0, **call}]}]
+        else:
+            message = {"role": "assistant", "content": self.answer}
+            deltas = [message]
+        finish = "tool_calls" if "tool_calls" in message else "stop"
         head = {"id": "chatcmpl-rec", "created": 0, "model": body.get("model", "recorded"),
                 "service_tier": "default", "system_fingerprint": "fp_recorder"}
         if not body.get("stream"):
@@ -202,8 +190,7 @@ class VendorRecorder:
                 "usage": {"prompt_tokens": 12, "completion_tokens": 8, "total_tokens": 20}}))
             return
         chunk = {**head, "object": "chat.completion.chunk"}
-        delta = {"role": "assistant", "tool_calls": [{"index": 0, **call}]} if forced else message
-        events = [{**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        events = [*({**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]} for delta in deltas),
                   {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}]
         _send(handler, 200, "text/event-stream", "".join(f"data: {json.dumps(e)}\n\n" for e in events)
               + "data: [DONE]\n\n")
