@@ -99,22 +99,22 @@ class RunTools:
 def run_tools(step: RunTools) -> list[ToolCall]:
     """:class:`RunTools` for a blocking run: the calls of one turn run concurrently (threads; an
     async function runs to completion in its thread's own event loop)."""
-    runnable = [call for call in step.calls if call.error is None]
-    if len(runnable) <= 1:
-        done = {call.id: _run(step.functions[call.name], call) for call in runnable}
+    runnable = [(n, call) for n, call in enumerate(step.calls) if call.error is None]  # by position: a model
+    if len(runnable) <= 1:  # may give two calls one id
+        done = {n: _run(step.functions[call.name], call) for n, call in runnable}
     else:
         with ThreadPoolExecutor(max_workers=min(len(runnable), 16)) as pool:
-            futures = {call.id: pool.submit(_run, step.functions[call.name], call) for call in runnable}
-            done = {key: future.result() for key, future in futures.items()}
-    return [done.get(call.id, call) for call in step.calls]
+            futures = {n: pool.submit(_run, step.functions[call.name], call) for n, call in runnable}
+            done = {n: future.result() for n, future in futures.items()}
+    return [done.get(n, call) for n, call in enumerate(step.calls)]
 
 
 async def arun_tools(step: RunTools) -> list[ToolCall]:
     """:class:`RunTools` for asyncio: async functions awaited together, blocking ones in threads."""
-    runnable = [call for call in step.calls if call.error is None]
-    results = await asyncio.gather(*(_arun(step.functions[call.name], call) for call in runnable))
-    done = {call.id: call for call in results}
-    return [done.get(call.id, call) for call in step.calls]
+    runnable = [(n, call) for n, call in enumerate(step.calls) if call.error is None]
+    results = await asyncio.gather(*(_arun(step.functions[call.name], call) for _, call in runnable))
+    done = {n: ran for (n, _), ran in zip(runnable, results, strict=True)}
+    return [done.get(n, call) for n, call in enumerate(step.calls)]
 
 
 def _run(function: Callable[..., Any], call: ToolCall) -> ToolCall:
