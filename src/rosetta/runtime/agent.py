@@ -201,8 +201,9 @@ class Agent:
         ``review_model``, default the model that answered) into ``Result.review``; with
         ``retry_once`` a failed review regenerates once on the same model, with the reviewer's
         issues and suggested fixes injected after ``messages`` (default: the rendered turn), and
-        the second answer is reviewed again (``Result.retried``). Without a review, ``result``."""
-        if options.review is None:
+        the second answer is reviewed again (``Result.retried``). Without a review, or when the run
+        ended asking for tools (no answer yet to grade), ``result``."""
+        if options.review is None or result.wants_tools:
             return result
         from rosetta.runtime.review import review_and_retry
         from rosetta.runtime.rubric import Rubric
@@ -216,7 +217,7 @@ class Agent:
         """:meth:`reviewed` for asyncio: the review runs in a worker thread (the reviewer is an
         agent run like any other), its calls through ``acomplete`` made on this event loop, which
         is never blocked."""
-        if options.review is None:
+        if options.review is None or result.wants_tools:
             return result
         import asyncio
 

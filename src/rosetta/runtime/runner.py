@@ -27,6 +27,7 @@ from rosetta.runtime.traffic import Traffic
 
 if TYPE_CHECKING:
     from rosetta.runtime.invoke import Attempt, Result
+    from rosetta.runtime.tools import ToolBox
 
 log = logging.getLogger("rosetta.runtime")
 
@@ -289,7 +290,7 @@ class Runner:
                 "limiter": options.limiter or self.traffic.limiter, "health": options.health or self.traffic.health,
                 "toolbox": self.toolbox(selection.prompt, options)}
 
-    def toolbox(self, prompt: RenderedPrompt, options: RunOptions) -> Any:
+    def toolbox(self, prompt: RenderedPrompt, options: RunOptions) -> ToolBox:
         """The tools this run may call on ``prompt``: those it declares, less any
         ``capabilities.allowed_tools`` leaves out, with the caller's functions; a function for a
         tool the definition does not declare is a UsageError before anything is sent."""
