@@ -273,3 +273,19 @@ def test_a_fallback_model_restarts_the_loop_with_its_own_render(agent):
     assert [m["role"] for m in restarted] == ["system", "user"]  # its own render, from the start
     assert [a.outcome for a in result.attempts] == ["ok", "transient", "ok", "ok"]
     assert [call["result"] for call in result.tool_calls] == [{"id": "integer", "email": "text"}]
+
+
+def test_a_key_in_what_a_tool_returns_is_not_a_key_in_the_answer(tmp_path):
+    """``no_secrets_in_output`` (the code-reviewer has it) is about what the model writes: a file the
+    reviewer reads may hold a key, and ``on_secret="fail"`` still lets the run answer."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "settings.py").write_text('GITHUB_TOKEN = "ghp_' + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" + '"\n')
+    steps = iter([[("read_file", {"path": "settings.py"})]])
+    review = "1. **Must fix** — `settings.py:1`: a token committed in the code; load it from the environment.\nneeds another pass"
+    with VendorRecorder(review, tools=lambda results: next(steps, None)) as server:
+        result = rosetta.load("code-reviewer", project=REPO).run(
+            {"request": "Review settings.py"}, model="openai/gpt-5.6", api_base=server.openai_base,
+            api_key="sk-test-not-real", fallbacks=[], tools={"read_file": rosetta.file_reader(checkout)},
+            on_secret="fail")
+    assert result.valid and result.data == review and "ghp_" in json.dumps(server.requests[1].body)

@@ -398,7 +398,8 @@ def _redact_beyond_raw(result: Any, raw: str, on_secret: str, prompt: RenderedPr
     from rosetta.runtime.secrets import find_secrets_in, redact_data
 
     decoded = result.data if result.data is not None else decode_json(raw)[0]  # also beside a request for tools
-    kinds = find_secrets_in([decoded, result.tool_calls, result.state])
+    written = [call.get("arguments") for call in result.tool_calls]  # what the model wrote, not what tools returned
+    kinds = find_secrets_in([decoded, written, result.state])
     if not kinds:
         return raw
     if on_secret == "fail":
