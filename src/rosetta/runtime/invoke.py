@@ -318,7 +318,7 @@ def plan(
                                              f"{failed.name}: {failed.error})", field="max_tool_errors",
                                              hint="fix the tool or its declared schema, or raise max_tool_errors"),
                                      attempts, "tool_errors")
-            exchanged += [assistant_turn(_get_content(reply), asked), *result_turns(list(ran))]
+            exchanged += [assistant_turn(answer.raw, asked), *result_turns(list(ran))]
             kwargs["messages"] = [*kwargs["messages"], *exchanged[-1 - len(ran):]]
             continue
         called += [call.to_dict() for call in asked]
@@ -404,11 +404,6 @@ def _respond(prompt: RenderedPrompt, kwargs: dict[str, Any], *, artifact: str, p
             health.record(endpoint, failed=False)
         return outcome
     raise AssertionError("policy.attempts is at least 1")
-
-
-def _get_content(message: Any) -> str | None:
-    content = message.get("content") if isinstance(message, dict) else getattr(message, "content", None)
-    return content if isinstance(content, str) else None
 
 
 def typed(output_model: type[BaseModel] | None, answer: Answer) -> tuple[Any, Answer]:
