@@ -32,7 +32,8 @@ class DatasetError(RosettaError):
 
 
 class NoDataset(DatasetError):
-    """The agent has no labeled examples at all (no dataset folder): a tree of agents skips it."""
+    """The agent has no labeled examples to learn from (no dataset folder, or one without train and
+    dev splits, such as a test split kept for ``rosetta verify``): a tree of agents skips it."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,26 @@ class Example:
     output: Any
     file: str = ""
     line: int = 0
+    tool_calls: tuple[ExpectedCall, ...] = ()
+    """The tool calls answering this row needs, with their results (``rosetta verify``, PV-019)."""
+
+
+@dataclass(frozen=True)
+class ExpectedCall:
+    """A call of one of the agent's tools that a row needs: the tool, the arguments the call must
+    include (a subset: others may vary), and the result the tool gives it. A row holds them as
+    ``"tool_calls": [{"name": ..., "arguments": {...}, "result": ...}]``, the shape of
+    ``Result.tool_calls``."""
+
+    name: str
+    arguments: dict[str, Any]
+    result: Any
+
+    def matches(self, name: str, arguments: Any) -> bool:
+        """Whether a call of ``name`` with ``arguments`` is this one (it includes every argument
+        given here, with the same value)."""
+        return name == self.name and isinstance(arguments, dict) and all(
+            key in arguments and arguments[key] == value for key, value in self.arguments.items())
 
 
 @dataclass(frozen=True)
@@ -110,6 +131,10 @@ def load_labeled(signature: Any, location: str | Path, *, cache_dir: Path | None
             examples.append(example)
         splits[name] = tuple(examples)
     missing = [name for name in required if not rows.get(name)]
+    learning = [name for name in ("train", "dev") if name in required]
+    if learning and set(learning) <= set(missing) and not problems:  # e.g. a test split kept for verify alone
+        raise NoDataset(Problem(f"no {' / '.join(learning)} examples in {location}: nothing to optimize on",
+                                Location(location), hint=f"write {', '.join(m + '.jsonl' for m in missing)} there"))
     if missing:
         problems.append(Problem(
             f"no {' / '.join(missing)} examples found", Location(location),
@@ -123,8 +148,10 @@ def load_labeled(signature: Any, location: str | Path, *, cache_dir: Path | None
     digest = hashlib.sha256()
     for name in SPLITS:
         for example in splits[name]:
-            digest.update(json.dumps([name, example.id, example.inputs, example.output], sort_keys=True,
-                                     ensure_ascii=False, separators=(",", ":")).encode())
+            row = [name, example.id, example.inputs, example.output]
+            if example.tool_calls:  # rows without them hash as they always did
+                row.append([[c.name, c.arguments, c.result] for c in example.tool_calls])
+            digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode())
             digest.update(b"\n")
     return LabeledData(splits["train"], splits["dev"], splits["test"], location, digest.hexdigest())
 
@@ -290,8 +317,44 @@ def _example(signature: Any, split: str, file: str, line: int, row: Any, problem
     elif not isinstance(output, str):
         problems.append(Problem("output must be text for an agent without an output schema", where, field="output"))
         return None
+    calls = _expected_calls(signature, row.get("tool_calls"), where, problems)
+    if calls is None:
+        return None
     identifier = row.get("id")
-    return Example(str(identifier) if identifier not in (None, "") else f"{split}-{line}", inputs, output, file, line)
+    return Example(str(identifier) if identifier not in (None, "") else f"{split}-{line}", inputs, output, file, line,
+                   calls)
+
+
+_CALL_SHAPE = '[{"name": "<a declared tool>", "arguments": {...}, "result": <what the tool returns>}]'
+
+
+def _expected_calls(signature: Any, value: Any, where: Location,
+                    problems: list[Problem]) -> tuple[ExpectedCall, ...] | None:
+    """A row's ``tool_calls``: a list of calls of declared tools, each with the result it gets."""
+    if value is None:
+        return ()
+    declared = sorted(tool.name for tool in signature.tools)
+    if not isinstance(value, list) or not all(isinstance(c, dict) for c in value):
+        problems.append(Problem("tool_calls must be a list of objects", where, field="tool_calls",
+                                expected=_CALL_SHAPE))
+        return None
+    calls = []
+    for number, call in enumerate(value):
+        field = f"tool_calls[{number}]"
+        if call.get("name") not in declared:
+            problems.append(Problem(f"{call.get('name')!r} is not a tool the agent declares", where, field=field,
+                                    expected=" | ".join(declared) or "no tool: the agent declares none",
+                                    hint="name one of the definition's tools, or declare it under tools:"))
+            return None
+        unknown = sorted(set(call) - {"name", "arguments", "result"})
+        if unknown or "result" not in call or not isinstance(call.get("arguments", {}), dict):
+            what = f"unknown keys {unknown}" if unknown else "no result" if "result" not in call \
+                else "arguments must be an object"
+            problems.append(Problem(f"{what} in the expected call of {call['name']}", where, field=field,
+                                    expected=_CALL_SHAPE))
+            return None
+        calls.append(ExpectedCall(call["name"], dict(call.get("arguments") or {}), call["result"]))
+    return tuple(calls)
 
 
 def _schema_error(schema: dict[str, Any], value: Any) -> str | None:

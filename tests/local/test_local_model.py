@@ -345,12 +345,6 @@ def test_unknown_model_names_the_known_ones():
     assert classify(caught.value) == "hard"
 
 
-def test_tools_are_refused():
-    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
-    with pytest.raises(litellm.BadRequestError, match="cannot call tools"):
-        ask("Hello", tools=[tool])
-
-
 def test_a_gguf_path_runs_like_the_catalog_model(tmp_path: Path, gguf: Path, monkeypatch: pytest.MonkeyPatch):
     (tmp_path / "weights").mkdir()
     (tmp_path / "weights" / "tiny.gguf").symlink_to(gguf)

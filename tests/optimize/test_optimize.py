@@ -716,6 +716,15 @@ def test_a_dry_run_over_a_tree_skips_agents_without_data_and_lists_them(toy: Pat
     alone = cli("--project", toy, "compile", toy / "signatures" / "vuln-triage.md", "--model", "scripted/toy",
                 "--optimize", "--dry-run")
     assert alone.exit_code == 2 and "no dataset folder" in alone.output  # one agent named: its error stands
+    # a test split kept for `rosetta verify` alone is no data to learn from: skipped the same way
+    (toy / "datasets" / "vuln-triage").mkdir()
+    shutil.copy(REPO / "datasets" / "vuln-triage" / "test.jsonl", toy / "datasets" / "vuln-triage" / "test.jsonl")
+    result = cli("--project", toy, "compile", toy / "signatures", "--model", "scripted/toy", "--optimize",
+                 "--dry-run")
+    assert result.exit_code == 0 and "skipped 1 agent without labeled data to learn from" in result.output
+    alone = cli("--project", toy, "compile", toy / "signatures" / "vuln-triage.md", "--model", "scripted/toy",
+                "--optimize", "--dry-run")
+    assert alone.exit_code == 2 and "no train / dev examples in" in " ".join(alone.output.split())
 
 
 def test_a_worse_search_is_kept_as_a_version_not_activated(toy: Path, cli: object) -> None:

@@ -50,7 +50,7 @@ def test_a_model_without_credentials_is_not_run_and_not_failed(tmp_path: Path, s
     keyless, toy = report.agents[0].models
     assert keyless.not_run == ("no credentials for openai: $OPENAI_API_KEY is not set (export it, or see "
                                "`rosetta doctor`)")
-    assert {c.status for c in keyless.criteria} == {"n/a"} and len(keyless.criteria) == 8
+    assert {c.status for c in keyless.criteria} == {"n/a"} and len(keyless.criteria) == 9
     assert all(c.detail == f"not run: {keyless.not_run}" for c in keyless.criteria)
     assert keyless.quality is None and keyless.compliance is None and not keyless.runs
     assert not report.failed  # not a PV-011 failure, no PV-015 score of 0

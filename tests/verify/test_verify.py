@@ -80,7 +80,8 @@ def test_a_well_behaved_model_passes_every_applicable_criterion(tmp_path: Path, 
     assert "all criteria hold" in result.output and "✗" not in row and "✓" in row and "failure(s)" not in result.output
     report = run_verify(root, "scripted/toy")
     assert statuses(report) == {"PV-011": "pass", "PV-012": "n/a", "PV-013": "pass", "PV-014": "pass",
-                                "PV-015": "pass", "PV-016": "n/a", "PV-017": "n/a", "PV-018": "pass"}
+                                "PV-015": "pass", "PV-016": "n/a", "PV-017": "n/a", "PV-018": "pass",
+                                "PV-019": "n/a"}
     model = report.agents[0].models[0]
     assert model.compliance == 1.0 and model.retry_rate == 0.0 and model.quality == 1.0
     probes = [r for r in model.runs if r.kind == "adversarial"]
@@ -183,6 +184,79 @@ def test_tool_calls_are_checked_against_their_parameter_schemas(tmp_path: Path, 
     detail = report.agents[0].models[0].criterion("PV-012").detail
     assert statuses(report)["PV-012"] == "fail"
     assert "7 is not of type 'string'" in detail and "'delete_everything', which the agent does not declare" in detail
+
+
+def test_an_example_that_needs_a_tool_call_gets_its_recorded_result_and_pv019_checks_it(
+        tmp_path: Path, server: FaultServer) -> None:
+    root = make_project(tmp_path, tools=True, rows=ALPHA_NOTES[:1])
+    test = root / "datasets/toy-sorter/test.jsonl"
+    row = json.loads(test.read_text())
+    row["tool_calls"] = [{"name": "lookup", "arguments": {"query": "apples"}, "result": {"topic": "fruit"}}]
+    test.write_text(json.dumps(row) + "\n")
+    answer = json.dumps({"label": "alpha"})
+
+    def verify_with(*script: tuple) -> tuple[dict[str, str], str, list[dict]]:
+        server.requests.clear()
+        server.script = list(script)
+        report = run_verify(root, "openai/gpt-4o", fast=True, limit=1, run_options=RunOptions(policy=FAST))
+        example = [r for r in report.agents[0].models[0].runs if r.kind == "example"][0]
+        return statuses(report), report.agents[0].models[0].criterion("PV-019").detail, example.tool_calls
+
+    # the model calls the tool the case needs: it gets the recorded result, then answers
+    status, detail, calls = verify_with(("tool", "lookup", json.dumps({"query": "apples"})), ("ok", answer))
+    assert status["PV-019"] == "pass" and status["PV-011"] == "pass", detail
+    assert calls == [{"id": "call_1", "name": "lookup", "arguments": {"query": "apples"}, "result": {"topic": "fruit"}}]
+    sent = server.requests[1]["body"]["messages"]
+    assert sent[-1] == {"role": "tool", "tool_call_id": "call_1", "content": '{"topic": "fruit"}'}
+    # it answers without the call: the answer is valid, the criterion fails
+    status, detail, _ = verify_with(("ok", answer))
+    assert status["PV-019"] == "fail" and status["PV-011"] == "pass"
+    assert "never called lookup(query='apples')" in detail
+    # it calls with other arguments: no recorded result (the model is told), and the criterion fails
+    status, detail, calls = verify_with(("tool", "lookup", json.dumps({"query": "pears"})), ("ok", answer))
+    assert status["PV-019"] == "fail" and "called lookup 1 time(s) with other arguments" in detail
+    assert "has no result for this call of lookup" in calls[0]["error"]
+    assert "has no result for this call of lookup" in server.requests[1]["body"]["messages"][-1]["content"]
+    # an example that names no call is not checked
+    test.write_text(json.dumps({k: v for k, v in row.items() if k != "tool_calls"}) + "\n")
+    status, detail, _ = verify_with(("ok", answer))
+    assert status["PV-019"] == "n/a" and "no example names the tool calls it needs" in detail
+
+
+def test_an_expected_call_of_an_undeclared_tool_is_refused_with_its_file_and_line(tmp_path: Path, cli) -> None:
+    root = make_project(tmp_path, tools=True, rows=ALPHA_NOTES[:2])
+    test = root / "datasets/toy-sorter/test.jsonl"
+    rows = [json.loads(line) for line in test.read_text().splitlines()]
+    rows[1]["tool_calls"] = [{"name": "delete_everything", "result": "done"}]
+    test.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = cli("-C", root, "verify", root / "signatures/toy-sorter.md", "--model", "scripted/toy", "--fast")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    text = " ".join(result.output.split())
+    assert "test.jsonl:2" in text and "'delete_everything' is not a tool the agent declares" in text
+    rows[1]["tool_calls"] = [{"name": "lookup", "arguments": {"query": "x"}}]
+    test.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = cli("-C", root, "verify", root / "signatures/toy-sorter.md", "--model", "scripted/toy", "--fast")
+    assert "no result in the expected call of lookup" in " ".join(result.output.split())
+
+
+def test_the_bundled_code_reviewer_reads_the_file_its_case_needs(tmp_path: Path, server: FaultServer, cli) -> None:
+    """``datasets/code-reviewer/test.jsonl`` names the file each review needs; verify gives the
+    model its recorded text when it asks for it with ``read_file``, and PV-019 passes."""
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(REPO / "signatures", tmp_path / "signatures")
+    shutil.copytree(REPO / "datasets" / "code-reviewer", tmp_path / "datasets" / "code-reviewer")
+    review = "## Must fix\n- **src/accounts/login.py:12 — SQL injection.** Keep the parameterized query."
+    server.script = [("tool", "read_file", json.dumps({"path": "src/accounts/login.py"})), ("ok", review)]
+    result = cli("-C", tmp_path, "verify", tmp_path / "signatures/code-reviewer.md", "--model", "openai/gpt-4o",
+                 "--fast", "--json", tmp_path / "verify.json")
+    assert "Traceback" not in result.output, result.output
+    model = json.loads((tmp_path / "verify.json").read_text())["agents"][0]["models"][0]
+    criteria = {c["id"]: c for c in model["criteria"]}
+    assert criteria["PV-019"]["status"] == "pass" and criteria["PV-012"]["status"] == "pass", criteria
+    assert "called read_file(path='src/accounts/login.py')" in json.dumps(model["runs"][0]["checks"])
+    sent = server.requests[1]["body"]["messages"]
+    assert sent[-1]["role"] == "tool" and "def find_user(db, username):" in sent[-1]["content"]
+    assert model["runs"][0]["raw"] == review
 
 
 def test_a_failing_provider_fails_the_run_and_the_exit_code(tmp_path: Path, server: FaultServer, cli) -> None:

@@ -165,7 +165,8 @@ def optimize_targets(ctx: typer.Context, definitions: list[Path], models: list[s
             _print_report(report)
     if skipped:
         err.print(f"[yellow]skipped[/yellow] {len(skipped)} agent{'s' if len(skipped) != 1 else ''} without labeled "
-                  f"data (no folder under {escape(str(relative(settings.datasets_dir)))}/<agent>/): "
+                  f"data to learn from (no train / dev split under {escape(str(relative(settings.datasets_dir)))}"
+                  "/<agent>/): "
                   + escape(", ".join(map(str, skipped))), highlight=False)
         if len(skipped) == len(definitions):
             raise UsageError(Problem("no agent under the given paths has labeled data to optimize on",

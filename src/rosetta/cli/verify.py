@@ -1,4 +1,4 @@
-"""``rosetta verify``: behavioral portability (PV-011…PV-018) across models, as a CI gate.
+"""``rosetta verify``: behavioral portability (PV-011…PV-019) across models, as a CI gate.
 
 Exit codes: 0 every criterion passed (or is indeterminate / not applicable), 1 a criterion
 failed (or an agent or model could not be verified, such as a model this environment has no
@@ -44,7 +44,7 @@ def verify_command(
                                        "model, rule checks only (no judge; PV-015, PV-016 and PV-018 n/a).")] = False,
 ) -> None:
     """Run each agent on each model over its test examples and adversarial probes, and score the
-    behavioral criteria PV-011…PV-018 (the judge is the project's rubric-reviewer agent). Exits 1
+    behavioral criteria PV-011…PV-019 (the judge is the project's rubric-reviewer agent). Exits 1
     when a criterion fails."""
     from rosetta.definition.loader import discover_definitions
     from rosetta.fileio import write_atomic

@@ -25,6 +25,7 @@ from typing import Any
 from rosetta.local.grammar import GrammarGate
 from rosetta.local.kv_cache import pick, reuse
 from rosetta.local.models import BATCH, Loaded
+from rosetta.local.tool_calls import ToolTurns
 
 LOOP_WINDOW = 96
 """Tokens a greedy answer must have repeated one cycle for before it is stopped as a loop."""
@@ -52,6 +53,7 @@ class Request:
     strip: bool  # drop the answer's leading whitespace (completion style)
     created: int = field(default_factory=lambda: int(time.time()))
     logprobs: TokenOdds | None = None  # set when the caller asked for log-probabilities
+    tools: ToolTurns | None = None  # set when the request offers tools: the reply is read as a call or the answer
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
-"""Grammar-constrained decoding: the llama.cpp grammar a ``response_format`` asks for (built from
-the JSON Schema by :mod:`rosetta.local.gbnf`, a generic JSON grammar for ``json_object``) and the
-logits processor that applies it cheaply."""
+"""Grammar-constrained decoding: what a ``response_format`` asks for, its llama.cpp grammar (built
+from the JSON Schema by :mod:`rosetta.local.gbnf`, a generic JSON grammar for ``json_object``) and
+the logits processor that applies it cheaply."""
 
 from __future__ import annotations
 
@@ -13,24 +13,34 @@ from typing import Any
 from rosetta.local.models import Loaded, hard, llama_cpp_module
 
 
-def grammar_for(response_format: Any, model: str) -> Any:
-    """The llama.cpp grammar ``response_format`` asks for, or None for free text."""
+def json_grammar(schema: dict[str, Any] | None, model: str) -> Any:
+    """The llama.cpp grammar for JSON valid against ``schema`` (None: any JSON; key order is the
+    answer's order), built once per schema text (the schema-to-GBNF conversion is pure Python)."""
+    llama_cpp_module(model)
+    try:
+        return _cached_grammar(None if schema is None else json.dumps(schema))
+    except Exception as exc:  # the converter raises bare Exceptions for refs and features it cannot express
+        raise hard(f"cannot turn the JSON Schema (response_format, or a tool's parameters) into a llama.cpp "
+                   f"grammar: {exc}", model) from None
+
+
+def answer_format(response_format: Any, model: str) -> tuple[bool, dict[str, Any] | None]:
+    """Whether ``response_format`` asks for JSON, and the JSON Schema it gives (None: any JSON)."""
     if response_format is None:
-        return None
+        return False, None
     if isinstance(response_format, type) and hasattr(response_format, "model_json_schema"):  # a pydantic model
-        return _grammar(json.dumps(response_format.model_json_schema()), model)
+        return True, response_format.model_json_schema()
     if not isinstance(response_format, Mapping):
         raise hard(f"unsupported response_format {response_format!r}", model)
     kind = response_format.get("type")
     if kind in (None, "text"):
-        return None
-    schema = None
+        return False, None
     if kind == "json_schema":
         spec = response_format.get("json_schema") or {}
-        schema = spec.get("schema") if isinstance(spec, Mapping) else None
-    elif kind != "json_object":
+        return True, spec.get("schema") if isinstance(spec, Mapping) else None
+    if kind != "json_object":
         raise hard(f"unsupported response_format type {kind!r} (use json_schema or json_object)", model)
-    return _grammar(None if schema is None else json.dumps(schema), model)  # key order is the answer's order
+    return True, None
 
 
 @functools.lru_cache(maxsize=64)
@@ -40,15 +50,6 @@ def _cached_grammar(schema: str | None) -> Any:
     from rosetta.local.gbnf import schema_to_gbnf
 
     return LlamaGrammar.from_string(schema_to_gbnf(None if schema is None else json.loads(schema)), verbose=False)
-
-
-def _grammar(schema: str | None, model: str) -> Any:
-    """A grammar per schema text, built once (the schema-to-GBNF conversion is pure Python)."""
-    llama_cpp_module(model)
-    try:
-        return _cached_grammar(schema)
-    except Exception as exc:  # the converter raises bare Exceptions for refs and features it cannot express
-        raise hard(f"cannot turn the response_format JSON Schema into a llama.cpp grammar: {exc}", model) from None
 
 
 class GrammarGate:

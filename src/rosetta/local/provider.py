@@ -18,7 +18,11 @@ KV-cache reuse in ``kv_cache``, grammars in ``grammar`` and ``gbnf``, the token 
 - A ``json_schema`` answer parses, and validates where the grammar can express the schema,
   *unless* it is cut off by ``max_tokens`` (``finish_reason == "length"``) — give a budget that
   fits the largest answer the schema allows.
-- Unknown parameters (``num_retries``, ``rollout_id``, ...) are ignored; ``tools`` are refused.
+- ``tools`` are called through the grammar (:mod:`rosetta.local.tool_calls`): the reply is one
+  call of a declared tool, with arguments shaped by its schema, or the answer; a call comes back as
+  ``message.tool_calls``. With tools a stream gives the whole reply in one chunk (a call cannot be
+  told from an answer before the reply's first key is decoded).
+- Unknown parameters (``num_retries``, ``rollout_id``, ...) are ignored.
 """
 
 from __future__ import annotations
@@ -40,8 +44,9 @@ from litellm.types.utils import GenericStreamingChunk, ModelResponse  # noqa: E4
 
 from rosetta.errors import Problem, RosettaError, UsageError  # noqa: E402
 from rosetta.local.decoder import ODDS_TOKENS, Piece, Request, TokenOdds, generate  # noqa: E402
-from rosetta.local.grammar import GrammarGate, grammar_for  # noqa: E402
+from rosetta.local.grammar import GrammarGate, answer_format, json_grammar  # noqa: E402
 from rosetta.local.models import PROVIDER, hard, load_model  # noqa: E402
+from rosetta.local.tool_calls import as_text, read_reply, tool_turns  # noqa: E402
 from rosetta.local.weights import catalog_models, resolve  # noqa: E402
 from rosetta.providers.kinds import ANSWER_CUE  # noqa: E402
 
@@ -72,7 +77,7 @@ def install(module: ModuleType) -> None:
     module.register_model({model.id: {
         "litellm_provider": PROVIDER, "mode": "chat", "max_input_tokens": model.context_window,
         "max_output_tokens": model.max_output, "supports_response_schema": True,
-        "supports_function_calling": False, "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
+        "supports_function_calling": True, "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
         "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0,
     } for model in catalog_models()})
 
@@ -137,12 +142,13 @@ def _prepare(kwargs: dict[str, Any]) -> Request:
     local = resolve(f"{PROVIDER}/{kwargs['model']}")  # litellm passes the name without its provider
     model = local.id
     params: Mapping[str, Any] = kwargs.get("optional_params") or {}
-    if params.get("tools") or params.get("functions"):
-        raise hard(f"local models cannot call tools ({model}); ask for a JSON answer instead", model)
     if (params.get("n") or 1) != 1:
         raise hard(f"{model} gives one answer per call (n={params['n']})", model)
-    grammar = grammar_for(params.get("response_format"), model)
-    messages = list(kwargs.get("messages") or [])
+    wants_json, schema = answer_format(params.get("response_format"), model)
+    turns = tool_turns(params, (schema or {"type": "object"}) if wants_json else None)
+    grammar = json_grammar(turns.schema(), model) if turns is not None \
+        else json_grammar(schema, model) if wants_json else None
+    messages = as_text(list(kwargs.get("messages") or []), turns)
     loaded = load_model(local)
     llm = loaded.llm
     if loaded.style == "completion":
@@ -170,7 +176,7 @@ def _prepare(kwargs: dict[str, Any]) -> Request:
     gate = None if grammar is None else GrammarGate(loaded, grammar, sampling.get("top_k", 40), model,
                                                     full_scan=ODDS_TOKENS if odds else 0)
     return Request(model, loaded, tokens, max(1, min(int(requested), room)), _stops(params.get("stop")) + extra_stop,
-                    sampling, seed, gate, loaded.style == "completion", logprobs=odds)
+                   sampling, seed, gate, loaded.style == "completion", logprobs=odds, tools=turns)
 
 
 _SAMPLING: tuple[tuple[str, type, str], ...] = (
@@ -215,7 +221,14 @@ def _usage(piece: Piece) -> dict[str, int]:
 
 def _response(response: ModelResponse, request: Request, text: str, finish: str,
               usage: dict[str, int]) -> ModelResponse:
-    response.choices[0].message.content = text  # type: ignore[union-attr]
+    content, calls = _reply(request, text, finish)
+    message = response.choices[0].message  # type: ignore[union-attr]
+    message.content = content
+    if calls:
+        from litellm.types.utils import ChatCompletionMessageToolCall
+
+        message.tool_calls = [ChatCompletionMessageToolCall(**call) for call in calls]
+        finish = "tool_calls"
     response.choices[0].finish_reason = finish
     response.model = request.model
     response.created = request.created
@@ -227,10 +240,25 @@ def _response(response: ModelResponse, request: Request, text: str, finish: str,
     return response
 
 
+def _reply(request: Request, text: str, finish: str) -> tuple[str | None, list[dict[str, Any]]]:
+    """The message's content and tool calls: the text as decoded, unless the request offered tools."""
+    if request.tools is None or finish == "length":  # a reply cut off is shown as it is
+        return text, []
+    return read_reply(text, request.tools)
+
+
 def _chunk(piece: Piece) -> GenericStreamingChunk:
     last = piece.finish is not None
     return GenericStreamingChunk(text=piece.text, tool_use=None, is_finished=last, finish_reason=piece.finish or "",
                                  usage=_usage(piece) if last else None, index=0)  # type: ignore[typeddict-item]
+
+
+def _whole_reply(request: Request, text: str, finish: str, usage: dict[str, int]) -> GenericStreamingChunk:
+    """A reply to a request with tools, as one streamed chunk (a call, or the answer's text)."""
+    content, calls = _reply(request, text, finish)
+    tool_use = None if not calls else {**calls[0], "index": 0}
+    return GenericStreamingChunk(text=content or "", tool_use=tool_use, is_finished=True,  # type: ignore[typeddict-item]
+                                 finish_reason="tool_calls" if calls else finish, usage=usage, index=0)
 
 
 _DONE = object()
@@ -251,6 +279,9 @@ def _produce(request: Request, put: Callable[[Any], None], cancelled: threading.
 
 
 def _stream(request: Request) -> Iterator[GenericStreamingChunk]:
+    if request.tools is not None:
+        yield _whole_reply(request, *_collect(request))
+        return
     pieces: queue.SimpleQueue[Any] = queue.SimpleQueue()
     cancelled = threading.Event()
     threading.Thread(target=_produce, args=(request, pieces.put, cancelled), daemon=True,
@@ -265,6 +296,9 @@ def _stream(request: Request) -> Iterator[GenericStreamingChunk]:
 
 
 async def _astream(request: Request) -> AsyncIterator[GenericStreamingChunk]:
+    if request.tools is not None:
+        yield _whole_reply(request, *await asyncio.to_thread(_collect, request))
+        return
     loop = asyncio.get_running_loop()
     pieces: asyncio.Queue[Any] = asyncio.Queue()
     cancelled = threading.Event()

@@ -75,6 +75,13 @@ class Capabilities:
     sampling_params: bool = True  # accepts temperature / top_p (o-series reasoning models do not)
     constrained_decoding: bool = False  # a JSON Schema in response_format constrains decoding (llama.cpp grammars)
 
+    @property
+    def calls_tools(self) -> bool:
+        """Whether the model can call tools: natively (``tool_use``), or — the embedded models — by
+        a grammar that makes each reply a call of a declared tool or the answer
+        (:mod:`rosetta.local.tool_calls`)."""
+        return self.tool_use or self.constrained_decoding
+
 
 @dataclass(frozen=True)
 class Weights:

@@ -249,7 +249,7 @@ def check_fit(signature: Signature, model: CatalogModel) -> None:
             field="portability.minimum_context_window", hint="choose a model with a larger context window",
         ))
     needs_tools = Feature.TOOL_USE in signature.required_features or bool(signature.tools)
-    if needs_tools and not model.capabilities.tool_use:
+    if needs_tools and not model.capabilities.calls_tools:
         raise RenderError(Problem(
             f"{signature.name} uses tools but {model.id} cannot call tools",
             field="capabilities.required_features",

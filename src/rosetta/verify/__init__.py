@@ -1,1 +1,1 @@
-"""``rosetta verify``: behavioral portability across models (PV-011…PV-018), with a report."""
+"""``rosetta verify``: behavioral portability across models (PV-011…PV-019), with a report."""

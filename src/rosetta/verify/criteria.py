@@ -103,6 +103,36 @@ def identity_rubric(spec: Any) -> list[str]:
     return rubric
 
 
+def tool_use_checks(run: CaseRun, case: Any, tools: Any) -> list[Check]:
+    """PV-019: one check per call ``case`` needs — made, with these arguments, valid against the
+    tool's declared schema (:class:`~rosetta.datasets.ExpectedCall` says which calls match)."""
+    from rosetta.runtime.answers import validate
+
+    schemas = {tool.name: tool.parameters for tool in tools}
+    checks = []
+    for expected in case.tool_calls:
+        wanted = expected.name + (f"({_arguments(expected.arguments)})" if expected.arguments else "")
+        made = [c for c in run.tool_calls if expected.matches(c["name"], c["arguments"])]
+        valid = [c for c in made if not validate(c["arguments"], schemas[expected.name])]
+        if valid:
+            verdict, why = "pass", f"called {wanted}"
+        elif made:
+            verdict, why = "fail", f"called {wanted}, but with arguments its schema refuses"
+        else:
+            others = [c["name"] for c in run.tool_calls if c["name"] == expected.name]
+            verdict = "fail"
+            why = f"never called {wanted}" + (f" (called {expected.name} {len(others)} time(s) with other "
+                                              "arguments)" if others else "")
+            if run.error is not None and not run.tool_calls:
+                why += f": {run.error}"
+        checks.append(Check(criterion="PV-019", verdict=verdict, source="rules", reasoning=why))
+    return checks
+
+
+def _arguments(arguments: dict[str, Any]) -> str:
+    return ", ".join(f"{key}={value!r}"[:80] for key, value in arguments.items())
+
+
 def judge_check(criterion: str, review: Any) -> Check:
     """One check from a review: its verdict, with the failed (or unsure) criteria as reasoning."""
     notes = [f"{c.id} {c.verdict}: {c.reasoning}" for c in review.criteria if c.verdict != "pass"]

@@ -19,6 +19,7 @@ CRITERIA = {
     "PV-016": "Graceful degradation",
     "PV-017": "Legacy agent renders and runs",
     "PV-018": "Portability section is optional",
+    "PV-019": "Tools are called when the case needs them",
 }
 """The behavioral portability criteria of the ADR, by id."""
 

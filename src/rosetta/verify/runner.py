@@ -1,4 +1,4 @@
-"""``rosetta verify``: run each agent on each model and decide the behavioral criteria PV-011…PV-018.
+"""``rosetta verify``: run each agent on each model and decide the behavioral criteria PV-011…PV-019.
 
 Each agent runs through the runtime's own call path (``Agent.run_prompt``: input guardrails,
 retries with the errors injected, validation, output rules) with the prompt the runtime would
@@ -19,7 +19,13 @@ criterion checks:
 - PV-016 an agent whose structured output is optional still answers validly when the model's
   native mechanism is taken away (schema in the prompt only, no response_format);
 - PV-017 an agent without a portability section renders and runs on the model;
-- PV-018 an agent with one renders and answers validly with the section removed.
+- PV-018 an agent with one renders and answers validly with the section removed;
+- PV-019 an example that names the tool calls it needs (``tool_calls`` in a labeled row, with the
+  results the tools give) gets each of them, with arguments valid against the tool's schema.
+
+Where the agent declares tools, every run may call them: an expected call gets its recorded result,
+any other the caller's own function (``run_options.tools``) or an error the model is told of; the
+loop goes on until the model answers, and PV-011… judge that answer.
 
 The judge is the project's ``rubric-reviewer`` agent (:mod:`rosetta.runtime.review`).
 """
@@ -174,7 +180,7 @@ class _AgentContext:
         for number, case in enumerate(self.examples, start=1):
             progress(f"{self.spec.name} × {model}: example {number}/{len(self.examples)}")
             run = self.run(prompt, case)
-            self.check_example(run)
+            self.check_example(run, case)
             result.runs.append(run)
         for number, case in enumerate(self.probes, start=1):
             progress(f"{self.spec.name} × {model}: adversarial probe {number}/{len(self.probes)}")
@@ -200,6 +206,8 @@ class _AgentContext:
             if self.legacy else rules.not_applicable("PV-017", "the agent has a portability section (see PV-018)"),
             rules.aggregate("PV-018", result.runs, none="no example to run")
             if not self.legacy else rules.not_applicable("PV-018", "legacy agent: no portability section to remove"),
+            rules.aggregate("PV-019", examples, none="the agent declares no tools" if not self.spec.tools
+                            else 'no example names the tool calls it needs ("tool_calls" in a labeled row)'),
         ]
         if options.fast:
             result.criteria = [rules.not_applicable(c.id, "not run with --fast") if c.id in FAST_SKIPS
@@ -222,7 +230,7 @@ class _AgentContext:
                       probe=case.probe)
         started = time.monotonic()
         try:
-            answer = self.agent.run_prompt(prompt, case.inputs, self.run_options, complete=self.complete,
+            answer = self.agent.run_prompt(prompt, case.inputs, self.options_for(case), complete=self.complete,
                                            label="verify")
         except GuardrailError as error:
             run.error, run.refused_by_guardrail = _first_line(error), True
@@ -239,7 +247,17 @@ class _AgentContext:
         run.checks += self.tool_checks(run)
         return run
 
-    def check_example(self, run: CaseRun) -> None:
+    def options_for(self, case: Case) -> RunOptions:
+        """The run options for ``case``: where the agent declares tools, each tool answers the calls
+        the case expects with their recorded results, and any other call through the caller's own
+        function (``run_options.tools``) or, without one, with an error the model is told of."""
+        if not self.spec.tools:
+            return self.run_options
+        own = dict(self.run_options.tools or {})
+        return replace(self.run_options, tools={tool.name: _recorded(tool.name, case, own.get(tool.name))
+                                                for tool in self.spec.tools})
+
+    def check_example(self, run: CaseRun, case: Case) -> None:
         from rosetta.runtime.review import failed_review
         from rosetta.runtime.rubric import Rubric
 
@@ -260,6 +278,7 @@ class _AgentContext:
                 review = self.reviewer.review(run.output if run.output is not None else run.raw, rubric,
                                               reference=run.expected, context=self._task(run.inputs))
                 run.review = review.to_dict()
+        run.checks += rules.tool_use_checks(run, case, self.spec.tools)
         if self.legacy:
             run.checks.append(Check(criterion="PV-017", verdict="fail" if run.error else "pass", source="rules",
                                     reasoning=run.error or "rendered and answered"))
@@ -386,6 +405,19 @@ class _AgentContext:
     def _task(self, inputs: dict[str, Any]) -> str:
         shown = "\n".join(f"{k}: {v if isinstance(v, str) else v!r}"[:2000] for k, v in inputs.items())
         return f"{self.spec.name} — {self.spec.description}\n\nInput:\n{shown}"
+
+
+def _recorded(name: str, case: Case, own: Callable[..., Any] | None) -> Callable[..., Any]:
+    """The function verify runs for the tool ``name`` in ``case``: the recorded result of the first
+    expected call the arguments match, else ``own(**arguments)``, else an error for the model."""
+    def tool(**arguments: Any) -> Any:
+        for call in case.tool_calls:
+            if call.matches(name, arguments):
+                return call.result
+        if own is not None:
+            return own(**arguments)
+        raise LookupError(f"this verification case ({case.id}) has no result for this call of {name}")
+    return tool
 
 
 def _metrics(result: ModelResult) -> None:
