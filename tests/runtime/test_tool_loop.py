@@ -127,6 +127,38 @@ def test_a_raising_tool_and_invalid_arguments_go_back_to_the_model_which_recover
     assert [m["content"].startswith("error: ") for m in sent] == [True, True, False]
 
 
+def test_a_tool_that_does_not_return_within_the_calls_timeout_is_reported_and_the_run_goes_on(agent):
+    release = threading.Event()
+
+    def hangs(table: str) -> int:
+        release.wait(10)
+        return 1
+
+    async def ahangs(table: str) -> int:
+        await asyncio.sleep(10)
+        return 1
+
+    count_once = lambda results: [("row_count", {"table": "users"})] if not results else None  # noqa: E731
+    try:
+        with VendorRecorder(ANSWER, tools=count_once) as server:
+            started = time.monotonic()
+            result = run_on(server, agent, "openai", tools={"row_count": hangs}, timeout=0.5)
+            blocking = time.monotonic() - started
+            started = time.monotonic()
+            aresult = asyncio.run(agent.arun(QUERY, model=MODELS["openai"], api_base=server.openai_base,
+                                             api_key="sk-test-not-real", fallbacks=[], timeout=0.5,
+                                             tools={"row_count": ahangs}))
+            awaited = time.monotonic() - started
+    finally:
+        release.set()
+    for answered, took in ((result, blocking), (aresult, awaited)):
+        assert answered.valid and took < 5, took  # the model was told, and answered
+        (step,) = answered.tool_calls
+        assert step["error"] == "the tool did not return within 0.5 s (the call's timeout)"
+    sent = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
+    assert sent[0]["content"] == "error: the tool did not return within 0.5 s (the call's timeout)"
+
+
 def test_an_undeclared_or_disallowed_tool_is_refused_and_reported(agent):
     calls = iter([[("shell", {"command": "rm -rf /"}), ("drop_table", {"table": "users"})]])
     ran: list[str] = []

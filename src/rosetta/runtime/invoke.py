@@ -309,7 +309,7 @@ def plan(
                                              "stopped", field="max_tool_steps",
                                              hint="raise max_tool_steps, or check that the tools return what the "
                                                   "model needs to answer"), attempts, "tool_steps")
-            ran = yield RunTools(tuple(toolbox.check(call) for call in asked), toolbox.functions)
+            ran = yield RunTools(tuple(toolbox.check(call) for call in asked), toolbox.functions, policy.timeout)
             called += [call.to_dict() for call in ran]
             tool_errors += sum(call.error is not None for call in ran)
             if tool_errors > toolbox.max_errors:

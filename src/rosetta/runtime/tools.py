@@ -17,7 +17,7 @@ import inspect
 import json
 import os
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,29 +93,47 @@ class ToolBox:
 @dataclass(frozen=True)
 class RunTools:
     """A step of an invocation plan: run these calls' functions (those without an error), several
-    at once, and send back the calls with their results."""
+    at once, each for at most ``timeout`` seconds (the call's timeout), and send back the calls with
+    their results."""
 
     calls: tuple[ToolCall, ...]
     functions: Mapping[str, Callable[..., Any]]
+    timeout: float | None = None
+
+    def overran(self, call: ToolCall) -> ToolCall:
+        """``call`` when its function has not returned in time: the model is told, the run goes on."""
+        return replace(call, error=f"the tool did not return within {self.timeout:g} s (the call's timeout)", ran=True)
 
 
 def run_tools(step: RunTools) -> list[ToolCall]:
-    """:class:`RunTools` for a blocking run: the calls of one turn run concurrently (threads; an
-    async function runs to completion in its thread's own event loop)."""
-    runnable = [(n, call) for n, call in enumerate(step.calls) if call.error is None]  # by position: a model
-    if len(runnable) <= 1:  # may give two calls one id
-        done = {n: _run(step.functions[call.name], call) for n, call in runnable}
-    else:
-        with ThreadPoolExecutor(max_workers=min(len(runnable), 16)) as pool:
-            futures = {n: pool.submit(_run, step.functions[call.name], call) for n, call in runnable}
-            done = {n: future.result() for n, future in futures.items()}
+    """:class:`RunTools` for a blocking run: the calls of one turn run concurrently in threads (an
+    async function runs to completion in its thread's own event loop). A function still running at
+    the timeout is left to finish in its thread; its call is answered with the timeout."""
+    # by position, not id: a model may give two calls one id
+    runnable = [(n, call) for n, call in enumerate(step.calls) if call.error is None]
+    pool = ThreadPoolExecutor(max_workers=min(max(len(runnable), 1), 16), thread_name_prefix="rosetta-tool")
+    try:
+        futures = {n: pool.submit(_run, step.functions[call.name], call) for n, call in runnable}
+        wait(futures.values(), timeout=step.timeout)
+        done = {n: future.result() if future.done() else step.overran(call)
+                for (n, call), future in zip(runnable, futures.values(), strict=True)}
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     return [done.get(n, call) for n, call in enumerate(step.calls)]
 
 
 async def arun_tools(step: RunTools) -> list[ToolCall]:
-    """:class:`RunTools` for asyncio: async functions awaited together, blocking ones in threads."""
+    """:class:`RunTools` for asyncio: async functions awaited together, blocking ones in threads;
+    one still running at the timeout is cancelled (a thread is left to finish) and its call answered
+    with the timeout."""
+    async def bounded(call: ToolCall) -> ToolCall:
+        try:
+            return await asyncio.wait_for(_arun(step.functions[call.name], call), step.timeout)
+        except TimeoutError:
+            return step.overran(call)
+
     runnable = [(n, call) for n, call in enumerate(step.calls) if call.error is None]
-    results = await asyncio.gather(*(_arun(step.functions[call.name], call) for _, call in runnable))
+    results = await asyncio.gather(*(bounded(call) for _, call in runnable))
     done = {n: ran for (n, _), ran in zip(runnable, results, strict=True)}
     return [done.get(n, call) for n, call in enumerate(step.calls)]
 
