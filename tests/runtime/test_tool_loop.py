@@ -125,6 +125,11 @@ def test_a_raising_tool_and_invalid_arguments_go_back_to_the_model_which_recover
     assert errors[1] == "the tool raised LookupError: no such table: orders" and errors[2] is None
     sent = [m for m in server.requests[3].body["messages"] if m["role"] == "tool"]
     assert [m["content"].startswith("error: ") for m in sent] == [True, True, False]
+    calls = iter([[("describe_table", {"table": "orders"})]])
+    with VendorRecorder(ANSWER, tools=lambda results: next(calls, None)) as server:  # asked otherwise: no second try
+        with pytest.raises(ModelCallError, match="no such table: orders"):
+            run_on(server, agent, "openai", tools={"describe_table": flaky}, max_tool_errors=0)
+    assert len(server.requests) == 1
 
 
 def test_a_tool_that_does_not_return_within_the_calls_timeout_is_reported_and_the_run_goes_on(agent):
