@@ -3,6 +3,7 @@
 Each POST to /v1/chat/completions takes the next step of the script (the last step repeats):
 ("ok", content) · ("tool", name, arguments) · ("status", code, {headers}) ·
 ("stall", seconds[, content]) answers late (with content, else "{}") ·
+("body", status, text[, content_type]) sends that body as is (an HTML page, a stream without choices) ·
 ("drop",) closes the connection without answering · ("reset",) resets it (TCP RST) without
 answering · ("garbage",) sends malformed JSON · ("empty",) is a well-formed completion with no choices ·
 ("context",) is OpenAI's context-length-exceeded 400 · ("reply", answer[, seconds]) answers
@@ -128,6 +129,9 @@ class FaultServer:
                 "message": "This model's maximum context length is 128000 tokens. However, your messages resulted "
                            "in 190000 tokens.", "type": "invalid_request_error", "code": "context_length_exceeded"}})
             self._send(handler, 400, payload, {})
+            return
+        if kind == "body":
+            self._send(handler, step[1], step[2], {"Content-Type": step[3] if len(step) > 3 else "text/html"})
             return
         if kind == "garbage":
             self._send(handler, 200, '{"id": "x", "choices": [', {})

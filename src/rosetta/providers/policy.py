@@ -27,7 +27,8 @@ def validation_retries(model_class: str) -> int:
 
 @dataclass(frozen=True)
 class ErrorKinds:
-    """The ``errors`` table: which failures are transient, denied, credentials, hard, context, busy or local."""
+    """The ``errors`` table: which failures are transient, denied, credentials, hard, context, busy,
+    local or refused."""
 
     statuses: tuple[tuple[re.Pattern[str], str], ...]  # "5xx" matches 500-599
     classes: dict[str, str]  # exception class name → kind

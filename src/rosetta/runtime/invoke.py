@@ -51,9 +51,20 @@ classes that say the same, ``errors.causes.local`` of ``providers/runtime_policy
 
 
 class EmptyResponse(Exception):
-    """A provider's success status without a usable answer (no choices, or a choice with no
-    message). The provider failed to answer, as with a 5xx: transient, so the call is retried,
-    counted against the endpoint's health, and the chain moves on once the retries are spent."""
+    """A provider's success status without an answer: no choices, a choice with no message, or a
+    message with no text and no tool call (streamed or whole). The provider failed to answer, as
+    with a 5xx: transient, so the call is retried, counted against the endpoint's health, and the
+    chain moves on once the retries are spent."""
+
+
+class Refusal(Exception):
+    """The model declined to answer (the message's ``refusal``): not retried on the same model,
+    the next model of the chain is tried (kind ``refused``)."""
+
+
+class ContentFiltered(Exception):
+    """The provider's content filter withheld the answer (``finish_reason: content_filter``): a
+    content-policy outcome, like a ContentPolicyViolationError (kind ``hard``: the run ends)."""
 
 
 class ModelCallError(RosettaError):
@@ -64,7 +75,7 @@ class ModelCallError(RosettaError):
         super().__init__(redact_problems(problems))  # they quote provider errors and answers
         self.attempts = list(attempts or [])
         self.kind = kind  # "hard" | "denied" | "credentials" | "transient" | "local" | "context" | "busy" |
-        # "unavailable" | "invalid" | "exhausted" | "tool_steps" | "tool_errors"
+        # "refused" | "unavailable" | "invalid" | "exhausted" | "tool_steps" | "tool_errors"
         self.missing = tuple(missing)  # the unset variables holding the keys it lacked (kind "credentials")
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -368,7 +379,7 @@ def _respond(prompt: RenderedPrompt, kwargs: dict[str, Any], *, artifact: str, p
         began = time.monotonic()
         outcome = yield Call(dict(kwargs), len(attempts) + 1, artifact,
                              limiter.gate(kwargs) if limiter is not None else None, policy.queue_timeout)
-        outcome = _unusable(outcome) or outcome
+        outcome = _unusable(outcome, prompt) or outcome
         if isinstance(outcome, BaseException):
             kind = classify(outcome)
             message = _safe_message(outcome)
@@ -432,16 +443,28 @@ def _logprobs(response: Any) -> list[dict[str, Any]] | None:
     return [entry if isinstance(entry, dict) else entry.model_dump() for entry in content]
 
 
-def _unusable(response: Any) -> EmptyResponse | None:
-    """An :class:`EmptyResponse` for a response with no first choice holding a message."""
+def _unusable(response: Any, prompt: RenderedPrompt) -> Exception | None:
+    """Why a response holds no answer to read — no choices, no message, a refusal, an answer the
+    content filter withheld, or nothing at all — as the exception whose kind decides what happens
+    next; None for a response with an answer (text, structured output or tool calls). The one place
+    this is decided, for every call path: whole or streamed, run, stream or chat."""
     if isinstance(response, BaseException):
         return None
     choices = getattr(response, "choices", None)
     if not choices:
         return EmptyResponse("the provider answered with no choices (an empty or malformed response)")
-    if getattr(choices[0], "message", None) is None:
+    message = getattr(choices[0], "message", None)
+    if message is None:
         return EmptyResponse("the provider's first choice holds no message (a malformed response)")
-    return None
+    if answer_text(message, prompt).strip() or tool_calls(message):
+        return None
+    refusal = getattr(message, "refusal", None) or (getattr(message, "provider_specific_fields", None) or {}).get(
+        "refusal")  # litellm keeps OpenAI's refusal among the provider's own fields
+    if isinstance(refusal, str) and refusal.strip():
+        return Refusal(f"the model refused: {refusal.strip()}")
+    if getattr(choices[0], "finish_reason", None) == "content_filter":
+        return ContentFiltered("the provider's content filter withheld the answer (finish_reason content_filter)")
+    return EmptyResponse("the model's answer is empty: no text and no tool call")
 
 
 _HINTS = {
@@ -459,6 +482,7 @@ _HINTS = {
     "local": "no connection could be opened in time (this machine's pool or sockets ran out); lower "
              "rate_limits.<provider>.max_in_flight, or raise the timeout",
     "context": "the prompt does not fit this model's context window",
+    "refused": "not retried: the model declined to answer; the next model of the chain, if any, was tried",
     "unavailable": "the next model in the fallback chain is tried; the provider is called again after the cool-down",
 }
 
