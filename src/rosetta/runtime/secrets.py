@@ -389,8 +389,8 @@ def redacting_logs(names: tuple[str, ...] = CALL_LOGGERS) -> Iterator[None]:
     with _lock:
         _calls += 1
         for logger in _loggers(names):  # looked up at every call: a library may add loggers later
-            if _FILTER not in logger.filters:
-                logger.addFilter(_FILTER)
+            if _FILTER not in logger.filters:  # first: a library's own filter (litellm's) may redact a key's
+                logger.filters.insert(0, _FILTER)  # name and leave its value, which no rule finds without it
                 _filtered.append(logger)
     try:
         yield
