@@ -108,8 +108,10 @@ def call(agent, how: str, options: RunOptions, tmp_path: Path) -> tuple[Result, 
         result = asyncio.run(read())
     elif how == "send":
         result = agent.chat(MODEL, options).send(NOTE, complete=complete)
-    else:  # a person pastes the answer the model would have given
-        result = agent.run_manual(NOTE, replace(options, retry_once=False), model=MODEL, complete=complete,
+    else:  # a person pastes the answer the model would have given; what only a call uses is refused
+        manual = replace(options, retry_once=False, extra={}, overrides={}, tools=None, record_dir=None,
+                         raw_transcripts=False)  # (test_options_a_path_would_ignore_are_refused)
+        result = agent.run_manual(NOTE, manual, model=MODEL, complete=complete,
                                   answer=json.dumps({"label": "alpha"}), prompt_file=tmp_path / "manual-prompt.md")
     return result, bodies, text
 
@@ -165,7 +167,7 @@ def test_every_option_has_the_same_effect_on_every_path(toy, tmp_path: Path, rec
 @pytest.mark.parametrize("how", PATHS)
 def test_an_unknown_option_is_refused_before_any_request(toy, tmp_path: Path, how: str) -> None:
     for typo, hint in (("reveiw", "did you mean review="), ("temperature", "extra={'temperature'"),
-                       ("mock_response", "extra={'mock_response'")):
+                       ("mock_response", "extra={'mock_response'"), ("temprature", "extra={'temperature'")):
         with pytest.raises(UsageError, match=hint) as caught:
             if how == "send":
                 toy.chat(MODEL).send(NOTE, complete=_forbidden, **{typo: 1})
@@ -182,6 +184,50 @@ def test_an_unknown_option_is_refused_before_any_request(toy, tmp_path: Path, ho
         with pytest.raises(UsageError, match="a pasted answer has none"):
             toy.run_manual(NOTE, answer="{}", prompt_file=tmp_path / "p.md", review=["x"], retry_once=True)
         assert not (tmp_path / "p.md").exists()
+
+
+@pytest.mark.parametrize("how", PATHS)
+def test_an_option_of_the_wrong_type_is_a_usage_error_on_every_path(toy, tmp_path: Path, how: str) -> None:
+    """Issue 83, item 11: ``review=12345`` raised TypeError and ``policy="fast"`` AttributeError."""
+    for option, message in (({"review": 12345}, "a rubric cannot be read from int"),
+                            ({"policy": "fast"}, "option policy: 'fast' is not valid")):
+        with pytest.raises(UsageError, match=message):
+            if how == "send":
+                toy.chat(MODEL).send(NOTE, complete=_forbidden, **option)
+            elif how == "manual":
+                toy.run_manual(NOTE, answer="{}", prompt_file=tmp_path / "p.md", **option)
+            elif how == "arun":
+                asyncio.run(toy.arun(NOTE, MODEL, acomplete=_forbidden, **option))
+            else:
+                toy.run(NOTE, MODEL, complete=_forbidden, **option) if how == "run" else \
+                    toy.stream(NOTE, MODEL, complete=_forbidden, **option)
+    assert not (tmp_path / "p.md").exists()
+
+
+def test_options_a_path_would_ignore_are_refused(toy, tmp_path: Path) -> None:
+    """Issue 83, item 11: a conversation's turn ignored fallbacks and recording, manual mode a
+    provider parameter, run_prompt recording; each now says so before anything is sent."""
+    chat = toy.chat(MODEL, record_dir=tmp_path / "chat")
+    for option in ({"fallbacks": ["openai/gpt-4o"]}, {"record_dir": tmp_path / "elsewhere"}, {"raw_transcripts": True},
+                   {"user_id": "u1"}):
+        with pytest.raises(UsageError, match=f"pass it to agent.chat\\({next(iter(option))}="):
+            chat.send(NOTE, complete=_forbidden, **option)
+        with pytest.raises(UsageError, match="belongs to the whole conversation"):
+            asyncio.run(chat.asend(NOTE, acomplete=_forbidden, **option))
+    chat.send(NOTE, record_dir=tmp_path / "chat")  # the conversation's own value is no change
+    for option in ({"extra": {"max_tokens": 5}}, {"record_dir": tmp_path / "r"}, {"overrides": {"temperature": 0}}):
+        with pytest.raises(UsageError, match="manual mode does not use the option"):
+            toy.run_manual(NOTE, answer="{}", prompt_file=tmp_path / "p.md", **option)
+    assert not (tmp_path / "p.md").exists()
+    with pytest.raises(UsageError) as caught:  # the hint names the inputs, not a keyword the call refuses
+        toy.run({}, MODEL, complete=_forbidden)
+    assert "missing value for input(s) text" in str(caught.value)
+    assert "give it in the inputs: {'text': ...} (`rosetta run`: -i text=...)" in str(caught.value)
+    prompt = toy.prompt_for(MODEL)
+    for option in ({"record_dir": tmp_path / "r"}, {"fallbacks": ["openai/gpt-4o"]}):
+        with pytest.raises(UsageError, match="run_prompt does not use the option"):
+            toy.run_prompt(prompt, NOTE, complete=_forbidden, **option)
+    assert not (tmp_path / "r").exists()
 
 
 def _forbidden(**kwargs):

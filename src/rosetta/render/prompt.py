@@ -232,7 +232,8 @@ class RenderedPrompt:
             problems = []
             if missing:
                 problems.append(Problem(f"missing value for input(s) {', '.join(missing)}", field="inputs",
-                                        hint=f"pass {', '.join(f'{m}=...' for m in missing)}"))
+                                        hint="give it in the inputs: {" + ", ".join(f"{m!r}: ..." for m in missing)
+                                             + "} (`rosetta run`: " + " ".join(f"-i {m}=..." for m in missing) + ")"))
             if unknown:
                 problems.append(Problem(f"unknown input(s) {', '.join(unknown)}", field="inputs",
                                         hint=f"{self.agent} takes: {', '.join(declared)}"))

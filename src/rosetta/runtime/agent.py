@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Location, Problem, UsageError
 from rosetta.render.prompt import RenderedPrompt
-from rosetta.runtime.options import RunOptions
+from rosetta.runtime.options import RunOptions, refuse_set
 from rosetta.runtime.runner import Runner
 from rosetta.runtime.selector import Selection, Selector
 from rosetta.runtime.stream import Stream
@@ -155,8 +155,12 @@ class Agent:
 
     def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], options: RunOptions | None = None, *,
                    complete: Any = None, label: str = "candidate", **keywords: Any) -> Result:
-        """Answer ``inputs`` with an explicit ``prompt`` on its own model, and no fallback chain."""
-        return self.runner.run_prompt(prompt, inputs, RunOptions.of(options, keywords), complete=complete, label=label)
+        """Answer ``inputs`` with an explicit ``prompt`` on its own model, and no fallback chain (nor
+        recording: ``record_dir`` is refused)."""
+        opts = RunOptions.of(options, keywords)
+        refuse_set(opts, ("fallbacks", "record_dir", "raw_transcripts"), "run_prompt",
+                   "run_prompt sends one prompt to its own model and records nothing: use run() for {name}")
+        return self.runner.run_prompt(prompt, inputs, opts, complete=complete, label=label)
 
     def run_manual(self, inputs: Mapping[str, Any], options: RunOptions | None = None, *,
                    prompt_file: str | os.PathLike[str] | None = None, answer: str | None = None,
@@ -169,6 +173,8 @@ class Agent:
         (retries, endpoint, parameters) have nothing to do here, and a review (``review_model``,
         or the first model of the chain) grades the pasted answer."""
         opts = RunOptions.of(options, keywords)
+        refuse_set(opts, ("extra", "overrides", "tools", "record_dir", "raw_transcripts"), "manual mode",
+                   "manual mode sends nothing and records nothing; {name} has nothing to act on")
         if opts.retry_once:
             raise UsageError(Problem("retry_once regenerates the answer on its model; a pasted answer has none",
                                      field="retry_once", hint="review a manual answer without retry_once"))

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Location, Problem, UsageError
-from rosetta.runtime.options import RunOptions
+from rosetta.runtime.options import RunOptions, refuse_set
 from rosetta.runtime.secrets import redact, redact_data
 from rosetta.runtime.stream import Stream
 from rosetta.runtime.tools import ToolCall, assistant_turn, pending_calls, result_turns
@@ -161,6 +161,8 @@ class Conversation:
         """A turn's options: the conversation's, replaced by the turn's own; the turn's model chain,
         arm and recording stay the conversation's."""
         opts = RunOptions.of(options or self.options, keywords)
+        refuse_set(opts, ("fallbacks", "user_id", "record_dir", "raw_transcripts"), "a conversation's turn",
+                   "{name} belongs to the whole conversation: pass it to agent.chat({name}=...)", allowed=self.options)
         return replace(opts, fallbacks=self.options.fallbacks, user_id=self.options.user_id,
                        record_dir=self.options.record_dir, raw_transcripts=self.options.raw_transcripts)
 

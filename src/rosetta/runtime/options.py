@@ -88,6 +88,11 @@ class RunOptions:
             if isinstance(self.fallbacks, str) or not all(isinstance(m, str) and m for m in self.fallbacks):
                 _refuse("fallbacks", self.fallbacks, "a list of model ids, e.g. ['openai/gpt-4o']")
             object.__setattr__(self, "fallbacks", tuple(self.fallbacks))
+        if self.policy is not None:
+            from rosetta.runtime.invoke import RetryPolicy
+
+            if not isinstance(self.policy, RetryPolicy):
+                _refuse("policy", self.policy, "a rosetta.RetryPolicy, e.g. RetryPolicy(attempts=2, timeout=30)")
         if self.on_secret not in ("redact", "fail"):
             _refuse("on_secret", self.on_secret, '"redact" or "fail"')
         if self.validation_retries is not None and (
@@ -145,9 +150,11 @@ class RunOptions:
             if name not in known:
                 close = [] if name in PROVIDER_PARAMETERS else difflib.get_close_matches(name, sorted(known), n=1,
                                                                                           cutoff=0.75)
+                meant = name if name in PROVIDER_PARAMETERS else next(iter(difflib.get_close_matches(
+                    name, sorted(PROVIDER_PARAMETERS), n=1, cutoff=0.75)), name)  # temprature -> temperature
                 hint = (f"did you mean {close[0]}=?" if close else
-                        f"a provider parameter goes in extra={{{name!r}: ...}}, one the compiled prompt sets in "
-                        f"overrides={{{name!r}: ...}}")
+                        f"a provider parameter goes in extra={{{meant!r}: ...}}, one the compiled prompt sets in "
+                        f"overrides={{{meant!r}: ...}}")
                 raise UsageError(Problem(f"unknown option {name!r}: nothing was sent", field=name,
                                          expected="one of " + ", ".join(sorted(known)), hint=hint))
         base = options if options is not None else cls()
@@ -167,6 +174,18 @@ class RunOptions:
 
 
 OPTION_NAMES = frozenset(f.name for f in fields(RunOptions))
+
+
+def refuse_set(options: RunOptions, names: tuple[str, ...], where: str, hint: str,
+               allowed: RunOptions | None = None) -> None:
+    """A UsageError, before anything is sent, when ``options`` sets one of ``names`` (away from its
+    default, and from ``allowed``'s value where given) on a path that would not use it."""
+    defaults = RunOptions()
+    for name in names:
+        value = getattr(options, name)
+        if value != getattr(defaults, name) and (allowed is None or value != getattr(allowed, name)):
+            raise UsageError(Problem(f"{where} does not use the option {name}: nothing was sent", field=name,
+                                     hint=hint.format(name=name)))
 
 
 def request_params(options: RunOptions, compiled: Mapping[str, Any]) -> dict[str, Any]:

@@ -33,6 +33,10 @@ class Rubric:
             return value
         if isinstance(value, str):
             value = [line.strip() for line in value.splitlines() if line.strip()]
+        if not isinstance(value, Mapping | Sequence) or isinstance(value, bytes):
+            raise UsageError(Problem(f"a rubric cannot be read from {type(value).__name__} {value!r}"[:200],
+                                     field="rubric", expected="criteria: a text (one per line), a list of texts or "
+                                                              "{criterion: ..., weight: ...}, or {id: text}"))
         items: list[Criterion] = []
         entries = list(value.items()) if isinstance(value, Mapping) else list(enumerate(value, start=1))
         for key, entry in entries:
