@@ -10,7 +10,8 @@ answering · ("garbage",) sends malformed JSON · ("empty",) is a well-formed co
 ``answer(body["messages"])`` (after ``seconds``, e.g. a model's latency) ·
 ("flaky", p) answers 503 with probability p (seeded), else a valid triage answer that echoes the
 request's `[call N]` marker, so a test can tell every answer belongs to its own call;
-("flaky", p, [fault, ...]) plays one of those faults (picked at random, seeded) instead of the 503.
+("flaky", p, [fault, ...]) plays one of those faults (picked at random, seeded) instead of the 503;
+("flaky", p, [fault, ...], seconds) answers its successes that late (failures come back at once).
 Requests are recorded (path, body, arrival time and Authorization header) so tests can assert attempts and delays;
 ``peak`` is the most requests the server was working on at once, ``faults`` how many faults the
 flaky steps played.
@@ -100,6 +101,8 @@ class FaultServer:
             if fail:
                 self._send(handler, 503, json.dumps({"error": {"message": "flaky 503", "code": 503}}), {})
                 return
+            if len(step) > 3:  # a slow success, after fast failures
+                time.sleep(step[3])
             text = json.dumps(body.get("messages", []))
             marker = re.search(r"\[call \d+\]", text)
             answer = {"severity": "medium", "rationale": f"Answer for {marker.group(0) if marker else '?'}."}

@@ -40,9 +40,11 @@ def spiking_agent(tree: Path) -> Agent:
     return load("vuln-triage", project=tree)
 
 
-def spike(agent: Agent, run: int, calls: int = 500) -> tuple[int | float, ...]:
-    """One spike of ``calls`` concurrent calls; asserts that none was lost, swapped or held against a
-    healthy endpoint, and returns the run's row of :data:`ROW`. Needs the providers' keys set; sets
+def spike(agent: Agent, run: int, calls: int = 500, *, faults: list[tuple] = FAULTS, rate: float = 0.3,
+          success_s: float = 0.0) -> tuple[int | float, ...]:
+    """One spike of ``calls`` concurrent calls, a share ``rate`` of the provider's answers one of
+    ``faults`` and its successes ``success_s`` late; asserts that none was lost, swapped or held
+    against a healthy endpoint, and returns the run's row of :data:`ROW`. Needs the providers' keys set; sets
     their endpoints (each provider's endpoint comes from its environment, so the two models reach two
     servers)."""
     from rosetta.runtime.invoke import RetryPolicy
@@ -51,7 +53,7 @@ def spike(agent: Agent, run: int, calls: int = 500) -> tuple[int | float, ...]:
     policy = RetryPolicy(attempts=2, base=0.01, multiplier=2.0, cap=0.1, timeout=2.0)  # one call in ~11 falls back
     health = agent.traffic.health
     endpoints = {model: credential_key({"model": model}) for model in (PRIMARY, FALLBACK)}
-    with FaultServer([("flaky", 0.3, FAULTS)]) as faulty, FaultServer([("flaky", 0.0)]) as healthy:
+    with FaultServer([("flaky", rate, faults, success_s)]) as faulty, FaultServer([("flaky", 0.0)]) as healthy:
         os.environ["OPENAI_API_BASE"] = faulty.url
         os.environ["ANTHROPIC_API_BASE"] = healthy.url.removesuffix("/v1")
 

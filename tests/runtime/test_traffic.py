@@ -133,6 +133,44 @@ def test_old_outcomes_leave_the_window_and_degraded_service_does_not_trip():
     assert health.cooling("p") == 0.0
 
 
+def test_calls_still_out_count_as_not_failed_so_fast_failures_do_not_trip_before_slow_successes():
+    clock = Clock()
+    health = ProviderHealth(HealthPolicy(window_s=60, min_calls=20, error_rate=0.8, cooldown_s=30), clock=clock)
+    calls = [health.sending("p") for _ in range(100)]
+    for call in calls:
+        call.__enter__()
+    started = clock()
+    for call in calls[:30]:  # 30 of the 100 fail at once, while the 70 others are still out
+        call.__exit__(None, None, None)
+        health.record("p", True, started)
+    assert health.cooling("p") == 0.0
+    for call in calls[30:]:  # then the successes come back, one by one
+        call.__exit__(None, None, None)
+        health.record("p", False, started)
+    assert health.cooling("p") == 0.0
+    for _ in range(20):  # an outage: every call fails, none is out
+        with health.sending("p"):
+            pass
+        health.record("p", True, clock())
+    assert health.cooling("p") == 0.0  # 50 of 120 in the window
+    for _ in range(250):  # 300 failures of 370: past 80%
+        health.record("p", True, clock())
+    assert health.cooling("p") == pytest.approx(30.0)
+
+
+def test_outcomes_coming_back_during_a_cool_down_are_kept_for_after_it():
+    clock = Clock()
+    health = ProviderHealth(HealthPolicy(window_s=60, min_calls=4, error_rate=0.75, cooldown_s=5), clock=clock)
+    for _ in range(4):
+        health.record("p", True)
+    assert health.cooling("p") > 0
+    for _ in range(12):  # calls that started before the cool-down, coming back fine
+        health.record("p", False)
+    clock.now += 6
+    health.record("p", True)  # 1 failure in 13: the endpoint is fine
+    assert health.cooling("p") == 0.0
+
+
 # -- the in-flight gate alone -------------------------------------------------------------------
 
 def until(condition: Callable[[], bool]) -> None:

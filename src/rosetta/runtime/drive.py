@@ -82,7 +82,7 @@ def drive_streaming(steps: Steps[T], *, complete: Callable[..., Any], sleep: Cal
                 continue
             try:
                 marks = {"rosetta.stream": pending} if stream else {}
-                with span("rosetta.llm_call", **_call_attributes(step), **marks) as current:
+                with span("rosetta.llm_call", **_call_attributes(step), **marks) as current, step.out():
                     if pending:  # the slot stays held until the stream ends
                         pending = False
                         reply = yield from _streamed_reply(complete, step)
@@ -131,7 +131,7 @@ async def adrive_streaming(steps: Steps[Any], *, acomplete: Callable[..., Any],
                 continue
             try:
                 marks = {"rosetta.stream": pending} if stream else {}
-                with span("rosetta.llm_call", **_call_attributes(step), **marks) as current:
+                with span("rosetta.llm_call", **_call_attributes(step), **marks) as current, step.out():
                     if pending:  # the slot stays held until the stream ends
                         pending = False
                         collected: list[Any] = []

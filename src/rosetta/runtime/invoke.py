@@ -16,6 +16,7 @@ import logging
 import math
 import time
 from collections.abc import Generator, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import timezone
 from typing import TYPE_CHECKING, Any
@@ -248,6 +249,12 @@ class Call:
     artifact: str = ""
     gate: Gate | None = None  # the endpoint's in-flight bound: the driver holds a slot while the request is out
     queue_timeout: float | None = None  # longest wait for that slot; then the driver sends back GateTimeout
+    health: ProviderHealth | None = None  # told while the request is out (a call still out has not failed)
+    endpoint: str = ""
+
+    def out(self) -> AbstractContextManager[None]:
+        """What the driver holds while the request is out (sent, its response not yet back)."""
+        return self.health.sending(self.endpoint) if self.health is not None else nullcontext()
 
 
 @dataclass(frozen=True)
@@ -377,8 +384,10 @@ def _respond(prompt: RenderedPrompt, kwargs: dict[str, Any], *, artifact: str, p
             waited += reservation.wait
             yield Wait(reservation.wait)
         began = time.monotonic()
+        started = health.clock() if health is not None else began  # outcomes count by when calls started
         outcome = yield Call(dict(kwargs), len(attempts) + 1, artifact,
-                             limiter.gate(kwargs) if limiter is not None else None, policy.queue_timeout)
+                             limiter.gate(kwargs) if limiter is not None else None, policy.queue_timeout,
+                             health, endpoint)
         outcome = _unusable(outcome, prompt) or outcome
         if isinstance(outcome, BaseException):
             kind = classify(outcome)
@@ -390,7 +399,7 @@ def _respond(prompt: RenderedPrompt, kwargs: dict[str, Any], *, artifact: str, p
             if limiter is not None:
                 limiter.settle(reservation, 0 if kind != "transient" else None)
             if health is not None and kind == "transient":
-                health.record(endpoint, failed=True)
+                health.record(endpoint, failed=True, started=started)
             if kind == "credentials":  # the SDK found no key: name the variables, as before a call
                 found = check_credentials(prompt.model, kwargs)
                 raise ModelCallError(Problem(f"{prompt.model}: {message}", field="model", hint=(
@@ -412,7 +421,7 @@ def _respond(prompt: RenderedPrompt, kwargs: dict[str, Any], *, artifact: str, p
         if limiter is not None:
             limiter.settle(reservation, getattr(getattr(outcome, "usage", None), "total_tokens", None))
         if health is not None:
-            health.record(endpoint, failed=False)
+            health.record(endpoint, failed=False, started=started)
         return outcome
     raise AssertionError("policy.attempts is at least 1")
 
