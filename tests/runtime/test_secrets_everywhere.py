@@ -16,6 +16,7 @@ from secret_samples import EXAMPLES, secret_part
 from rosetta.runtime.agent import load
 from rosetta.runtime.guardrails import GuardrailError
 from rosetta.runtime.invoke import RetryPolicy
+from rosetta.runtime.secrets import PROVIDER_DEBUG_LOGS
 
 EVERY = " and ".join(planted for planted, _ in EXAMPLES.values())
 ADVISORY = {"advisory": f"CVE-2024-12345: the vendor's CI printed {EVERY} into public build logs."}
@@ -54,11 +55,42 @@ def extractor(tree):
 
 
 @pytest.fixture
-def debug_logs(caplog):
+def debug_logs(caplog, monkeypatch):
+    """Every record at DEBUG, the call libraries' kept during calls (the user opted in)."""
+    monkeypatch.setenv(PROVIDER_DEBUG_LOGS, "1")
     for name in CALL_LOGGERS:
         caplog.set_level(logging.DEBUG, logger=name)
     caplog.set_level(logging.DEBUG)
     return caplog
+
+
+def test_a_key_split_across_streamed_deltas_never_reaches_a_log(extractor, caplog, monkeypatch):
+    """Issue 83, item 3: litellm logs every streamed delta at DEBUG, one record each, so no
+    per-record rule sees a key split across them whole. Unless the user opts in, the call
+    libraries' records below WARNING are dropped while rosetta's calls run."""
+    monkeypatch.delenv(PROVIDER_DEBUG_LOGS, raising=False)
+    for name in CALL_LOGGERS:
+        caplog.set_level(logging.DEBUG, logger=name)
+    answer = json.dumps({"advisory_id": "CVE-2024-12345", "title": f"Leaked {EVERY}"})
+    cuts = sorted({answer.index(part) + len(part) // 2 for part in (secret_part(rule, planted) for rule, (planted, _)
+                                                                    in EXAMPLES.items()) if part in answer})
+    deltas = [answer[start:end] for start, end in zip([0, *cuts], [*cuts, len(answer)], strict=True)]
+    events = [{"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o",
+               "choices": [{"index": 0, "delta": {"role": "assistant", "content": delta} if not n else {"content": delta},
+                            "finish_reason": None}]} for n, delta in enumerate(deltas)]
+    events.append({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o",
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    body = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
+    with FaultServer([("body", 200, body, "text/event-stream")]) as server:  # each key cut in half
+        stream = extractor.stream(ADVISORY, "openai/gpt-4o", policy=FAST, api_base=server.url, fallbacks=[],
+                                  validation_retries=0, api_key="sk-test-not-a-real-key")
+        text = "".join(stream)
+        stream.result()
+    assert "[redacted" in text and not leaks(text)
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    pieces = {secret_part(rule, planted)[start:start + 12] for rule, (planted, _) in EXAMPLES.items()
+              for start in range(0, max(1, len(secret_part(rule, planted)) - 11), 4)}
+    assert not [piece for piece in pieces if len(piece) == 12 and piece in logged]
 
 
 def test_no_planted_credential_leaves_any_field_export_or_log(extractor, tree, debug_logs):

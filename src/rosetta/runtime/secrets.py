@@ -13,6 +13,7 @@ arrives, never searched again.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -368,7 +369,24 @@ class RedactingFilter(logging.Filter):
         return True
 
 
-_FILTER = RedactingFilter()  # on the call's libraries' loggers, while calls run
+PROVIDER_DEBUG_LOGS = "ROSETTA_PROVIDER_DEBUG_LOGS"
+"""Set to 1 to keep the call's libraries' records below WARNING during rosetta's calls (each is
+redacted on its own, so a key split across litellm's streamed deltas may appear in pieces)."""
+
+
+class CallRecords(RedactingFilter):
+    """On the call's libraries' loggers while rosetta's calls run: records at WARNING and above are
+    redacted; those below are dropped unless the user sets :data:`PROVIDER_DEBUG_LOGS` to 1.
+    litellm logs every streamed delta at DEBUG, one record each, so a key split across deltas is in
+    no single record a rule could match; no per-record filter can redact what it never sees whole."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING and os.environ.get(PROVIDER_DEBUG_LOGS) != "1":
+            return False
+        return super().filter(record)
+
+
+_FILTER = CallRecords()  # on the call's libraries' loggers, while calls run
 _OWN = RedactingFilter()  # on rosetta's own loggers, always
 _calls = 0  # calls running now, in every thread and event loop
 _filtered: list[logging.Logger] = []
