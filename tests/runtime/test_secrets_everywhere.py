@@ -185,6 +185,18 @@ def test_an_answer_with_a_lone_surrogate_is_returned_and_recorded_exactly(extrac
     assert resumed.messages[-1]["content"] == answer and resumed.turns[0]["data"]["title"] == "\ud800 broken"
 
 
+def test_a_lone_surrogate_in_a_string_without_limits_is_an_issue_not_a_typed_output_that_cannot_dump(extractor):
+    """Issue 83, item 8: ``vulnerable_range`` has no length or pattern, so pydantic took the
+    surrogate and ``result.output.model_dump_json()`` raised; now the answer is untyped, with an issue."""
+    answer = VALID.replace('"< 1.2.0"', '"< 1.2.0 \\ud800"')
+    with FaultServer([("ok", answer)]) as server:
+        result = extractor.run(ADVISORY, "openai/gpt-4o", policy=FAST, validation_retries=0, fallbacks=[],
+                               api_base=server.url, api_key="sk-test-not-a-real-key")
+    assert not result.valid and [issue.path for issue in result.issues] == ["$.affected[0].vulnerable_range"]
+    assert result.output == result.data and result.data["affected"][0]["vulnerable_range"] == "< 1.2.0 \ud800"
+    assert "lone surrogate" in result.issues[0].message
+
+
 def test_a_redacting_filter_on_a_handler_covers_any_logger_at_any_time():
     from rosetta.runtime.secrets import RedactingFilter
 

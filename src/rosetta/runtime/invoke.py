@@ -433,6 +433,11 @@ def typed(output_model: type[BaseModel] | None, answer: Answer) -> tuple[Any, An
     invalid instead of lost to a traceback."""
     if not answer.valid or output_model is None or answer.data is None:
         return answer.data, answer
+    unwritable = _unwritable(answer.data)  # pydantic takes some (a string without limits), then cannot dump them
+    if unwritable:
+        return answer.data, replace(answer, issues=tuple(
+            Issue(path, "holds a lone surrogate (such as \\ud800): no unicode character UTF-8 can write")
+            for path in unwritable))
     from pydantic import ValidationError
 
     try:
@@ -442,6 +447,24 @@ def typed(output_model: type[BaseModel] | None, answer: Answer) -> tuple[Any, An
                                                   for part in found["loc"])), redact(found["msg"]))
                        for found in error.errors(include_input=False))
         return answer.data, replace(answer, issues=issues)
+
+
+def _unwritable(data: Any) -> list[str]:
+    """The JSON paths of the strings in ``data`` (keys included) that UTF-8 cannot encode."""
+    found, stack = [], [("$", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                found.append(path)
+        elif isinstance(value, dict):
+            stack.extend((f"{path}.{key}", item) for key, item in value.items())
+            stack.extend((path, key) for key in value if isinstance(key, str))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{n}]", item) for n, item in enumerate(value))
+    return sorted(set(found))
 
 
 def _logprobs(response: Any) -> list[dict[str, Any]] | None:
