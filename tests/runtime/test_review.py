@@ -4,6 +4,7 @@ is X, and ``scripted/toy`` answers X when a reviewer's critique names that faile
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -105,3 +106,45 @@ def test_a_review_never_carries_a_credential_the_judge_quoted(toy) -> None:
     said = result.review.to_dict()  # what the judge wrote (the criteria's text is the caller's own rubric)
     assert key not in repr([said["issues"], said["suggested_fixes"], [c["reasoning"] for c in said["criteria"]]])
     assert "does not hold" in result.review.issues[0] and "[redacted" in result.review.issues[0]
+
+
+def test_without_a_judge_the_review_is_refused_before_the_answer_is_paid_for(tmp_path: Path) -> None:
+    """Issue 83, item 6: the answer was paid for, then a UsageError about the missing judge
+    discarded it. Now no call is made."""
+    write_toy_project(tmp_path)  # no rubric-reviewer agent
+    toy = load("toy-sorter", project=tmp_path)
+    before = scripted_model.calls
+    for run in (lambda **o: toy.run({"text": "apples"}, model="scripted/toy", **o),
+                lambda **o: toy.chat("scripted/toy").send({"text": "apples"}, **o),
+                lambda **o: "".join(toy.stream({"text": "apples"}, model="scripted/toy", **o))):
+        with pytest.raises(UsageError, match="reviewing needs the rubric-reviewer agent"):
+            run(review=["The label is alpha"])
+    assert scripted_model.calls == before
+
+
+def test_a_review_that_cannot_run_keeps_the_paid_answer_ungraded(toy, tmp_path: Path) -> None:
+    """Issue 83, item 6: a judge that does not fit the review model's window raised RenderError after
+    the answer was paid for. Now the answer comes back, its review indeterminate, saying why."""
+    judge = tmp_path / "signatures" / "rubric-reviewer.md"
+    judge.write_text(re.sub(r"minimum_context_window: \d+", "minimum_context_window: 10000000", judge.read_text()))
+    result = toy.run({"text": "a note about apples"}, model="scripted/toy", review=["The label is alpha"],
+                     review_model="scripted/judge", retry_once=True)
+    assert result.data == {"label": "alpha"} and result.valid and not result.retried
+    assert result.review.verdict == "indeterminate" and not result.review.judge_valid
+    assert "the review could not run" in result.review.criteria[0].reasoning
+    assert "context window" in result.review.criteria[0].reasoning
+
+
+def test_the_judge_grading_the_model_that_answered_uses_the_calls_endpoint_and_key(toy) -> None:
+    """Issue 83, item 6: the judge's requests went to the declared endpoint with key ``none``."""
+    import json
+
+    from fault_server import FaultServer
+
+    review = json.dumps({"verdict": "pass", "criteria": [{"id": "C1", "verdict": "pass", "reasoning": "alpha",
+                                                          "confidence": 1.0}], "issues": [], "suggested_fixes": []})
+    with FaultServer([("ok", json.dumps({"label": "alpha"})), ("ok", review)]) as server:
+        result = toy.run({"text": "a note about apples"}, model="openai/gpt-4o", fallbacks=[], review=["The label is alpha"],
+                         api_base=server.url, api_key="sk-test-the-callers-key")
+    assert result.review.verdict == "pass" and len(server.requests) == 2
+    assert [r["authorization"] for r in server.requests] == ["Bearer sk-test-the-callers-key"] * 2

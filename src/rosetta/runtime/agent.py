@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rosetta.errors import Location, Problem, UsageError
+from rosetta.errors import Location, Problem, RosettaError, UsageError
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime.options import RunOptions, refuse_set
 from rosetta.runtime.runner import Runner
@@ -112,6 +112,7 @@ class Agent:
         if model == "manual":  # run_manual's own keywords (prompt_file, answer, answer_file) pass on
             return self.run_manual(inputs, options, complete=complete, **keywords)
         opts = RunOptions.of(options, keywords)
+        self.check_review(opts)
         if opts.record_dir is not None:
             return self.chat(model, opts).send(inputs, complete=complete)
         result = self.runner.run(inputs, self.runner.chain(inputs, model, opts.fallbacks), opts, complete=complete)
@@ -125,6 +126,7 @@ class Agent:
         if model == "manual":
             raise UsageError(Problem("manual mode waits for a person: use run(..., model='manual'), not arun",
                                      field="model"))
+        self.check_review(opts)
         if opts.record_dir is not None:
             return await self.chat(model, opts).asend(inputs, acomplete=acomplete)
         chain = self.runner.chain(inputs, model, opts.fallbacks)
@@ -145,6 +147,7 @@ class Agent:
         if model == "manual":
             raise UsageError(Problem("manual mode waits for a person: use run(..., model='manual'), not stream",
                                      field="model"))
+        self.check_review(opts)
         if opts.record_dir is not None:
             return self.chat(model, opts).stream(inputs, complete=complete, acomplete=acomplete)
         chain = self.runner.chain(inputs, model, opts.fallbacks)
@@ -211,12 +214,28 @@ class Agent:
         ended asking for tools (no answer yet to grade), ``result``."""
         if options.review is None or result.wants_tools:
             return result
-        from rosetta.runtime.review import review_and_retry
+        from rosetta.runtime.review import review_and_retry, unreviewed
         from rosetta.runtime.rubric import Rubric
 
-        reviewer = judge_reviewer(self.dirs.root, options.review_model or result.model, complete=complete)
-        return review_and_retry(self, result, inputs, Rubric.of(options.review), options, reviewer=reviewer,
-                                messages=messages, complete=complete)
+        model = options.review_model or result.model
+        reviewer = judge_reviewer(self.dirs.root, model, complete=complete,
+                                  connection=options.connection() if model == result.model else None)
+        rubric = Rubric.of(options.review)
+        try:
+            return review_and_retry(self, result, inputs, rubric, options, reviewer=reviewer, messages=messages,
+                                    complete=complete)
+        except RosettaError as error:  # the answer is paid for: it is returned, ungraded, saying why
+            reason = f"the review could not run: {str(error).strip().splitlines()[0]}"
+            log.warning("%s: %s", self.name, reason)
+            if result.review is None:
+                result.review = unreviewed(rubric, reason)
+            return result
+
+    def check_review(self, options: RunOptions) -> None:
+        """A UsageError before any call when ``options`` asks for a review the project has no judge
+        for (its rubric-reviewer agent)."""
+        if options.review is not None:
+            judge_reviewer(self.dirs.root, options.review_model or "").agent()
 
     async def areviewed(self, result: Result, inputs: Mapping[str, Any], options: RunOptions, *,
                         messages: list[dict[str, Any]] | None = None, acomplete: Any = None) -> Result:
@@ -233,12 +252,14 @@ class Agent:
         return await asyncio.to_thread(self.reviewed, result, inputs, options, messages=messages, complete=complete)
 
 
-def judge_reviewer(root: Path, model: str, *, complete: Any = None, kind: type | None = None) -> Any:
+def judge_reviewer(root: Path, model: str, *, complete: Any = None, kind: type | None = None,
+                   connection: Mapping[str, str] | None = None) -> Any:
     """A :class:`~rosetta.runtime.review.Reviewer` (or subclass ``kind``) grading with the project's
-    rubric-reviewer on ``model``."""
+    rubric-reviewer on ``model`` (through ``connection``'s endpoint and key, where given)."""
     from rosetta.runtime.review import JUDGE_AGENT, Reviewer
 
-    return (kind or Reviewer)(lambda: load(JUDGE_AGENT, project=root), model, root=root, complete=complete)
+    return (kind or Reviewer)(lambda: load(JUDGE_AGENT, project=root), model, root=root, complete=complete,
+                              connection=connection)
 
 
 def _find_definition(name: str, signatures_dir: Path) -> Path | None:

@@ -163,6 +163,7 @@ class Conversation:
         opts = RunOptions.of(options or self.options, keywords)
         refuse_set(opts, ("fallbacks", "user_id", "record_dir", "raw_transcripts"), "a conversation's turn",
                    "{name} belongs to the whole conversation: pass it to agent.chat({name}=...)", allowed=self.options)
+        self.agent.check_review(opts)
         return replace(opts, fallbacks=self.options.fallbacks, user_id=self.options.user_id,
                        record_dir=self.options.record_dir, raw_transcripts=self.options.raw_transcripts)
 

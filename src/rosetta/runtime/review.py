@@ -128,6 +128,12 @@ def read_review(data: Any, rubric: Rubric, *, valid: bool = True, model: str = "
                   weights={c.id: c.weight for c in rubric.criteria})
 
 
+def unreviewed(rubric: Rubric, reason: str) -> Review:
+    """Every criterion indeterminate: the judge could not grade (the answer stands, ungraded)."""
+    return Review([CriterionVerdict(c.id, c.text, "indeterminate", reason, None) for c in rubric.criteria],
+                  judge_valid=False, weights={c.id: c.weight for c in rubric.criteria})
+
+
 def failed_review(rubric: Rubric, reason: str) -> Review:
     """Every criterion failed by rule, without asking the judge (there is no usable answer)."""
     return Review([CriterionVerdict(c.id, c.text, "fail", reason, 1.0) for c in rubric.criteria],
@@ -141,13 +147,14 @@ class Reviewer:
     :func:`rosetta.runtime.agent.judge_reviewer`); ``root`` is named when it cannot be found."""
 
     def __init__(self, load_judge: Callable[[], Any], model: str, *, root: Path | None = None,
-                 complete: Any = None) -> None:
+                 complete: Any = None, connection: Mapping[str, str] | None = None) -> None:
         import threading
 
         self.load_judge = load_judge
         self.root = root
         self.model = model
         self.complete = complete
+        self.connection = dict(connection or {})  # the endpoint and key of the call it grades, on the same model
         self.calls = 0
         self._agent: Any = None
         self._worst_case: int | None = None
@@ -185,7 +192,7 @@ class Reviewer:
 
         try:
             result = self.agent().run({"artifact": "\n\n".join(parts), "rubric": rubric.text()}, self.model,
-                                      fallbacks=[], complete=self.complete)
+                                      fallbacks=[], complete=self.complete, **self.connection)
         except ModelCallError as error:
             if error.kind != "invalid":  # the judge could not be reached: not a verdict
                 raise
