@@ -134,3 +134,26 @@ def test_an_answer_the_content_filter_withheld_ends_the_run(agent):
         error, requests = found[path]
         assert isinstance(error, ModelCallError) and requests == 1 and error.kind == "hard", path
         assert "content filter" in error.attempts[-1].error
+
+
+def test_a_structured_answer_cut_off_at_the_token_limit_is_said_so_and_not_corrected(tmp_path):
+    """Issue 83, item 9: ``finish_reason: length`` on a JSON answer was reported as "no JSON value
+    found" and corrected with the same budget, which cut it off again. Now it is outcome
+    ``cut_off``: one paid call, its text kept, the issue naming the limit."""
+    import shutil
+
+    from conftest import REPO
+
+    (tmp_path / "signatures").mkdir()
+    shutil.copy(REPO / "signatures" / "vuln-triage.md", tmp_path / "signatures")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'cut'\n", encoding="utf-8")
+    triage = rosetta.load("vuln-triage", project=tmp_path)
+    cut = '{"severity": "high", "rationale": "Unauthenticated SQL injection in the lo'
+    with FaultServer([("body", 200, completion({"content": cut}, finish="length"))]) as server:
+        result = triage.run({"report": "SQL injection in the login form lets anyone in without a password."},
+                            model="openai/gpt-4o", fallbacks=[],
+                            api_base=server.url, api_key="sk-test-not-real", policy=FAST)
+    assert len(server.requests) == 1 and [a.outcome for a in result.attempts] == ["cut_off"]
+    assert not result.valid and result.raw == cut
+    assert result.issues[0].message.startswith("the answer was cut off at the token limit (finish_reason length")
+    assert "max_tokens" in result.issues[0].message

@@ -35,9 +35,9 @@ class CountingHealth(ProviderHealth):
         super().__init__()
         self.recorded: list[bool] = []
 
-    def record(self, key: str, failed: bool) -> None:
+    def record(self, key: str, failed: bool, started: float | None = None) -> None:
         self.recorded.append(failed)
-        super().record(key, failed)
+        super().record(key, failed, started)
 
 
 class CountingLimiter(RateLimiter):

@@ -66,6 +66,7 @@ def test_without_functions_a_tool_call_is_an_outcome_not_an_empty_answer(agent):
         result = run_on(server, agent, "openai")
     assert result.wants_tools and result.valid and result.data is None and len(server.requests) == 1
     assert [a.outcome for a in result.attempts] == ["tool_calls"]
+    shutil.copy(REPO / "signatures" / "rubric-reviewer.md", agent.dirs.signatures_dir)
     with VendorRecorder(ANSWER, tools=first_describe) as server:  # no answer yet: nothing for a reviewer to grade
         reviewed = run_on(server, agent, "openai", review=["Names the missing column"])
     assert reviewed.wants_tools and reviewed.review is None and len(server.requests) == 1

@@ -252,18 +252,18 @@ class Evaluator:
         return answer
 
     def _call(self, prompt: Any, example: Example, options: dict[str, Any]) -> Answer:
-        from rosetta.runtime.invoke import ModelCallError
+        from rosetta.runtime.invoke import ANSWERED, ModelCallError
 
         try:
             result = self.agent.run_prompt(prompt, example.inputs, complete=self.complete, extra=options)
         except ModelCallError as error:
-            calls = sum(1 for a in error.attempts if a.outcome in ("ok", "invalid"))
+            calls = sum(1 for a in error.attempts if a.outcome in ANSWERED)
             if error.kind in ("transient", "unavailable", "exhausted", "credentials") or not error.attempts:
                 raise  # not the prompt's fault: stop rather than score the prompt 0
             return Answer(None, "", False, max(calls, 1), 0.0, error=str(error.problems[0].message))
         except RosettaError as error:  # an input guardrail refused the example
             return Answer(None, "", False, 0, 0.0, error=str(error.problems[0].message))
-        calls = sum(1 for a in result.attempts if a.outcome in ("ok", "invalid"))
+        calls = sum(1 for a in result.attempts if a.outcome in ANSWERED)
         odds = None
         if "logprobs" in options and self.label is not None and result.logprobs:
             odds = {label: label_probability(result.logprobs, self.label, label) for label in self.label.labels}

@@ -510,13 +510,13 @@ def score_example(agent: Any, prompt: Any, metric: Metric, example: Any, draw: i
                   draws: int) -> dict[str, Any]:
     """One answer to ``example`` (the ``draw``-th of ``draws``) through the runtime's call path, scored;
     a failure of the prompt scores 0, a failure of the provider stops the evaluation."""
-    from rosetta.runtime.invoke import ModelCallError
+    from rosetta.runtime.invoke import ANSWERED, ModelCallError
 
     try:
         result = agent.run_prompt(prompt, example.inputs, complete=complete, label=label,
                                   extra=sampling_seed(prompt, example.id + (f"#{draw}" if draw else "")))
         data, valid, error = result.data, result.valid, None
-        calls = sum(1 for a in result.attempts if a.outcome in ("ok", "invalid"))
+        calls = sum(1 for a in result.attempts if a.outcome in ANSWERED)
     except ModelCallError as failure:
         if failure.kind in ("transient", "unavailable", "exhausted", "credentials"):
             raise

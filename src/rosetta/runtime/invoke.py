@@ -106,14 +106,20 @@ class RetryPolicy:
         return min(self.base * self.multiplier ** (retry - 1), self.cap)
 
 
+ANSWERED = frozenset({"ok", "invalid", "cut_off", "tool_calls"})
+"""Attempt outcomes of calls the provider answered: each one paid for (budgets count them)."""
+
+
 @dataclass(frozen=True)
 class Attempt:
     """One call: which model, how it ended, and how long it took."""
 
     model: str
-    outcome: str  # "ok" | "invalid" | "tool_calls" | "transient" | "local" | "hard" | "denied" | "credentials" |
-    # "context" | "busy" | "unavailable" (the last two, and "credentials" found before the call, were never sent);
-    # "tool_calls": the model asked for tools the run had no functions for
+    outcome: str  # "ok" | "invalid" | "cut_off" | "tool_calls" | "transient" | "local" | "hard" | "denied" |
+    # "credentials" | "refused" | "context" | "busy" | "unavailable" (the last two, and "credentials" found before
+    # the call, were never sent); "tool_calls": the model asked for tools the run had no functions for;
+    # "cut_off": an answer that does not validate, cut off at the token limit (not corrected: the same budget
+    # would cut it off again)
     error: str | None
     latency_s: float
     waited_s: float = 0.0
@@ -346,10 +352,18 @@ def plan(
             break
         if answer.valid:
             break
+        cut_off = outcome.choices[0].finish_reason == "length"
+        if cut_off:  # the same budget would cut a corrected answer off again: said, and not asked again
+            limit = kwargs.get("max_completion_tokens") or kwargs.get("max_tokens")
+            answer = replace(answer, issues=(Issue("$", f"the answer was cut off at the token limit (finish_reason "
+                                                        f"length{f', max_tokens {limit}' if limit else ''}) before it "
+                                                        "was complete; raise it with overrides={'max_tokens': ...}"),
+                                             *answer.issues[:1]))
         issues = redact("; ".join(f"{i.path}: {i.message}" for i in answer.issues[:MAX_ISSUES])
                         + (f"; and {len(answer.issues) - MAX_ISSUES} more" if len(answer.issues) > MAX_ISSUES else ""))
-        attempts[-1] = Attempt(prompt.model, "invalid", issues, attempts[-1].latency_s, attempts[-1].waited_s)
-        if corrections == validation_retries:
+        attempts[-1] = Attempt(prompt.model, "cut_off" if cut_off else "invalid", issues, attempts[-1].latency_s,
+                               attempts[-1].waited_s)
+        if cut_off or corrections == validation_retries:
             break
         corrections += 1
         kwargs["messages"] = [*kwargs["messages"], {"role": "assistant", "content": quoted_answer(answer)},

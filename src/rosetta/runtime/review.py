@@ -188,7 +188,7 @@ class Reviewer:
         parts.append(f"Answer to grade:\n{as_text(work)}")
         if reference is not None:
             parts.append(f"Reference answer (what a correct answer says):\n{as_text(reference)}")
-        from rosetta.runtime.invoke import ModelCallError
+        from rosetta.runtime.invoke import ANSWERED, ModelCallError
 
         try:
             result = self.agent().run({"artifact": "\n\n".join(parts), "rubric": rubric.text()}, self.model,
@@ -199,7 +199,7 @@ class Reviewer:
             attempts, data, valid, model = error.attempts, None, False, self.model
         else:
             attempts, data, valid, model = result.attempts, result.data, result.valid, result.model
-        calls = sum(1 for a in attempts if a.outcome in ("ok", "invalid"))
+        calls = sum(1 for a in attempts if a.outcome in ANSWERED)
         with self._lock:
             self.calls += calls
         from rosetta.runtime.secrets import redact_data
