@@ -76,6 +76,31 @@ def test_a_failed_run_marks_its_span_as_an_error(agent, exporter):
     assert run.status.status_code is StatusCode.ERROR
 
 
+def test_async_streams_left_with_break_log_no_context_error(agent, exporter, caplog):
+    """Issue 83, item 5: ``async for ... break`` without ``aclose``: the stream's generators were
+    finalized in another task, where detaching their spans' context failed, and OpenTelemetry
+    logged "Failed to detach context" at ERROR twice per stream. Their spans still end."""
+    import asyncio
+    import gc
+    import logging
+
+    exporter.clear()
+    caplog.set_level(logging.ERROR)
+
+    async def abandon(url: str) -> None:
+        for _ in range(20):
+            async for _piece in agent.stream(REPORT, "openai/gpt-4o", api_base=url, api_key="sk-test-not-a-real-key",
+                                             policy=FAST, fallbacks=[]):
+                break
+        await asyncio.sleep(0.1)
+
+    with FaultServer([("ok", GOOD)]) as server:
+        asyncio.run(abandon(server.url))
+    gc.collect()
+    assert not [r for r in caplog.records if "detach" in r.getMessage()]
+    assert sum(s.name == "rosetta.run" for s in exporter.get_finished_spans()) == 20
+
+
 BLOCK_OTEL = """
 import sys
 class Absent:  # behave as if opentelemetry were not installed

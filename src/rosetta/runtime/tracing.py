@@ -34,17 +34,48 @@ def _get_tracer() -> Any:
 
 @contextmanager
 def span(name: str, **attributes: Any) -> Iterator[Any]:
-    """A span named ``name`` (``None`` without OpenTelemetry or when nothing records it); ``None``
-    attributes are left out.
+    """A span named ``name``, current while the block runs (``None`` without OpenTelemetry or when
+    nothing records it); ``None`` attributes are left out.
 
-    An exception leaving the block is recorded on the span and marks it as an error.
+    An exception leaving the block is recorded on the span and marks it as an error. A block in a
+    generator a stream's reader abandoned (``async for ... break`` without ``aclose``) ends where
+    the generator is finalized, often another task: the span ends there, and the context it made
+    current is left to the task that attached it (detaching it elsewhere fails, and OpenTelemetry
+    logs that at ERROR).
     """
     tracer = _get_tracer()
     if tracer is None:
         yield None
         return
-    with tracer.start_as_current_span(name, attributes=_clean(attributes)) as current:
+    from opentelemetry import context, trace
+
+    current = tracer.start_span(name, attributes=_clean(attributes))
+    token = context.attach(trace.set_span_in_context(current))
+    owner = _owner()
+    try:
         yield current if current.is_recording() else None  # no SDK configured: skip the attribute work
+    except BaseException as error:
+        if current.is_recording():
+            current.record_exception(error)
+            current.set_status(trace.Status(trace.StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+        raise
+    finally:
+        if _owner() == owner:
+            context.detach(token)
+        current.end()
+
+
+def _owner() -> tuple[int, int | None]:
+    """The thread, and the asyncio task if any, that code runs in: a context attached in one is
+    detached in the same one."""
+    import asyncio
+    import threading
+
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running event loop
+        task = None
+    return threading.get_ident(), None if task is None else id(task)
 
 
 def annotate(current: Any, **attributes: Any) -> None:
