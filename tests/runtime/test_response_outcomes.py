@@ -136,10 +136,11 @@ def test_an_answer_the_content_filter_withheld_ends_the_run(agent):
         assert "content filter" in error.attempts[-1].error
 
 
-def test_a_structured_answer_cut_off_at_the_token_limit_is_said_so_and_not_corrected(tmp_path):
+def test_a_structured_answer_cut_off_at_the_token_limit_is_said_so(tmp_path):
     """Issue 83, item 9: ``finish_reason: length`` on a JSON answer was reported as "no JSON value
-    found" and corrected with the same budget, which cut it off again. Now it is outcome
-    ``cut_off``: one paid call, its text kept, the issue naming the limit."""
+    found". Now each such attempt is outcome ``cut_off`` and the Result's first issue names the
+    limit; the text is kept. (It is corrected like any invalid answer: an embedded model's decoder
+    ends a looping answer with ``length`` too, and a correction often breaks the loop.)"""
     import shutil
 
     from conftest import REPO
@@ -153,7 +154,7 @@ def test_a_structured_answer_cut_off_at_the_token_limit_is_said_so_and_not_corre
         result = triage.run({"report": "SQL injection in the login form lets anyone in without a password."},
                             model="openai/gpt-4o", fallbacks=[],
                             api_base=server.url, api_key="sk-test-not-real", policy=FAST)
-    assert len(server.requests) == 1 and [a.outcome for a in result.attempts] == ["cut_off"]
+    assert len(server.requests) == 2 and [a.outcome for a in result.attempts] == ["cut_off", "cut_off"]
     assert not result.valid and result.raw == cut
     assert result.issues[0].message.startswith("the answer was cut off at the token limit (finish_reason length")
     assert "max_tokens" in result.issues[0].message

@@ -118,8 +118,8 @@ class Attempt:
     outcome: str  # "ok" | "invalid" | "cut_off" | "tool_calls" | "transient" | "local" | "hard" | "denied" |
     # "credentials" | "refused" | "context" | "busy" | "unavailable" (the last two, and "credentials" found before
     # the call, were never sent); "tool_calls": the model asked for tools the run had no functions for;
-    # "cut_off": an answer that does not validate, cut off at the token limit (not corrected: the same budget
-    # would cut it off again)
+    # "cut_off": an answer that does not validate, cut off at the token limit (corrected like "invalid", and the
+    # Result's issues say it was cut off)
     error: str | None
     latency_s: float
     waited_s: float = 0.0
@@ -352,18 +352,15 @@ def plan(
             break
         if answer.valid:
             break
-        cut_off = outcome.choices[0].finish_reason == "length"
-        if cut_off:  # the same budget would cut a corrected answer off again: said, and not asked again
-            limit = kwargs.get("max_completion_tokens") or kwargs.get("max_tokens")
-            answer = replace(answer, issues=(Issue("$", f"the answer was cut off at the token limit (finish_reason "
-                                                        f"length{f', max_tokens {limit}' if limit else ''}) before it "
-                                                        "was complete; raise it with overrides={'max_tokens': ...}"),
-                                             *answer.issues[:1]))
-        issues = redact("; ".join(f"{i.path}: {i.message}" for i in answer.issues[:MAX_ISSUES])
+        cut = _cut_off(outcome, kwargs)  # what the caller is told; the model's correction quotes its own issues
+        shown = ([cut] if cut else []) + list(answer.issues[:MAX_ISSUES])
+        issues = redact("; ".join(f"{i.path}: {i.message}" for i in shown)
                         + (f"; and {len(answer.issues) - MAX_ISSUES} more" if len(answer.issues) > MAX_ISSUES else ""))
-        attempts[-1] = Attempt(prompt.model, "cut_off" if cut_off else "invalid", issues, attempts[-1].latency_s,
+        attempts[-1] = Attempt(prompt.model, "cut_off" if cut else "invalid", issues, attempts[-1].latency_s,
                                attempts[-1].waited_s)
-        if cut_off or corrections == validation_retries:
+        if corrections == validation_retries:
+            if cut:
+                answer = replace(answer, issues=(cut, *answer.issues))
             break
         corrections += 1
         kwargs["messages"] = [*kwargs["messages"], {"role": "assistant", "content": quoted_answer(answer)},
@@ -461,6 +458,18 @@ def typed(output_model: type[BaseModel] | None, answer: Answer) -> tuple[Any, An
                                                   for part in found["loc"])), redact(found["msg"]))
                        for found in error.errors(include_input=False))
         return answer.data, replace(answer, issues=issues)
+
+
+def _cut_off(response: Any, kwargs: Mapping[str, Any]) -> Issue | None:
+    """The issue of an answer the token limit cut off (``finish_reason: length``), else None: an
+    invalid answer said to be cut off, not only "no JSON value found" (a local model's decoder also
+    ends a looping answer so; a correction may still break the loop, so it is corrected as usual)."""
+    if getattr(response.choices[0], "finish_reason", None) != "length":
+        return None
+    limit = kwargs.get("max_completion_tokens") or kwargs.get("max_tokens")
+    return Issue("$", f"the answer was cut off at the token limit (finish_reason length"
+                      f"{f', max_tokens {limit}' if limit else ''}) before it was complete; raise it with "
+                      "overrides={'max_tokens': ...}")
 
 
 def _unwritable(data: Any) -> list[str]:

@@ -9,10 +9,14 @@ agent (no tools, no portability section, ...) is ``n/a`` and says why.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rosetta.verify.report import CRITERIA, CaseRun, Check, CriterionResult
+
+if TYPE_CHECKING:
+    from rosetta.parts import ToolSpec
+    from rosetta.verify.cases import Case
 
 QUALITY_PASS = 0.85
 """PV-015: the weighted rubric score every model must reach..."""
@@ -103,7 +107,7 @@ def identity_rubric(spec: Any) -> list[str]:
     return rubric
 
 
-def tool_use_checks(run: CaseRun, case: Any, tools: Any) -> list[Check]:
+def tool_use_checks(run: CaseRun, case: Case, tools: Sequence[ToolSpec]) -> list[Check]:
     """PV-019: one check per call ``case`` needs — made, with these arguments, valid against the
     tool's declared schema (:class:`~rosetta.datasets.ExpectedCall` says which calls match)."""
     from rosetta.runtime.answers import validate

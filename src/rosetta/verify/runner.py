@@ -278,7 +278,7 @@ class _AgentContext:
                 review = self.reviewer.review(run.output if run.output is not None else run.raw, rubric,
                                               reference=run.expected, context=self._task(run.inputs))
                 run.review = review.to_dict()
-        run.checks += rules.tool_use_checks(run, case, self.spec.tools)
+        run.checks += rules.tool_use_checks(run, case, self.signature.tools)
         if self.legacy:
             run.checks.append(Check(criterion="PV-017", verdict="fail" if run.error else "pass", source="rules",
                                     reasoning=run.error or "rendered and answered"))
