@@ -3,7 +3,8 @@
 Each POST to /v1/chat/completions takes the next step of the script (the last step repeats):
 ("ok", content) · ("tool", name, arguments) · ("status", code, {headers}) ·
 ("stall", seconds[, content]) answers late (with content, else "{}") ·
-("body", status, text[, content_type]) sends that body as is (an HTML page, a stream without choices) ·
+("body", status, text[, content_type]) sends that body as is (an HTML page, a stream without choices;
+bytes are sent unencoded, e.g. invalid UTF-8) ·
 ("drop",) closes the connection without answering · ("reset",) resets it (TCP RST) without
 answering · ("garbage",) sends malformed JSON · ("empty",) is a well-formed completion with no choices ·
 ("context",) is OpenAI's context-length-exceeded 400 · ("reply", answer[, seconds]) answers
@@ -234,8 +235,8 @@ class FaultServer:
         handler.wfile.write(encoded)
 
     @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, payload: str, headers: dict[str, str]) -> None:
-        data = payload.encode()
+    def _send(handler: BaseHTTPRequestHandler, status: int, payload: str | bytes, headers: dict[str, str]) -> None:
+        data = payload if isinstance(payload, bytes) else payload.encode()
         handler.send_response(status)
         handler.send_header("Content-Type", headers.get("Content-Type", "application/json"))
         handler.send_header("Content-Length", str(len(data)))

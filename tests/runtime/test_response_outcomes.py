@@ -158,3 +158,38 @@ def test_a_structured_answer_cut_off_at_the_token_limit_is_said_so(tmp_path):
     assert not result.valid and result.raw == cut
     assert result.issues[0].message.startswith("the answer was cut off at the token limit (finish_reason length")
     assert "max_tokens" in result.issues[0].message
+
+
+NOT_UTF8 = completion({"content": "The build broke: café@@ pinned."}).encode().replace(b"caf\\u00e9@@", b"caf\xe9\xff")
+PARTS = completion({"content": [{"type": "text", "text": "The build broke; "},
+                                {"type": "image_url", "image_url": {"url": "https://example.invalid/x.png"}},
+                                {"type": "text", "text": "pinning the dependency fixed it."}]})
+
+
+@pytest.mark.parametrize("case", ["not UTF-8", "content parts"])
+def test_a_reply_litellm_cannot_convert_is_read_once_and_kept(agent, tmp_path, case):
+    """Issue 83, items 7 and 10: a 200 whose body is not valid UTF-8, or whose content is a list of
+    parts, made litellm raise after the reply was paid for: retried as a provider failure (3 paid
+    replies, then the fallback), its text never reached the Result or record_dir. Now it is read,
+    once, on every whole-reply path, and recorded."""
+    body = NOT_UTF8 if case == "not UTF-8" else PARTS
+    assert b"caf\xe9\xff" in NOT_UTF8
+    with FaultServer([("body", 200, body, "application/json")]) as server:
+        found = every_path(agent, server)
+        server.requests.clear()
+        recorded = agent.run({"text": "x"}, "openai/gpt-4o", api_base=server.url, api_key="sk-test-not-real",
+                             fallbacks=[], policy=FAST, record_dir=tmp_path / "record")
+    expected = ("The build broke: caf\ufffd\ufffd pinned." if case == "not UTF-8"
+                else "The build broke; pinning the dependency fixed it.")
+    for path in ("run", "arun", "chat"):
+        result, requests = found[path]
+        assert not isinstance(result, Exception), (case, path, result)
+        assert result.valid and result.raw == expected and requests == 1, (case, path)
+        assert [a.outcome for a in result.attempts] == ["ok"], (case, path)
+        assert result.usage.get("total_tokens") == 6, (case, path)
+    note = found["run"][0].attempts[0].error
+    assert (note == "the reply was not valid UTF-8: 2 invalid byte sequences read as U+FFFD" if case == "not UTF-8"
+            else note is None)
+    assert recorded.raw == expected and len(server.requests) == 1
+    assert any(expected in path.read_text(encoding="utf-8") for path in (tmp_path / "record").rglob("*")
+               if path.is_file())

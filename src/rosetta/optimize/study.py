@@ -469,6 +469,7 @@ def base_model(model: str | None) -> str | None:
 
 
 def completion() -> Any:
-    from rosetta.local.litellm_offline import import_litellm
+    """The proposer's completion call: the runtime's (a reply litellm cannot convert still read)."""
+    from rosetta.runtime.salvage import completion
 
-    return import_litellm().completion
+    return completion

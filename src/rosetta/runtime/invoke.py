@@ -41,6 +41,7 @@ from rosetta.runtime.answers import (
 )
 from rosetta.runtime.health import ProviderHealth
 from rosetta.runtime.limits import Gate, RateLimiter, credential_key
+from rosetta.runtime.salvage import note
 from rosetta.runtime.secrets import redact, redact_problems
 from rosetta.runtime.tools import RunTools, ToolBox, ToolCall, assistant_turn, result_turns
 
@@ -120,7 +121,7 @@ class Attempt:
     # the call, were never sent); "tool_calls": the model asked for tools the run had no functions for;
     # "cut_off": an answer that does not validate, cut off at the token limit (corrected like "invalid", and the
     # Result's issues say it was cut off)
-    error: str | None
+    error: str | None  # what went wrong; for an "ok" answer, what was repaired to read it (salvage.note)
     latency_s: float
     waited_s: float = 0.0
 
@@ -424,7 +425,7 @@ def _respond(prompt: RenderedPrompt, kwargs: dict[str, Any], *, artifact: str, p
                 "%s: %s; retrying in %.2fs", prompt.model, message, waited)
             yield Wait(waited)
             continue
-        attempts.append(Attempt(prompt.model, "ok", None, time.monotonic() - began, waited))
+        attempts.append(Attempt(prompt.model, "ok", note(outcome), time.monotonic() - began, waited))
         if prompt.model.startswith("local/"):  # an embedded model's slow answer: say how to set its threads
             from rosetta.local.threads import slow_call
 

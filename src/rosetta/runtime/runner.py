@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from rosetta.errors import Problem, UsageError
 from rosetta.providers.catalog import CatalogModel, MissingKey
 from rosetta.render.prompt import RenderedPrompt
+from rosetta.runtime import salvage
 from rosetta.runtime.options import RunOptions
 from rosetta.runtime.selector import Selection, Selector
 from rosetta.runtime.stream import Finished
@@ -41,13 +42,6 @@ def default_validation_retries(prompt: RenderedPrompt) -> int:
     from rosetta.providers.policy import validation_retries
 
     return validation_retries(prompt.model_class)
-
-
-def litellm() -> Any:
-    """litellm, imported on first use (with the embedded provider registered)."""
-    from rosetta.local.litellm_offline import import_litellm
-
-    return import_litellm()
 
 
 @dataclass
@@ -120,14 +114,14 @@ class Runner:
         """The first model of ``chain`` that answers (blocking)."""
         from rosetta.runtime.drive import drive
 
-        return drive(self.steps(inputs, chain, options, messages), complete=complete or litellm().completion)
+        return drive(self.steps(inputs, chain, options, messages), complete=complete or salvage.completion)
 
     async def arun(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *,
                    acomplete: Any = None, messages: list[dict[str, Any]] | None = None) -> Result:
         """:meth:`run` for asyncio."""
         from rosetta.runtime.drive import adrive
 
-        return await adrive(self.steps(inputs, chain, options, messages), acomplete=acomplete or litellm().acompletion)
+        return await adrive(self.steps(inputs, chain, options, messages), acomplete=acomplete or salvage.acompletion)
 
     def text(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *, complete: Any = None,
              messages: list[dict[str, Any]] | None = None) -> Generator[str, None, Result]:
@@ -138,7 +132,7 @@ class Runner:
         its answer whole."""
         from rosetta.runtime.drive import drive, drive_streaming
 
-        steps, complete = self.steps(inputs, chain, options, messages), complete or litellm().completion
+        steps, complete = self.steps(inputs, chain, options, messages), complete or salvage.completion
         if not self.selector.target(chain[0]).capabilities.streaming or self._holds_answer():
             return drive(steps, complete=complete)
         text = drive_streaming(steps, complete=complete)
@@ -150,7 +144,7 @@ class Runner:
         """:meth:`text` for asyncio: the text, then one :class:`~rosetta.runtime.stream.Finished`."""
         from rosetta.runtime.drive import adrive, adrive_streaming
 
-        steps, acomplete = self.steps(inputs, chain, options, messages), acomplete or litellm().acompletion
+        steps, acomplete = self.steps(inputs, chain, options, messages), acomplete or salvage.acompletion
         if not self.selector.target(chain[0]).capabilities.streaming or self._holds_answer():
             yield Finished(await adrive(steps, acomplete=acomplete))
             return
@@ -186,7 +180,7 @@ class Runner:
         selection = Selection(model=prompt.model, kind=label, artifact=None, reason=label, prompt=prompt,
                               artifact_id=label)
         result = drive(plan(prompt, inputs, **self.plan_options(selection, options, None)),
-                       complete=complete or litellm().completion)
+                       complete=complete or salvage.completion)
         return self.finish(result, selection, spec, [], options)
 
     def run_manual(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *,
