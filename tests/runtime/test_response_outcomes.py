@@ -193,3 +193,15 @@ def test_a_reply_litellm_cannot_convert_is_read_once_and_kept(agent, tmp_path, c
     assert recorded.raw == expected and len(server.requests) == 1
     assert any(expected in path.read_text(encoding="utf-8") for path in (tmp_path / "record").rglob("*")
                if path.is_file())
+
+
+@pytest.mark.parametrize("answer", ["", "  \n"])
+def test_an_empty_manual_answer_is_not_a_valid_result(agent, tmp_path, monkeypatch, answer):
+    """Issue 83, item 9, for the one path without a provider: a person's empty answer to a free-text
+    agent was a valid empty Result."""
+    monkeypatch.chdir(tmp_path)
+    result = agent.run_manual({"text": "The build broke."}, answer=answer)
+    assert not result.valid and result.raw == answer
+    assert [issue.message for issue in result.issues] == ["the answer is empty; expected text"]
+    assert [a.outcome for a in result.attempts] == ["invalid"]
+    assert agent.run_manual({"text": "The build broke."}, answer="It broke.").valid

@@ -102,8 +102,8 @@ def answered_in_tool(message: Any, prompt: RenderedPrompt) -> bool:
 
 def read_answer(raw: str, prompt: RenderedPrompt) -> Answer:
     """Decode and validate ``raw`` for ``prompt``; problems become issues, never exceptions."""
-    if prompt.output_schema is None:
-        return Answer(raw, raw)
+    if prompt.output_schema is None:  # free text: any text but none (a person's empty manual answer)
+        return Answer(raw, raw, () if raw.strip() else (Issue("$", "the answer is empty; expected text"),))
     found, error = decode_json(raw)
     if error:
         return Answer(raw, None, (Issue("$", error),))
