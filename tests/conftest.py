@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import os
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,12 @@ if os.environ.get("CI"):
 
 REPO = Path(__file__).resolve().parents[1]
 
+# A pytest-xdist worker starts with its controller's terminal size in COLUMNS and LINES, and a Rich console
+# keeps the COLUMNS it saw when made: the CLI tests expect a pipe's width, or the COLUMNS each one sets.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
+
 SLOW_FIXTURES = {"local_model", "local_model_cache", "pg_server"}
 """Fixtures that start something heavy: the embedded model, a PostgreSQL server."""
 SLOW_MODULES = {"test_notebooks.py", "test_html_report.py", "test_local_model.py", "test_local_run.py",
@@ -35,17 +41,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def forget_test_project_keys() -> Iterator[None]:
-    """Each throwaway project a search runs in gets a signing key in the user's cache folder (see
-    rosetta.signing); remove the ones this session made."""
+_KEYS_BEFORE = pytest.StashKey[set[Path]]()
+
+
+def _project_keys() -> set[Path]:
     from rosetta.signing import secret_path
 
     folder = secret_path(REPO).parent
-    before = set(folder.glob("*.key")) if folder.is_dir() else set()
-    yield
-    for made in (set(folder.glob("*.key")) if folder.is_dir() else set()) - before:
-        made.unlink(missing_ok=True)
+    return set(folder.glob("*.key")) if folder.is_dir() else set()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Each throwaway project a search runs in gets a signing key in the user's cache folder (see
+    rosetta.signing): note the keys there before the run. Under pytest-xdist only the controlling
+    process does, once every worker is done, so no worker removes a key another is using."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        session.config.stash[_KEYS_BEFORE] = _project_keys()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Remove the keys this run made."""
+    before = session.config.stash.get(_KEYS_BEFORE, None)
+    if before is not None:
+        for made in _project_keys() - before:
+            made.unlink(missing_ok=True)
 
 
 TODAY = datetime.date(2026, 11, 26)

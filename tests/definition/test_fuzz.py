@@ -24,17 +24,18 @@ def test_a_hundred_fuzzed_definitions_each_give_a_result_or_a_located_error(tmp_
 
 
 @pytest.mark.slow
-def test_ten_thousand_fuzzed_definitions_each_give_a_result_or_a_located_error(tmp_path):
-    """Issue 81's bar: 10,000 definitions, none raising anything but a RosettaError or taking over
-    5 s of CPU, no process over 500 MB, and 152 of them through `validate` and `render` (304 CLI
-    runs) without a traceback. Two shards of other seeds, one per core, each in a fresh process
-    (spawned: its peak memory is its own, not the test runner's); about two minutes on two cores.
-    (bench/fuzz_definitions.py lists the slowest cases of a seed and the time per stage.)"""
-    shards = [(tmp_path / f"seed-{seed}", 5000, seed, 66) for seed in (81, 82)]
+def test_two_thousand_fuzzed_definitions_each_give_a_result_or_a_located_error(tmp_path):
+    """Issue 81's bar, at a fifth of its size: definitions raising nothing but a RosettaError or
+    taking over 5 s of CPU, no process over 500 MB, and every 66th through `validate` and `render`
+    without a traceback. Two shards of other seeds, one per core, each in a fresh process
+    (spawned: its peak memory is its own, not the test runner's). The full 10,000 (issue 81) is a
+    load run, kept out of CI's time: ``python bench/fuzz_definitions.py --count 5000 --seed 81
+    --cli-every 66`` and the same with ``--seed 82``, which also lists the slowest cases."""
+    shards = [(tmp_path / f"seed-{seed}", 1000, seed, 66) for seed in (81, 82)]
     with ProcessPoolExecutor(len(shards), mp_context=multiprocessing.get_context("spawn")) as pool:
         results = list(pool.map(fuzz_shard, *zip(*shards, strict=True)))
     failures = [failure for shard in results for failure in shard.failures]
-    assert sum(shard.cases for shard in results) == 10_000 and sum(shard.cli_runs for shard in results) >= 300
+    assert sum(shard.cases for shard in results) == 2_000 and sum(shard.cli_runs for shard in results) >= 60
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:50])
     assert not [path for shard in results for path in shard.outside], "files read outside the project"
     print(f"peak memory per shard: {[round(shard.peak_mb) for shard in results]} MB")
