@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from rosetta.__about__ import __version__
 from rosetta.lazy import lazy_exports
 from rosetta.errors import ConfigError, DefinitionError, Location, Problem, RosettaError, UsageError
-from rosetta.runtime.secrets import redact_logs
+from rosetta.runtime.log_redaction import redact_logs
 
 redact_logs()  # no log record of a rosetta logger carries a credential, whatever its level
 

@@ -1,5 +1,7 @@
-"""The credential rules of ``secret_rules.toml``: each finds its planted example and not its near
-miss, none can backtrack without bound, and streamed redaction is exact and linear."""
+"""The credential rules (rosetta's own ``secret_rules.toml`` and gitleaks' converted ones): each of
+rosetta's finds its planted example and not its near miss (as do the gitleaks rules that took over
+from rosetta's), none can backtrack without bound, and streamed redaction is exact and linear.
+gitleaks' rules are checked against their own examples in test_gitleaks_rules.py."""
 
 from __future__ import annotations
 
@@ -15,15 +17,26 @@ from rosetta.runtime.secrets import SecretStream, find_secrets, redact, rules
 RULES = {rule.id: rule for rule in rules()}
 
 
-def test_every_rule_has_an_example_and_a_near_miss():
-    assert set(EXAMPLES) == set(RULES)
+OWN = {rule_id for rule_id in RULES if not rule_id.startswith("gitleaks:")}
 
 
-def test_the_rules_file_is_package_data_and_names_its_sources():
-    text = resources.files("rosetta.runtime").joinpath("secret_rules.toml").read_text(encoding="utf-8")
-    assert text.count("[[rules]]") == len(RULES)
+def test_every_rule_of_rosettas_has_an_example_and_a_near_miss():
+    assert OWN <= set(EXAMPLES) <= set(RULES)  # the rest: the gitleaks rules that took over from rosetta's
+
+
+def test_the_rules_files_are_package_data_and_name_their_sources():
+    files = resources.files("rosetta.runtime")
+    own = files.joinpath("secret_rules.toml").read_text(encoding="utf-8")
+    gitleaks = files.joinpath("secret_rules_gitleaks.toml").read_text(encoding="utf-8")
+    stood_for = {rule_id for rule in RULES.values() for rule_id in rule.replaces}  # rosetta's rule stands for it
+    assert own.count("\n[[rules]]\n") == len(OWN)
+    assert gitleaks.count("\n[[rules]]\n") == len(RULES) - len(OWN) + len(stood_for) > 200
+    assert list(RULES)[:len(OWN)] == [rule_id for rule_id in RULES if rule_id in OWN]  # rosetta's are tried first
     for rule in RULES.values():
         assert rule.source.startswith(("gitleaks ", "detect-secrets ", "format: ")), rule.id
+        if rule.id.startswith("gitleaks:"):
+            assert rule.source == "gitleaks " + rule.id.removeprefix("gitleaks:") and rule.gitleaks_regex
+    assert "MIT License, Copyright (c) 2019 Zachary Rice" in gitleaks
 
 
 @pytest.mark.parametrize("rule_id", sorted(EXAMPLES))
@@ -73,10 +86,13 @@ def _repeats(tree, inside: bool = False):
 def test_rules_have_no_nested_or_unbounded_repetition():
     from re import _constants, _parser
 
+    assert len(RULES) > 200  # gitleaks' too
     for rule in RULES.values():
-        for pattern in filter(None, (rule.regex, rule.until)):
+        for pattern in filter(None, (rule.regex, rule.until, rule.tail)):
             for high, nested in _repeats(_parser.parse(pattern)):
                 assert high < _constants.MAXREPEAT and not nested, (rule.id, pattern)
+        if rule.tail:  # one unit: one character more decides whether the credential goes on
+            assert _parser.parse(rule.tail).getwidth() == (1, 1), rule.id
 
 
 @pytest.mark.parametrize("rule_id", sorted(EXAMPLES))

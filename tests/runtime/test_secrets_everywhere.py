@@ -1,8 +1,10 @@
 """Every credential rule, planted in the inputs, the answer, the agent's tool-call arguments and the
 model's reasoning text, served by a real HTTP server on 127.0.0.1: none comes out of the Result,
 the conversation's exports (``to_json``, ``save``, ``record_dir``) or any log record at DEBUG,
-litellm's, openai's and httpx's included; ``on_secret="fail"`` fires on each of those fields. And
-(issue 53, item 3) an answer holding a lone surrogate is returned and recorded, not lost."""
+litellm's, openai's and httpx's included; ``on_secret="fail"`` fires on each of those fields. So
+does every gitleaks rule's own example, through those channels, a provider's error and litellm's
+DEBUG records of a streamed reply. And (issue 53, item 3) an answer holding a lone surrogate is
+returned and recorded, not lost."""
 
 from __future__ import annotations
 
@@ -11,12 +13,12 @@ import logging
 
 import pytest
 from fault_server import FaultServer
-from secret_samples import EXAMPLES, secret_part
+from secret_samples import EXAMPLES, GITLEAKS, core, gitleaks_example, secret_part
 
 from rosetta.runtime.agent import load
 from rosetta.runtime.guardrails import GuardrailError
-from rosetta.runtime.invoke import RetryPolicy
-from rosetta.runtime.secrets import PROVIDER_DEBUG_LOGS
+from rosetta.runtime.invoke import ModelCallError, RetryPolicy
+from rosetta.runtime.log_redaction import PROVIDER_DEBUG_LOGS
 
 EVERY = " and ".join(planted for planted, _ in EXAMPLES.values())
 ADVISORY = {"advisory": f"CVE-2024-12345: the vendor's CI printed {EVERY} into public build logs."}
@@ -40,6 +42,17 @@ class MessageServer(FaultServer):
 
 def leaks(text: str) -> list[str]:
     return [rule for rule, (planted, _) in EXAMPLES.items() if secret_part(rule, planted) in text]
+
+
+GITLEAKS_EXAMPLES = {rule.id: gitleaks_example(rule.id) for rule in GITLEAKS}
+"""Each gitleaks rule's own example (drawn from its regex): (text, what must not leak)."""
+GITLEAKS_EVERY = " and ".join(text for text, _ in GITLEAKS_EXAMPLES.values())
+
+
+def gitleaks_leaks(text: str) -> list[str]:
+    """The gitleaks rules whose example's secret is in ``text``: its letters and digits, which no
+    escaping (JSON, a Python repr) changes."""
+    return [rule_id for rule_id, (_, secret) in GITLEAKS_EXAMPLES.items() if core(secret) in text]
 
 
 def message(content: str = '{"advisory_id": "CVE-2024-12345", "title": "Leaked build logs"}', *,
@@ -118,6 +131,67 @@ def test_no_planted_credential_leaves_any_field_export_or_log(extractor, tree, d
         assert not leaks(record.getMessage() + (record.exc_text or "")), (record.name, record.getMessage()[:200])
 
 
+def test_no_gitleaks_example_leaves_any_field_export_error_or_log(extractor, tree, debug_logs):
+    """Every gitleaks rule's example at once, in the inputs, the answer, the tool-call arguments
+    and the reasoning text: none comes out, nor out of a provider's error."""
+    import openai._base_client  # noqa: F401  (its logger exists before the call, as after any first call:
+    # one a library creates during a call is covered from the next call on, see README)
+    answer = json.dumps({"advisory_id": "CVE-2024-12345", "title": f"Leaked {GITLEAKS_EVERY}"})
+    inputs = {"advisory": f"CVE-2024-12345: the CI printed {GITLEAKS_EVERY} into its logs."}
+    step = message(answer, reasoning=f"The logs show {GITLEAKS_EVERY}.", arguments={"query": GITLEAKS_EVERY})
+    with MessageServer([step]) as server:
+        chat = extractor.chat("openai/gpt-4o", record_dir=tree / "rec")
+        result = chat.send(inputs, policy=FAST, validation_retries=0, api_base=server.url,
+                           api_key="sk-test-not-a-real-key")
+        saved = chat.save(tree / "saved.json")
+    assert len(gitleaks_leaks(json.dumps(server.requests[0]["body"]))) == len(GITLEAKS)  # all were sent
+    fields = {"raw": result.raw, "data": json.dumps(result.data), "output": str(result.output),
+              "tool_calls": json.dumps(result.tool_calls), "state": json.dumps(result.state),
+              "issues": str(result.issues), "attempts": str(result.attempts), "to_json": chat.to_json(),
+              "save": saved.read_text(encoding="utf-8")}
+    fields |= {file.name: file.read_text(encoding="utf-8") for file in (tree / "rec").iterdir()}
+
+    def refuse(**kwargs):
+        raise ConnectionError(f"proxy reset the connection while sending {GITLEAKS_EVERY} upstream")
+
+    with pytest.raises(ModelCallError) as failed:
+        extractor.run(inputs, "openai/gpt-4o", policy=FAST, complete=refuse, api_key="sk-x")
+    fields |= {"error": str(failed.value), "error attempts": str(failed.value.attempts),
+               "error problems": "\n".join(problem.format() for problem in failed.value.problems)}
+    for name, text in fields.items():
+        assert not gitleaks_leaks(text), (name, gitleaks_leaks(text))
+    assert {"LiteLLM", "openai", "httpcore", "rosetta"} <= {record.name.split(".")[0] for record in debug_logs.records}
+    for record in debug_logs.records:
+        shown = record.getMessage() + (record.exc_text or "")
+        assert not gitleaks_leaks(shown), (record.name, gitleaks_leaks(shown))
+
+
+def test_no_gitleaks_example_leaves_a_streamed_reply_or_its_debug_records(extractor, debug_logs):
+    """A streamed reply, one delta per example: litellm's DEBUG record of each delta holds a
+    whole credential, as a Python repr of a JSON string; with the user's opt-in
+    (``ROSETTA_PROVIDER_DEBUG_LOGS=1``) every record is kept, and none shows one."""
+    head = '{"advisory_id": "CVE-2024-12345", "title": "Leaked '
+    deltas = [head, *(json.dumps(text + " and ")[1:-1] for text, _ in GITLEAKS_EXAMPLES.values()), '"}']
+    events = [{"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o",
+               "choices": [{"index": 0, "delta": {"content": delta, **({} if n else {"role": "assistant"})},
+                            "finish_reason": None}]} for n, delta in enumerate(deltas)]
+    events.append({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o",
+                   "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    body = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
+    with FaultServer([("body", 200, body, "text/event-stream")]) as server:
+        stream = extractor.stream(ADVISORY, "openai/gpt-4o", policy=FAST, api_base=server.url, fallbacks=[],
+                                  validation_retries=0, api_key="sk-test-not-a-real-key")
+        text = "".join(stream)
+        result = stream.result()
+    assert len(gitleaks_leaks("".join(deltas))) == len(GITLEAKS)  # the reply held every one
+    for name, shown in {"stream": text, "raw": result.raw, "data": json.dumps(result.data)}.items():
+        assert not gitleaks_leaks(shown), (name, gitleaks_leaks(shown))
+    delta_records = [record for record in debug_logs.records if "delta" in record.getMessage()]
+    assert len(delta_records) >= len(GITLEAKS)  # litellm logged each delta
+    for record in debug_logs.records:
+        assert not gitleaks_leaks(record.getMessage()), (record.name, gitleaks_leaks(record.getMessage()))
+
+
 def test_the_call_libraries_are_redacted_only_while_a_call_runs(extractor, debug_logs):
     key = EXAMPLES["gcp-client-email"][0]  # litellm masks some keys itself (AKIA..., sk-...), not this one
     names = ("LiteLLM", "openai._base_client", "httpcore.http11", "httpx")
@@ -127,7 +201,7 @@ def test_the_call_libraries_are_redacted_only_while_a_call_runs(extractor, debug
             logging.getLogger(name).debug("key %s", key)
         return [record.getMessage() for record in debug_logs.records[-len(names):]]
 
-    from rosetta.runtime.secrets import redacting_logs
+    from rosetta.runtime.log_redaction import redacting_logs
 
     with redacting_logs():
         assert log_each() == ["key [redacted gcp service account]"] * len(names)
@@ -138,7 +212,7 @@ def test_the_call_libraries_are_redacted_only_while_a_call_runs(extractor, debug
 
 @pytest.mark.parametrize("where", ["tool call", "reasoning", "escaped in the answer"])
 def test_on_secret_fail_covers_every_field(extractor, where, debug_logs):
-    key = EXAMPLES["github-token"][0]
+    key = EXAMPLES["gitleaks:github-pat"][0]
     escaped = key[:4] + "\\u00" + format(ord(key[4]), "02x") + key[5:]  # a JSON escape splits the key in `raw`
     step = {"tool call": message(arguments={"query": key}), "reasoning": message(reasoning=f"I saw {key}."),
             "escaped in the answer": message(json.dumps({"advisory_id": "CVE-2024-12345", "title": "x"})
@@ -198,7 +272,7 @@ def test_a_lone_surrogate_in_a_string_without_limits_is_an_issue_not_a_typed_out
 
 
 def test_a_redacting_filter_on_a_handler_covers_any_logger_at_any_time():
-    from rosetta.runtime.secrets import RedactingFilter
+    from rosetta.runtime.log_redaction import RedactingFilter
 
     written: list[str] = []
     handler = logging.Handler()
@@ -207,7 +281,7 @@ def test_a_redacting_filter_on_a_handler_covers_any_logger_at_any_time():
     log = logging.getLogger("myapp.sub")
     log.addHandler(handler)
     try:
-        log.warning("calling with %s", EXAMPLES["sendgrid-api-token"][0])
+        log.warning("calling with %s", EXAMPLES["gitleaks:sendgrid-api-token"][0])
     finally:
         log.removeHandler(handler)
     assert written == ["calling with [redacted sendgrid key]"]
@@ -232,7 +306,7 @@ def test_every_logger_rosetta_logs_to_redacts_every_record(caplog):
     from pathlib import Path
 
     import rosetta  # noqa: F401  (installs the filters)
-    from rosetta.runtime.secrets import ROSETTA_LOGGERS
+    from rosetta.runtime.log_redaction import ROSETTA_LOGGERS
 
     named = set()
     for path in (Path(rosetta.__file__).parent).rglob("*.py"):
@@ -244,7 +318,7 @@ def test_every_logger_rosetta_logs_to_redacts_every_record(caplog):
                 if isinstance(name, str) and name.split(".")[0] == "rosetta":
                     named.add(name)
     assert named and named <= set(ROSETTA_LOGGERS), named - set(ROSETTA_LOGGERS)
-    planted = EXAMPLES["sendgrid-api-token"][0]
+    planted = EXAMPLES["gitleaks:sendgrid-api-token"][0]
     caplog.set_level(logging.DEBUG)
     for name in ROSETTA_LOGGERS:
         logging.getLogger(name).debug("calling with %s", planted)

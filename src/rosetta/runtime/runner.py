@@ -239,7 +239,7 @@ class Runner:
         """The whole run as plan steps: each model of ``chain`` in turn, on its own selected prompt,
         until one answers; returns the finished Result or raises ModelCallError."""
         from rosetta.runtime.invoke import ModelCallError, plan
-        from rosetta.runtime.secrets import redacting_logs
+        from rosetta.runtime.log_redaction import redacting_logs
         from rosetta.runtime.tracing import span
 
         spec, state = self.spec, _ChainState(self.model)

@@ -1,93 +1,30 @@
 """Finding and redacting credentials in text: error messages, logs, transcripts and streamed
 answers never carry API keys, and the ``no_secrets_in_output`` guardrail uses the same rules on
-model answers. The rules are data (``secret_rules.toml`` beside this module, each following a
-gitleaks or detect-secrets rule); :func:`rules` reads them, and every path here redacts with them.
+model answers (:mod:`rosetta.runtime.secret_rules` reads them; :func:`rules` lists them).
 
 One scanner serves whole texts and streams alike (:func:`redact` is a stream fed the whole text at
 once), so a streamed answer redacts exactly as the whole answer would, wherever it was cut. The
 scan is linear: each rule's own pattern is bounded, so the stream holds back at most the longest
 credential start, and a credential's unbounded rest (its ``tail`` or ``until``) is consumed as it
-arrives, never searched again.
+arrives, never searched again. A rule is searched only from where one of the literals every match
+of it starts with has come (one scan of the text finds them all, and gitleaks' keywords), or
+everywhere when it has none. gitleaks' checks (keywords, entropy, allowlists) decide a match once
+it is certain, so a stream decides as the whole text does; and since a converted rule no longer
+looks at what follows its secret, the longer of two matches at one place wins, and a credential
+that starts inside one just redacted and goes on past it is redacted too.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from functools import cache
+from dataclasses import replace
 from typing import Any
 
 from rosetta.errors import Problem
+from rosetta.runtime.secret_rules import CONTEXT, LITERAL, LOWER, Compiled, Rule, compiled_rules, rules, shannon_entropy
 
-RULES_FILE = "secret_rules.toml"
-CONTEXT = 8
-"""Characters kept before the unsent text: a rule's lookbehind (``\\b``, ``(?<!...)``) sees them."""
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One credential shape of ``secret_rules.toml``."""
-
-    id: str
-    kind: str
-    source: str
-    regex: str
-    tail: str | None = None
-    until: str | None = None
-
-    @property
-    def label(self) -> str:
-        return f"[redacted {self.kind}]"
-
-
-@dataclass(frozen=True)
-class _Compiled:
-    """The rules compiled, plus what the stream needs to know of them."""
-
-    rules: tuple[Rule, ...]
-    each: tuple[Any, ...]  # regex.Pattern of each rule (one search per rule: each finds its literal start fast)
-    tails: tuple[Any, ...]  # a run of the rule's tail units, or None
-    untils: tuple[Any, ...]
-    horizon: int  # longest rule match, plus the one character a rule may look past it
-    until_horizon: int
-
-
-def rules() -> tuple[Rule, ...]:
-    """The credential rules, in the order they are tried."""
-    return _compiled().rules
-
-
-@cache
-def _compiled() -> _Compiled:
-    import re
-    import tomllib
-    from importlib import resources
-
-    import regex
-
-    data = tomllib.loads(resources.files("rosetta.runtime").joinpath(RULES_FILE).read_text(encoding="utf-8"))
-    loaded = tuple(Rule(**entry) for entry in data["rules"])
-    return _Compiled(
-        rules=loaded,
-        each=tuple(regex.compile(rule.regex) for rule in loaded),
-        tails=tuple(regex.compile(f"(?:{rule.tail})*") if rule.tail else None for rule in loaded),
-        untils=tuple(regex.compile(rule.until) if rule.until else None for rule in loaded),
-        horizon=max(_max_width(re, rule.regex, rule.id) for rule in loaded) + 1,
-        until_horizon=max([_max_width(re, rule.until, rule.id) for rule in loaded if rule.until] or [0]) + 1)
-
-
-def _max_width(re: Any, pattern: str, rule: str) -> int:
-    """The longest text ``pattern`` can match (the rules file promises a bound)."""
-    width: int = re._parser.parse(pattern).getwidth()[1]  # re has no public API for this
-    if width >= re._constants.MAXREPEAT:
-        raise ValueError(f"{RULES_FILE}: rule {rule!r} can match unbounded text; bound every repetition "
-                         "and put the credential's open-ended rest in `tail` or `until`")
-    return width
-
+__all__ = ["Rule", "SecretStream", "find_secrets", "find_secrets_in", "redact", "redact_data", "redact_problems",
+           "rules", "shannon_entropy", "strings"]
 
 def find_secrets(text: str) -> list[str]:
     """The kinds of credentials found in ``text``, in order of appearance (empty when none)."""
@@ -138,6 +75,13 @@ def redact_problems(problems: Problem | list[Problem] | str) -> list[Problem]:
             for p in (Problem(item) if isinstance(item, str) else item for item in items)]
 
 
+Span = tuple[int, int, int, int, int]
+"""(rule, start, end, start and end of what is redacted)."""
+
+_HOLD: Span = (-1, -1, -1, -1, -1)
+"""What `_glued` answers while more text could still decide."""
+
+
 class SecretStream:
     """Redacts text that arrives in pieces (a streamed answer) without ever sending part of a
     credential: :meth:`feed` returns the text that no later piece can make part of one, and
@@ -152,8 +96,16 @@ class SecretStream:
     def __init__(self) -> None:
         self._text = ""  # CONTEXT characters already sent, then the unsent text
         self._at = 0  # where the unsent text starts
+        self._base = 0  # where `_text` starts in the whole stream
         self._inside: int | None = None  # the rule whose credential is still going on
         self._after_label = False  # what was sent last is a label: `]` precedes the unsent text
+        self._from: dict[int, int] = {}  # rule → where in the stream one of its literal starts first comes
+        self._resume: dict[int, int] = {}  # rule → where in the stream it goes on (after a match its checks reject)
+        self._rejected: list[tuple[int, int, int]] = []  # (start, end in the stream, rule) of matches checks rejected
+        self._scanned = 0  # where in the stream the scan for literal starts goes on
+        self._keywords: dict[int, int] = {}  # keyword → where in the stream its first occurrence ends
+        self._floor = 0  # where in the stream a credential may start (before the unsent text after a redaction)
+        self._begun = 0  # where in this text a literal start may have begun at its end (its length: none)
         self.kinds: list[str] = []
 
     def feed(self, text: str) -> str:
@@ -171,8 +123,9 @@ class SecretStream:
         return self._scan(final=True)
 
     def _scan(self, final: bool) -> str:
-        compiled, text, at, sent = _compiled(), self._text, self._at, []
-        found: dict[int, Any] = {}  # each rule's next match in this text, from before `at`
+        compiled, text, at, sent = compiled_rules(), self._text, self._at, []
+        self._find_starts(compiled, text, final)
+        found: dict[int, tuple[int, Any] | None] = {}  # each rule's first credential, in this text
         while True:
             if self._inside is not None:
                 at, done = self._consume(compiled, text, at, final)
@@ -181,38 +134,64 @@ class SecretStream:
                 self._inside, self._after_label = None, True
             hit = None
             if self._after_label:
-                hit = _glued(compiled, text, at, final)
+                hit = self._glued(compiled, text, at, final)
                 if hit is _HOLD:
                     break
                 self._after_label = False
             if hit is None:
-                index, match = _next_match(compiled, text, at, found)
-                if not final:
-                    start = match.start() if match else len(text)
-                    undecided = _first_undecided(compiled, text, at, start)
-                    if undecided is not None or match is None or not _decided(compiled, text, index, match):
-                        stop = undecided if undecided is not None else start
+                start, index, match = self._next_match(compiled, text, at, found, final)
+                if match is None:  # nothing, or a place where more text could still make one start
+                    stop = len(text) if start is None else max(start, at)
+                    if stop > at:  # sent as it is: nothing may start before its end any more
                         sent.append(text[at:stop])
-                        at = stop
-                        break
-                elif match is None:
-                    sent.append(text[at:])
-                    at = len(text)
+                        at, self._floor = stop, self._base + stop
                     break
-                hit = _span(index, match, 0)
+                hit = _span(compiled, index, match, 0)
             index, start, end, secret_start, secret_end = hit
             rule = compiled.rules[index]
+            self._floor = self._base + start + 1
+            start, secret_start = max(start, at), max(secret_start, at)  # one going on past the last: its rest
             sent += [text[at:start], self._kept(text[start:secret_start]), rule.label,
                      self._kept(text[secret_end:end])]
             self.kinds += [rule.kind] if rule.kind not in self.kinds else []
             at = end
-            if rule.tail or rule.until:
+            if rule.until or rule.tail and secret_end == end:
                 self._inside = index
             else:
                 self._after_label = secret_end == end
-        keep = max(at - CONTEXT, 0)
-        self._text, self._at = text[keep:], at - keep
+        keep = max(min(self._lowest(compiled, at) - CONTEXT, self._scanned - self._base), 0)
+        self._text, self._at, self._base = text[keep:], at - keep, self._base + keep
         return "".join(sent)
+
+    def _lowest(self, compiled: Compiled, at: int) -> int:
+        """The first place of this text where a credential may still start: ``at``, or, just after
+        one was redacted, its start (a credential that starts inside it and goes on past it is
+        redacted too, the part past it); never more than the longest rule match back."""
+        return min(at, max(self._floor - self._base, at - compiled.horizon, 0))
+
+    def _find_starts(self, compiled: Compiled, text: str, final: bool) -> None:
+        """Note, for the text not scanned yet, where each rule's literal starts begin (the rule
+        may start a credential there) and where each keyword first ends; and, unless the stream
+        has ended, where a literal start may have begun at the text's end (``_begun``)."""
+        base = self._base
+        begin = max(self._scanned - base, 0)  # a keyword that began in text already sent counts too
+        lowered = text.translate(LOWER)  # ASCII only: a literal start is ASCII, and the length stays
+        earliest, resume = self._from, self._resume
+        for found in compiled.starts.finditer(lowered, begin):
+            rules, keywords = compiled.at_start[found[1]]
+            place = base + found.start()
+            for index in rules:
+                if earliest.get(index, place + 1) > place and resume.get(index, 0) <= place:
+                    earliest[index] = place
+            for keyword, size in keywords:
+                self._keywords.setdefault(keyword, place + size)
+        self._scanned = base + max(begin, len(text) - compiled.longest + 1)  # a longer one may end later
+        self._begun = len(text)
+        if not final:  # the longest end of the text that begins a literal start: a rule may start there
+            for size in range(min(LITERAL + 1, len(text) - self._at + 1) - 1, 0, -1):  # a rule's: LITERAL at most
+                if lowered[len(text) - size:] in compiled.partial:
+                    self._begun = len(text) - size
+                    break
 
     def _kept(self, part: str) -> str:
         """A part of a match kept beside its secret group (``postgres://USER:``), redacted on its
@@ -224,7 +203,7 @@ class SecretStream:
         self.kinds += [kind for kind in inner.kinds if kind not in self.kinds]
         return clean
 
-    def _consume(self, compiled: _Compiled, text: str, at: int, final: bool) -> tuple[int, bool]:
+    def _consume(self, compiled: Compiled, text: str, at: int, final: bool) -> tuple[int, bool]:
         """Drop what continues the credential of rule ``self._inside`` from ``at``: where it stops,
         and whether that is known (more text could continue it)."""
         index = self._inside
@@ -238,190 +217,207 @@ class SecretStream:
             return (found.end() if found else len(text)), True
         return max(at, len(text) - compiled.until_horizon), False  # an end line may start after this
 
+    def _candidates(self, compiled: Compiled) -> list[int]:
+        """The rules that may start a credential in the unsent text, in order."""
+        return sorted({*self._from, *compiled.always})
 
-Span = tuple[int, int, int, int, int]
-"""(rule, start, end, start and end of what is redacted)."""
+    def _next_match(self, compiled: Compiled, text: str, at: int, found: dict[int, tuple[int, Any] | None],
+                    final: bool) -> tuple[int | None, int, Any]:
+        """The first credential that goes on past ``at``, or the first place where more text could
+        still make one: (its start, rule, its match), the match None for such a place, and
+        (None, -1, None) when there is none. At the same place, the first rule; a place still open
+        goes first. ``found`` keeps each rule's answer for this text: one from an earlier place that
+        starts at or after where credentials may now start still holds, so each rule scans the text
+        about once."""
+        low = self._lowest(compiled, at)
+        while True:
+            best: tuple[int, int, Any] | None = None
+            for index in self._candidates(compiled):
+                first = found.get(index)
+                if index not in found or first is not None and (first[0] < low or first[1] is not None and
+                                                                first[1].end() <= at):
+                    start = max(low, self._from.get(index, 0) - self._base, self._resume.get(index, 0) - self._base)
+                    first = found[index] = self._first(compiled, index, text, start, at, final)
+                if first is not None and (best is None or _before(first, best)):
+                    best = (first[0], index, first[1])
+            if self._begun < len(text) and (best is None or self._begun <= best[0]):
+                best = (self._begun, -1, None)  # the beginning of a literal start: a rule may start there
+            if best is None:
+                return None, -1, None
+            rejected = self._reconsider(compiled, text, at, low, best)
+            if rejected is not None:
+                return rejected
+            place, index, match = best
+            if index < 0:
+                return best
+            if match is None or index not in compiled.generic:
+                return best
+            # gitleaks drops a generic finding when another rule's secret holds its secret: give way
+            # to one, and wait while one starting before the secret may still turn out to
+            _, _, _, secret_start, secret_end = _span(compiled, index, match, 0)
+            others = [(rule, first) for rule, first in found.items() if first is not None and
+                      place <= first[0] <= secret_start and rule not in compiled.generic and rule != index]
+            if any(first[1] is None for _, first in others):
+                return place, index, None
+            if not any(self._covers(compiled, rule, first[1], text, secret_start, secret_end)
+                       for rule, first in others):
+                return best
+            self._resume[index] = self._base + match.end()
+            del found[index]
 
-_HOLD: Span = (-1, -1, -1, -1, -1)
-"""What `_glued` answers while more text could still decide."""
+    @staticmethod
+    def _covers(compiled: Compiled, index: int, match: Any, text: str, start: int, end: int) -> bool:
+        """Whether rule ``index``'s ``match`` redacts ``text[start:end]``: its secret does, with
+        the rest its ``tail`` takes."""
+        _, _, match_end, secret_start, secret_end = _span(compiled, index, match, 0)
+        tail = compiled.tails[index]
+        if tail is not None and secret_end == match_end:
+            secret_end = tail.match(text, secret_end).end()
+        return secret_start <= start and secret_end >= end
 
+    def _reconsider(self, compiled: Compiled, text: str, at: int, low: int,
+                    best: tuple[int, int, Any]) -> tuple[int, int, Any] | None:
+        """A match a rule's checks rejected, which the ``best`` credential (or place still open)
+        starts inside: the text from it on is sent only once that is decided, and then read as
+        it will be sent, cut where the credential starts (a secret a stopword or its entropy let
+        pass for what followed it is a credential once that is redacted). Returns what comes first
+        instead of ``best``, or None."""
+        place, base = best[0], self._base
+        self._rejected = [entry for entry in self._rejected if entry[0] - base >= low]  # the rest is sent or redacted
+        for begin, end, index in self._rejected:
+            begin, end = begin - base, end - base
+            if begin < place < end:
+                if best[2] is None:
+                    return begin, -1, None
+                cut = compiled.each[index].match(text, begin, place)
+                if cut is not None and cut.end() > at and self._accepts(compiled, index, cut, text, 0) and \
+                        _span(compiled, index, cut, 0)[4] > at:
+                    return begin, index, cut
+        return None
 
-def _span(index: int, match: Any, offset: int) -> Span:
-    """(rule, start, end, start and end of what is redacted) of a rule's ``match``, ``offset`` on."""
-    secret = "secret" if match.groupdict().get("secret") is not None else 0
-    return (index, match.start() + offset, match.end() + offset, match.start(secret) + offset,
-            match.end(secret) + offset)
+    def _first(self, compiled: Compiled, index: int, text: str, start: int, at: int,
+               final: bool) -> tuple[int, Any] | None:
+        """Where rule ``index`` may first start, from ``start``, a credential that goes on past
+        ``at``: (place, its match), the match None where more text could still change what is
+        there; None when nowhere (the rule is then left out until its literal start comes again).
+        A match its checks reject is no match there, nor one that ends by ``at`` (inside what was
+        redacted); the rule goes on from the next character (gitleaks goes on after the match, so
+        misses a credential that starts inside one it rejects)."""
+        pattern, checks = compiled.each[index], compiled.checks[index]
+        if final and checks is not None and checks.keywords and not any(k in self._keywords for k in checks.keywords):
+            return None  # the whole text is here, and none of its keywords: no credential of this rule
+        hold = None if final or index not in compiled.fragile else self._fragile_hold(compiled, index, text, start)
+        first = self._first_from(compiled, index, pattern, text, start, at, final, hold)
+        if first is not None and first[1] is None and self._resume.get(index, 0) < self._base + first[0]:
+            self._resume[index] = self._base + first[0]  # nothing can start before it: search from there
+        return first
 
+    def _first_from(self, compiled: Compiled, index: int, pattern: Any, text: str, start: int, at: int,
+                    final: bool, hold: int | None) -> tuple[int, Any] | None:
+        """:meth:`_first`, given the rule's pattern and where a fragile rule waits (``hold``)."""
+        while True:
+            found = pattern.search(text, start, partial=not final)
+            if found is None:  # not even a start: until a literal start of it comes, the rule is left out
+                if hold is not None:
+                    return hold, None
+                self._from.pop(index, None)
+                self._resume[index] = self._base + len(text)
+                return None
+            if hold is not None and hold < found.start():
+                return hold, None
+            if found.partial or not final and found.end() >= len(text):
+                return found.start(), None
+            if not final and found.start() > start:  # a match in progress before it is not reported
+                early = pattern.search(text, start, found.start(), partial=True)
+                if early is not None:
+                    return early.start(), None
+            if found.end() > at:
+                if not self._accepts(compiled, index, found, text, 0):
+                    self._rejected.append((self._base + found.start(), self._base + found.end(), index))
+                elif _span(compiled, index, found, 0)[4] > at:
+                    return found.start(), found
+            start = found.start() + 1  # a credential may still start inside it (gitleaks' would go on after it)
+            self._resume[index] = self._base + start
 
-def _glued(compiled: _Compiled, text: str, at: int, final: bool) -> Span | None:
-    """A credential starting at ``at``, right after a label, as the text sent reads: there a `]`
-    precedes it, so a key glued to the one just redacted (``...ab3sk-ant-...``) starts a word and
-    is redacted too, never sent. ``_HOLD`` while more text could still decide it."""
-    end = min(len(text), at + compiled.horizon + 1)
-    open_end = not final and end == len(text)
-    probe = "]" + text[at:end]  # a rule looks one character back (\b, (?<!...)): the `]` is all it sees
-    for index, pattern in enumerate(compiled.each):
-        match = pattern.match(probe, 1, partial=open_end)
-        if match is None:
-            continue
-        if open_end and (match.partial or match.end() >= len(probe)):
-            return _HOLD
-        return _span(index, match, at - 1)
-    return None
+    def _fragile_hold(self, compiled: Compiled, index: int, text: str, start: int) -> int | None:
+        """For a rule whose partial matches ``regex`` may not report (see ``_fragile``): the first
+        place from ``start`` where one of its literal starts came, close enough to the text's end
+        for a match from there to go on past it; None when there is none."""
+        literals, width = compiled.fragile[index]
+        begin = max(start, len(text) - width)
+        if not literals:
+            return begin if begin < len(text) else None
+        lowered = text[begin:].translate(LOWER)
+        places = [place for place in (lowered.find(literal) for literal in literals) if place >= 0]
+        return begin + min(places) if places else None
 
-
-def _next_match(compiled: _Compiled, text: str, at: int, found: dict[int, Any]) -> tuple[int, Any]:
-    """The first rule match from ``at`` (the earliest start; at the same start, the first rule),
-    as (rule index, match). ``found`` keeps each rule's last answer: a match from an earlier place
-    that starts at or after ``at`` is still that rule's first, so each rule scans the text once."""
-    best, best_index = None, -1
-    for index, pattern in enumerate(compiled.each):
-        match = found.get(index, False)
-        if match is False or (match is not None and match.start() < at):
-            match = found[index] = pattern.search(text, at)
-        if match is not None and (best is None or match.start() < best.start()):
-            best, best_index = match, index
-    return best_index, best
-
-
-def _decided(compiled: _Compiled, text: str, index: int, match: Any) -> bool:
-    """Whether more text cannot change ``match`` (of rule ``index``): a character past its end has
-    been seen (a rule looks at most one character ahead), and no rule tried before it could still
-    match there."""
-    if match.end() >= len(text):
-        return False
-    return not any(earlier.match(text, match.start(), partial=True) for earlier in compiled.each[:index])
-
-
-def _first_undecided(compiled: _Compiled, text: str, at: int, before: int) -> int | None:
-    """The first place before ``before`` where more text could make a credential start, if any.
-
-    Only the last ``horizon`` characters can be such places: a match starting earlier would
-    already be whole. ``regex`` reports a partial match (one that reaches the end of the text) only
-    when no whole match follows, so each search ends where the previous one found something, and a
-    place it flags may be one more text rules out (it is held back a little longer, never sent
-    too soon).
-    """
-    zone, first = max(at, len(text) - compiled.horizon), None
-    for pattern in compiled.each:
-        end = before if first is None else first
-        while zone < end:
-            found = pattern.search(text, zone, end, partial=True)
-            if found is None or found.start() >= end:
-                break
-            first = found.start()
-            if found.partial:
-                break
-            end = found.start()
-    return first
-
-
-# -- logs --------------------------------------------------------------------------------------
-
-CALL_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "openai", "anthropic", "httpx", "httpcore")
-"""Loggers of the libraries a model call goes through: at DEBUG they record request bodies (the
-inputs) and raw responses. :func:`redacting_logs` redacts them while rosetta runs a call."""
-
-
-def _redact_record(record: logging.LogRecord) -> None:
-    """``record`` with its message (and formatted traceback) redacted; left as it is when clean, so
-    handlers that group by template keep the template and arguments."""
-    try:
-        message = record.getMessage()
-    except (TypeError, ValueError, KeyError):  # a malformed call: its parts, as the handler would show them
-        message = f"{record.msg} {record.args}"
-    clean = redact(message)
-    if clean != message:
-        record.msg, record.args = clean, ()
-    if record.exc_info and not record.exc_text:
-        record.exc_text = logging.Formatter().formatException(record.exc_info)
-    if record.exc_text:
-        record.exc_text = redact(record.exc_text)
-
-
-ROSETTA_LOGGERS = ("rosetta", "rosetta.settings", "rosetta.local", "rosetta.local.llama_cpp", "rosetta.optimize",
-                   "rosetta.providers.adapter", "rosetta.providers.catalog", "rosetta.runtime",
-                   "rosetta.rollout.outcomes")
-"""Every logger rosetta logs to (a test checks the source names no other)."""
-
-
-def redact_logs() -> None:
-    """Redact every record of rosetta's own loggers, at any level, before any handler sees it
-    (installed once, when rosetta is imported): a :class:`RedactingFilter` on each of
-    :data:`ROSETTA_LOGGERS`. A logger's filters see only the records logged on it, never its
-    children's, hence one per logger. The process's record factory and the application's own
-    loggers and handlers are left alone; :func:`redacting_logs` covers the call's libraries.
-    """
-    for name in ROSETTA_LOGGERS:
-        logger = logging.getLogger(name)
-        if _OWN not in logger.filters:
-            logger.addFilter(_OWN)
-
-
-class RedactingFilter(logging.Filter):
-    """Redacts each record it sees (a filter may change the record it passes). On a handler it
-    covers every record that handler writes, any library's, at any time: the one line for an
-    application that logs litellm or httpx at DEBUG outside rosetta's calls too is
-    ``handler.addFilter(RedactingFilter())``."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        _redact_record(record)
+    def _accepts(self, compiled: Compiled, index: int, match: Any, text: str, offset: int) -> bool:
+        """Whether rule ``index``'s checks take ``match`` (of ``text``, which starts ``offset`` into
+        the stream's text) for a credential: one of its keywords has come by the match's end, the
+        secret's entropy is above the rule's, and no allowlist allows it."""
+        checks = compiled.checks[index]
+        if checks is None:
+            return True
+        if checks.keywords:
+            end = self._base + offset + match.end()
+            if not any(self._keywords.get(keyword, end + 1) <= end for keyword in checks.keywords):
+                return False
+        group = next((n for n in compiled.secrets[index] if match.start(n) >= 0), 0)
+        secret = match.group(group)
+        if checks.entropy is not None and shannon_entropy(secret) <= checks.entropy:
+            return False
+        for target, regexes, stopwords, every in checks.allowlists:
+            subject = secret
+            if target == "match":
+                subject = match.group()
+                if checks.lead is not None:
+                    lead = checks.lead.search(text, max(0, match.start() - CONTEXT), match.start())
+                    subject = (lead.group() if lead else "") + subject
+            verdicts = ([any(p.search(subject) for p in regexes)] if regexes else []) + \
+                ([stopwords.search(secret.lower()) is not None] if stopwords is not None else [])
+            if verdicts and (all(verdicts) if every else any(verdicts)):
+                return False
         return True
 
-
-PROVIDER_DEBUG_LOGS = "ROSETTA_PROVIDER_DEBUG_LOGS"
-"""Set to 1 to keep the call's libraries' records below WARNING during rosetta's calls (each is
-redacted on its own, so a key split across litellm's streamed deltas may appear in pieces)."""
-
-
-class CallRecords(RedactingFilter):
-    """On the call's libraries' loggers while rosetta's calls run: records at WARNING and above are
-    redacted; those below are dropped unless the user sets :data:`PROVIDER_DEBUG_LOGS` to 1.
-    litellm logs every streamed delta at DEBUG, one record each, so a key split across deltas is in
-    no single record a rule could match; no per-record filter can redact what it never sees whole."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.WARNING and os.environ.get(PROVIDER_DEBUG_LOGS) != "1":
-            return False
-        return super().filter(record)
-
-
-_FILTER = CallRecords()  # on the call's libraries' loggers, while calls run
-_OWN = RedactingFilter()  # on rosetta's own loggers, always
-_calls = 0  # calls running now, in every thread and event loop
-_filtered: list[logging.Logger] = []
-_lock = threading.Lock()
-
-
-@contextmanager
-def redacting_logs(names: tuple[str, ...] = CALL_LOGGERS) -> Iterator[None]:
-    """While the block runs, redact the records of ``names`` and their children, whatever their
-    level and handlers: every logger of theirs that exists when the block starts (one a library
-    creates during the block, as httpcore does on its first request, is covered from the next on).
-
-    A filter on each logger, attached when the first concurrent call starts and removed when the
-    last one ends: no global state outside calls (:class:`RedactingFilter` on a handler covers
-    them always).
-    """
-    global _calls
-    with _lock:
-        _calls += 1
-        for logger in _loggers(names):  # looked up at every call: a library may add loggers later
-            if _FILTER not in logger.filters:  # first: a library's own filter (litellm's) may redact a key's
-                logger.filters.insert(0, _FILTER)  # name and leave its value, which no rule finds without it
-                _filtered.append(logger)
-    try:
-        yield
-    finally:
-        with _lock:
-            _calls -= 1
-            if not _calls:
-                for logger in _filtered:
-                    logger.removeFilter(_FILTER)
-                _filtered.clear()
+    def _glued(self, compiled: Compiled, text: str, at: int, final: bool) -> Span | None:
+        """A credential starting at ``at``, right after a label, as the text sent reads: there a `]`
+        precedes it, so a key glued to the one just redacted (``...ab3sk-ant-...``) starts a word and
+        is redacted too, never sent. ``_HOLD`` while more text could still decide it."""
+        end = min(len(text), at + compiled.horizon + 1)
+        open_end = not final and end == len(text)
+        probe = "]" + text[at:end]  # a rule looks one character back (\b, (?<!...)): the `]` is all it sees
+        lowered = probe[1:1 + compiled.longest].translate(LOWER)
+        if open_end and lowered in compiled.partial:
+            return _HOLD  # the text so far begins a literal start
+        literal = compiled.starts.match(lowered)  # the rules that may start here, whatever came before
+        best: tuple[int, Any] | None = None
+        for index in sorted({*compiled.always, *(compiled.at_start[literal[1]][0] if literal else ())}):
+            match = compiled.each[index].match(probe, 1, partial=open_end)
+            if match is None and open_end and index in compiled.fragile:
+                return _HOLD  # regex may not tell a partial match of this rule: wait
+            if match is None:
+                continue
+            if open_end and (match.partial or match.end() >= len(probe)):
+                return _HOLD
+            if self._accepts(compiled, index, match, probe, at - 1) and (best is None or match.end() > best[1].end()):
+                best = (index, match)
+        return None if best is None else _span(compiled, best[0], best[1], at - 1)
 
 
-def _loggers(names: tuple[str, ...]) -> list[logging.Logger]:
-    children = tuple(f"{name}." for name in names)
-    return [logger for name, logger in list(logging.Logger.manager.loggerDict.items())
-            if (name in names or name.startswith(children)) and isinstance(logger, logging.Logger)]
+def _before(first: tuple[int, Any], best: tuple[int, int, Any]) -> bool:
+    """Whether a rule's ``first`` credential goes before the ``best`` so far (of a rule tried
+    earlier): it starts sooner; or, at the same place, it is still open, or longer (the more
+    specific, as a boundary gitleaks checks after a shorter one's secret would have rejected it)."""
+    if first[0] != best[0]:
+        return first[0] < best[0]
+    if first[1] is None or best[2] is None:
+        return first[1] is None and best[2] is not None
+    return bool(first[1].end() > best[2].end())
+
+
+def _span(compiled: Compiled, index: int, match: Any, offset: int) -> Span:
+    """(rule, start, end, start and end of what is redacted) of a rule's ``match``, ``offset`` on:
+    the first of its `secret` groups that takes part, or the whole match."""
+    group = next((n for n in compiled.secrets[index] if match.start(n) >= 0), 0)
+    return (index, match.start() + offset, match.end() + offset, match.start(group) + offset,
+            match.end(group) + offset)
