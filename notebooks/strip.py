@@ -35,7 +35,7 @@ def strip(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return notebook
 
 
-MISSING = ("notebooks/strip.py needs nbformat, which is not installed: pip install 'rosetta[notebook]' "
+MISSING = ("notebooks/strip.py needs nbformat, which is not installed: pip install 'rosetta-prompts[notebook]' "
            "(or ./dev test, whose environment has it)")
 """What the script says, on standard error with exit code 2, where nbformat cannot be imported."""
 

@@ -47,3 +47,12 @@ def test_what_a_caller_handles_is_importable_from_rosetta_without_the_heavy_stac
 
     assert issubclass(rosetta.ModelCallError, RosettaError) and issubclass(rosetta.GuardrailError, UsageError)
     assert {"Result", "Attempt", "ModelCallError", "GuardrailError"} <= set(dir(rosetta))
+
+
+def test_every_public_name_is_listed_once_and_resolves():
+    """``__all__`` is written out for type checkers; it holds exactly the eager and lazy names."""
+    import rosetta
+
+    eager = {"ConfigError", "DefinitionError", "Location", "Problem", "RosettaError", "UsageError", "__version__"}
+    assert sorted(rosetta.__all__) == sorted(eager | set(rosetta._LAZY))
+    assert all(getattr(rosetta, name) is not None for name in rosetta.__all__)

@@ -41,9 +41,11 @@ _LAZY = {
     "file_reader": "rosetta.runtime.tools",
 }
 
-__all__ = [
-    "ConfigError", "DefinitionError", "Location", "Problem", "RosettaError", "UsageError", "__version__",
-    *_LAZY,
+__all__ = [  # written out: type checkers read a literal list (tests/test_import.py checks it against _LAZY)
+    "Agent", "AgentDefinition", "AgentSpec", "Attempt", "ConfigError", "Conversation", "DefinitionError",
+    "GuardrailError", "Location", "ModelCallError", "Problem", "Result", "RetryPolicy", "RosettaError", "RunOptions",
+    "Selection", "Settings", "Stream", "UsageError", "__version__", "discover_definitions", "file_reader",
+    "from_dspy", "load", "load_definition", "load_directory", "load_settings", "record_outcome",
 ]
 
 if TYPE_CHECKING:

