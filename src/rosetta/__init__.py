@@ -23,7 +23,7 @@ _LAZY = {
     "AgentSpec": "rosetta.definition.models",
     "load_definition": "rosetta.definition.loader",
     "load_directory": "rosetta.definition.loader",
-    "discover_definitions": "rosetta.definition.loader",
+    "discover_definitions": "rosetta.definition.discovery",
     "Settings": "rosetta.settings",
     "load_settings": "rosetta.settings",
     "record_outcome": "rosetta.rollout.outcomes",
@@ -51,7 +51,8 @@ __all__ = [  # written out: type checkers read a literal list (tests/test_import
 if TYPE_CHECKING:
     from rosetta.runtime.agent import Agent, load
     from rosetta.settings import Settings, load_settings
-    from rosetta.definition.loader import discover_definitions, load_definition, load_directory
+    from rosetta.definition.discovery import discover_definitions
+    from rosetta.definition.loader import load_definition, load_directory
     from rosetta.definition.models import AgentDefinition, AgentSpec
     from rosetta.optimize.dspy_backend import from_dspy
     from rosetta.rollout.outcomes import record_outcome

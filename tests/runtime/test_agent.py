@@ -11,7 +11,7 @@ import pytest
 
 from rosetta.store.artifact import ArtifactError
 from rosetta.compile.compiler import CompileOptions, compile_paths
-from rosetta.errors import ConfigError, UsageError
+from rosetta.errors import ConfigError, DefinitionError, UsageError
 from rosetta.providers.adapter import load_adapters
 from rosetta.runtime.agent import load
 
@@ -200,3 +200,33 @@ def test_load_takes_agent_names_or_definition_files_only(compiled):
             load(name, project=compiled)
     assert load("vuln-triage", project=compiled).name == "vuln-triage"
     assert load(compiled / "signatures/vuln-triage.md", project=compiled).name == "vuln-triage"
+
+
+def test_load_finds_agents_as_validate_and_compile_do(tree):
+    """Issue 84: one resolver. A definition in a hidden folder is not an agent (discovery skips it);
+    a file is found by the name it declares, not by its file name; two files declaring one name are
+    an error naming both (compile refuses them too)."""
+    from rosetta.definition.discovery import discover_definitions
+
+    signatures = tree / "signatures"
+    (signatures / "vuln-triage.md").rename(signatures / "stem.md")  # declares name: vuln-triage
+    compile_for(tree, "sonnet")
+    hidden = signatures / ".old"
+    hidden.mkdir()
+    old = (signatures / "stem.md").read_text().replace("name: vuln-triage", "name: triage")
+    (hidden / "triage.md").write_text(old)
+    assert all(".old" not in path.parts for path in discover_definitions(signatures))
+    with pytest.raises(UsageError, match="no agent named 'triage'"):
+        load("triage", project=tree)
+
+    agent = load("vuln-triage", project=tree)
+    assert agent.definition_path == signatures / "stem.md"
+    assert agent.explain("sonnet").kind == "artifact"  # compiled/vuln-triage/…, as compile wrote it
+    with pytest.raises(UsageError, match=r"stem.md declares the name 'vuln-triage'") as raised:
+        load("stem", project=tree)
+    assert "rosetta.load('vuln-triage')" in str(raised.value)
+
+    shutil.copy(signatures / "stem.md", signatures / "copy.md")
+    with pytest.raises(DefinitionError, match="declared by 2 files") as clash:
+        load("vuln-triage", project=tree)
+    assert {p.location.file for p in clash.value.problems} == {str(signatures / "copy.md"), str(signatures / "stem.md")}

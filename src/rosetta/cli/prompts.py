@@ -311,7 +311,7 @@ def _check_model(ctx: typer.Context, settings: Any, catalog: Any, name: str, age
 def _agent_to_check(ctx: typer.Context, settings: Any, agent: str | None) -> Path:
     """The definition ``models --check`` renders: ``agent`` (a path or name), else the project's
     first agent with an output schema, else its first agent."""
-    from rosetta.definition.loader import discover_definitions
+    from rosetta.definition.discovery import discover_definitions
 
     if agent is not None and Path(agent).is_file():
         return Path(agent)

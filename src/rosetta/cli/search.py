@@ -124,7 +124,7 @@ def optimize_paths(ctx: typer.Context, paths: list[Path], models: list[str] | No
                    check: bool, out: Path | None = None) -> int:
     """``rosetta compile --optimize``: :func:`optimize_targets` over every definition under ``paths``,
     writing into ``out`` when given (``--out``) instead of the project's compiled directory."""
-    from rosetta.definition.loader import discover_many
+    from rosetta.definition.discovery import discover_many
 
     if not models:
         raise UsageError(Problem("--optimize needs --model: the model whose answers are scored", field="--model"))

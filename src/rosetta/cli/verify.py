@@ -46,7 +46,7 @@ def verify_command(
     """Run each agent on each model over its test examples and adversarial probes, and score the
     behavioral criteria PV-011…PV-019 (the judge is the project's rubric-reviewer agent). Exits 1
     when a criterion fails."""
-    from rosetta.definition.loader import discover_definitions
+    from rosetta.definition.discovery import discover_definitions
     from rosetta.fileio import write_atomic
     from rosetta.verify.html import render_html
     from rosetta.verify.runner import VerifyOptions, verify

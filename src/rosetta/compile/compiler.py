@@ -118,7 +118,7 @@ def compile_paths(paths: Iterable[str | os.PathLike[str]], options: CompileOptio
     parsing; the rest are loaded and rendered, on ``jobs`` processes when there are many. Artifacts
     are staged by the workers and moved into place here, once no two files claim one agent name.
     """
-    from rosetta.definition.loader import discover_many
+    from rosetta.definition.discovery import discover_many
     from rosetta.store.publish import clean_stale_temporaries
 
     paths = list(paths)

@@ -12,7 +12,7 @@ from rosetta.lazy import lazy_exports
 
 _LAZY = {
     "LoadResult": "rosetta.definition.loader",
-    "discover_definitions": "rosetta.definition.loader",
+    "discover_definitions": "rosetta.definition.discovery",
     "load_definition": "rosetta.definition.loader",
     "load_directory": "rosetta.definition.loader",
     "load_many": "rosetta.definition.loader",
@@ -27,9 +27,9 @@ _LAZY = {
 __all__ = list(_LAZY)
 
 if TYPE_CHECKING:
+    from rosetta.definition.discovery import discover_definitions
     from rosetta.definition.loader import (
         LoadResult,
-        discover_definitions,
         load_definition,
         load_directory,
         load_many,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.definition.frontmatter import read_text, split_frontmatter
-from rosetta.definition.models import AgentFormat, BodyFormat
+from rosetta.definition.vocabulary import AgentFormat, BodyFormat
 from rosetta.definition.sections import detect_body_format
 from rosetta.definition.yaml_source import FieldPath, SourceMap, format_path, parse_yaml
 from rosetta.errors import DefinitionError

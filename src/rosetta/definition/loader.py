@@ -13,15 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rosetta.definition.formats import (
-    MARKDOWN_SUFFIXES,
-    PAIR_SUFFIXES,
-    PROMPT_SUFFIX,
-    SIDECAR_SUFFIXES,
-    RawDefinition,
-    read_definition,
-    stem_of,
-)
+from rosetta.definition.discovery import discover_many
+from rosetta.definition.formats import RawDefinition, read_definition
 from rosetta.definition.models import (
     TEMPLATE_SUFFIXES,
     AgentDefinition,
@@ -35,10 +28,6 @@ from rosetta.definition.sections import split_sections
 from rosetta.definition.spec_errors import locate_field, validate_spec
 from rosetta.definition.yaml_source import format_path
 from rosetta.errors import ConfigError, DefinitionError, Location, Problem
-
-SKIPPED_DIRECTORIES = {"__pycache__", "node_modules", "compiled"}
-"""Directory names never searched for agents (hidden directories are skipped too)."""
-
 
 @dataclass(frozen=True)
 class LoadResult:
@@ -100,46 +89,6 @@ def load_definition(
     )
 
 
-def discover_definitions(path: str | os.PathLike[str]) -> list[Path]:
-    """Every agent file under ``path`` (a file is returned as is), in a stable order.
-
-    Markdown files count only when they open with a ``---`` frontmatter fence, so READMEs and
-    notes can live beside agents; sidecars and pair bodies are found through their agent.
-    """
-    path = Path(path)
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        raise DefinitionError.at("no such file or directory", file=path, hint="check the path")
-    found: list[Path] = []
-    for directory, subdirectories, files in os.walk(path):
-        subdirectories[:] = sorted(d for d in subdirectories if not d.startswith(".") and d not in SKIPPED_DIRECTORIES)
-        for name in sorted(files):
-            file = Path(directory, name)
-            if name.endswith(PAIR_SUFFIXES):
-                found.append(file)
-            elif name.endswith(SIDECAR_SUFFIXES):
-                continue
-            elif name.endswith(PROMPT_SUFFIX) and any(
-                file.with_name(stem_of(file) + suffix).is_file() for suffix in PAIR_SUFFIXES
-            ):
-                continue
-            elif name.endswith(MARKDOWN_SUFFIXES) and _opens_with_fence(file):
-                found.append(file)
-    return found
-
-
-def discover_many(paths: Iterable[str | os.PathLike[str]]) -> list[tuple[Path, DefinitionError | None]]:
-    """Every agent file under each path; a path that does not exist yields its error instead."""
-    found: list[tuple[Path, DefinitionError | None]] = []
-    for given in paths:
-        try:
-            found.extend((file, None) for file in discover_definitions(given))
-        except DefinitionError as error:
-            found.append((Path(given), error))
-    return found
-
-
 def project_roots(files: Iterable[Path]) -> dict[Path, Path]:
     """The project root of each file's directory, looked up once per directory."""
     roots: dict[Path, Path] = {}
@@ -174,20 +123,6 @@ def load_directory(path: str | os.PathLike[str], **options: Any) -> list[AgentDe
     if problems:
         raise DefinitionError(problems)
     return [r.definition for r in results if r.definition]
-
-
-def _opens_with_fence(file: Path) -> bool:
-    from rosetta.fileio import read_source_bytes
-
-    try:
-        head = read_source_bytes(file, limit=64, head=True)  # a FIFO named *.md is never waited on
-    except OSError:
-        return True  # let the loader report why it cannot be read
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        text = head.decode("utf-16", errors="ignore")
-    else:
-        text = head.decode("utf-8-sig", errors="ignore")
-    return text.split("\n", 1)[0].rstrip("\r \t") == "---"
 
 
 # -- references ------------------------------------------------------------------------------

@@ -12,7 +12,12 @@ import re
 import textwrap
 from collections.abc import Mapping
 
-from rosetta.definition.models import BodyFormat, RCCFRole, Section
+from typing import TYPE_CHECKING
+
+from rosetta.definition.vocabulary import BodyFormat, RCCFRole
+
+if TYPE_CHECKING:
+    from rosetta.definition.models import Section
 
 R = RCCFRole
 SECTION_ROLES: dict[str, RCCFRole] = {
@@ -92,6 +97,8 @@ def split_sections(
         raw = _split_rccf(body)
     else:
         raw = _split_markdown(body)
+    from rosetta.definition.models import Section  # pydantic: only where sections are built
+
     sections = []
     for index, (title, content, line, level) in enumerate(raw):
         if not title and not content.strip():

@@ -262,22 +262,6 @@ def judge_reviewer(root: Path, model: str, *, complete: Any = None, kind: type |
                               connection=connection)
 
 
-def _find_definition(name: str, signatures_dir: Path) -> Path | None:
-    """The definition of agent ``name``: by file name first, then by reading frontmatter names."""
-    for suffix in _NAME_SUFFIXES:
-        matches = sorted(signatures_dir.rglob(name + suffix)) if signatures_dir.is_dir() else []
-        if matches:
-            return matches[0]
-    if not signatures_dir.is_dir():
-        return None
-    from rosetta.definition.loader import load_many
-
-    for result in load_many([signatures_dir]):
-        if result.definition is not None and result.definition.name == name:
-            return result.path
-    return None
-
-
 def load(
     name_or_path: str | os.PathLike[str],
     *,
@@ -306,27 +290,34 @@ def load(
         raise UsageError(Problem(f"{text!r} is neither an agent name nor a definition file", field="name",
                                  expected="a name like vuln-triage (letters, digits, '.', '_', '-'; starting with a "
                                           "letter or digit), or the path of a definition file"))
-    definition_path = _find_definition(text, dirs.signatures_dir)
+    from rosetta.definition.discovery import find_agent
+
+    definition_path = find_agent(text, dirs.signatures_dir)
     agent = Agent(text, definition_path, dirs, dirs.strict)
     if definition_path is None and not agent.artifacts:
-        import difflib
-
-        known = _agent_names(dirs)
-        close = difflib.get_close_matches(text, known, n=3, cutoff=0.6)
-        raise UsageError(Problem(f"no agent named {text!r}", Location(str(dirs.signatures_dir)),
-                                 hint=f"did you mean {' or '.join(repr(c) for c in close)}?" if close else
-                                 f"known agents: {', '.join(known)}" if known else
-                                 f"looked for a definition in {dirs.signatures_dir} and artifacts in "
-                                 f"{dirs.compiled_dir / text}"))
+        raise UsageError(_not_found(text, dirs))
     return agent
 
 
-def _agent_names(dirs: Settings) -> list[str]:
-    """Every agent of the project: its definitions' names and its compiled agents (for suggestions)."""
-    from rosetta.definition.loader import load_many
+def _not_found(name: str, dirs: Settings) -> Problem:
+    """Why no agent is named ``name``: a file named for it declares another name, or the names
+    that come closest, or where rosetta looked."""
+    import difflib
+
+    from rosetta.definition.discovery import declared_names
+    from rosetta.definition.formats import stem_of
     from rosetta.store.lookup import compiled_models
 
-    names = set(compiled_models(dirs.compiled_dir))
-    if dirs.signatures_dir.is_dir():
-        names.update(r.definition.name for r in load_many([dirs.signatures_dir]) if r.definition is not None)
-    return sorted(names)
+    declared = {path: named for path, named in declared_names(dirs.signatures_dir).items() if named}
+    where = Location(str(dirs.signatures_dir))
+    for path, other in declared.items():
+        if stem_of(path) == name:
+            return Problem(f"no agent named {name!r}: {path} declares the name {other!r}", where,
+                           hint=f"load it by the name it declares, rosetta.load({other!r}) (`rosetta run "
+                                f"{other}`): its artifacts are under {dirs.compiled_dir / other}")
+    known = sorted({*compiled_models(dirs.compiled_dir), *declared.values()})
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    return Problem(f"no agent named {name!r}", where,
+                   hint=f"did you mean {' or '.join(repr(c) for c in close)}?" if close else
+                   f"known agents: {', '.join(known)}" if known else
+                   f"looked for a definition in {dirs.signatures_dir} and artifacts in {dirs.compiled_dir / name}")
