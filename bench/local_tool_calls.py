@@ -78,7 +78,7 @@ def measure(model: str, queries: list[str]) -> tuple[object, ...]:
     import rosetta
     from rosetta import RunOptions
     from rosetta.local.litellm_offline import import_litellm
-    from rosetta.runtime.invoke import ModelCallError
+    from rosetta.runtime.result import ModelCallError
 
     litellm = import_litellm()
 

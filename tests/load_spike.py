@@ -47,7 +47,7 @@ def spike(agent: Agent, run: int, calls: int = 500, *, faults: list[tuple] = FAU
     against a healthy endpoint, and returns the run's row of :data:`ROW`. Needs the providers' keys set; sets
     their endpoints (each provider's endpoint comes from its environment, so the two models reach two
     servers)."""
-    from rosetta.runtime.invoke import RetryPolicy
+    from rosetta.runtime.result import RetryPolicy
     from rosetta.runtime.limits import credential_key
 
     policy = RetryPolicy(attempts=2, base=0.01, multiplier=2.0, cap=0.1, timeout=2.0)  # one call in ~11 falls back

@@ -1,7 +1,8 @@
 """The package's layer order (DESIGN: definition → signature → providers → local → render → store → runtime
 → compile → optimize / rollout / verify → cli), checked on the source: every import, function-local ones
-included, goes down the order (or stays in its own package); no import cycle between modules; no
-import of another package's underscore names."""
+and those only for type checkers (``if TYPE_CHECKING:``) included, goes down the order (or stays in its
+own package); no import cycle between modules, counting those too (a cycle a lazy or type-only import
+hides is still one module needing the other); no import of another package's underscore names."""
 
 from __future__ import annotations
 
@@ -47,22 +48,11 @@ def _package(module: str) -> str:
     return module.split(".")[1] if "." in module else ""
 
 
-def _type_checking_lines(tree: ast.AST) -> set[int]:
-    lines = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            lines |= {n.lineno for child in node.body for n in ast.walk(child) if hasattr(n, "lineno")}
-    return lines
-
-
 def _imports(module: str) -> list[tuple[str, list[str], int]]:
-    """(imported module, names taken from it, line) for every rosetta import outside TYPE_CHECKING."""
+    """(imported module, names taken from it, line) for every rosetta import, wherever it stands."""
     tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
-    skipped = _type_checking_lines(tree)
     found = []
     for node in ast.walk(tree):
-        if getattr(node, "lineno", None) in skipped:
-            continue
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "rosetta":
             for alias in node.names:  # `from rosetta.store import lookup` imports the module lookup
                 target = f"{node.module}.{alias.name}"

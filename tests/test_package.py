@@ -71,19 +71,37 @@ def test_the_installed_command_and_import_work_outside_the_checkout(installed, t
 
 
 def test_a_user_script_importing_the_public_names_passes_mypy_strict(installed, tmp_path) -> None:
+    """And a valid answer's ``output`` is the user's model where ``output_type=`` gives one."""
     script = tmp_path / "app.py"
     script.write_text(textwrap.dedent("""\
+        from typing import Any
+
+        from pydantic import BaseModel
+
         from rosetta import Agent, ModelCallError, Result, RetryPolicy, RunOptions, load
 
-        def triage(report: str) -> Result:
-            agent: Agent = load("vuln-triage")
+        class Triage(BaseModel):
+            severity: str
+            rationale: str
+
+        def triage(report: str) -> Result[Triage]:
+            agent: Agent[Triage] = load("vuln-triage", output_type=Triage)
             options = RunOptions(policy=RetryPolicy(attempts=2))
             try:
-                return agent.run({"report": report}, options=options)
+                result = agent.run({"report": report}, options=options)
             except ModelCallError as error:
                 raise SystemExit(str(error)) from error
+            reveal_type(result.output)
+            with agent.stream({"report": report}) as stream:
+                reveal_type(stream.result().output)
+            reveal_type(agent.chat().send({"report": report}).output)
+            return result
+
+        def untyped(report: str) -> Result[Any]:
+            return load("vuln-triage").run({"report": report})
         """))
     checked = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--python-executable",
                               str(installed / "bin" / "python"), str(script)],
                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.count('Revealed type is "app.Triage"') == 3, checked.stdout

@@ -29,12 +29,12 @@ _LAZY = {
     "record_outcome": "rosetta.rollout.outcomes",
     "from_dspy": "rosetta.optimize.dspy_backend",
     # what a caller of run / arun / stream / chat handles
-    "Result": "rosetta.runtime.invoke",
-    "Attempt": "rosetta.runtime.invoke",
-    "RetryPolicy": "rosetta.runtime.invoke",
+    "Result": "rosetta.runtime.result",
+    "Attempt": "rosetta.runtime.result",
+    "RetryPolicy": "rosetta.runtime.result",
     "RunOptions": "rosetta.runtime.options",
     "Stream": "rosetta.runtime.stream",
-    "ModelCallError": "rosetta.runtime.invoke",
+    "ModelCallError": "rosetta.runtime.result",
     "GuardrailError": "rosetta.runtime.guardrails",
     "Conversation": "rosetta.runtime.conversation",
     "Selection": "rosetta.runtime.selector",
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from rosetta.rollout.outcomes import record_outcome
     from rosetta.runtime.conversation import Conversation
     from rosetta.runtime.guardrails import GuardrailError
-    from rosetta.runtime.invoke import Attempt, ModelCallError, Result, RetryPolicy
+    from rosetta.runtime.result import Attempt, ModelCallError, Result, RetryPolicy
     from rosetta.runtime.options import RunOptions
     from rosetta.runtime.selector import Selection
     from rosetta.runtime.stream import Stream

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
 import tempfile
@@ -388,3 +389,12 @@ def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> Path:
         temporary.unlink(missing_ok=True)
         raise
     return path
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encodable(text: str) -> str:
+    """``text`` with each lone surrogate (the only characters UTF-8 cannot write) replaced by its
+    ``\\uXXXX`` escape: exact JSON for a JSON text, which reads back to the same string."""
+    return _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)

@@ -220,7 +220,7 @@ def test_no_azure_key_is_a_credentials_outcome_naming_the_variable(tree: Path, m
     """No retry, no wait, no health penalty: the SDK's "Missing credentials" is told apart from a
     connection failure, and the error names AZURE_API_KEY."""
     import rosetta
-    from rosetta.runtime.invoke import ModelCallError
+    from rosetta.runtime.result import ModelCallError
 
     with VendorRecorder(json.dumps(ANSWER)) as server:
         cloud_env(server, monkeypatch, tree)

@@ -25,7 +25,7 @@ from vendor_recorder import Recorded, VendorRecorder
 from rosetta.definition import load_many
 from rosetta.providers.catalog import load_catalog
 from rosetta.runtime.agent import Agent, load
-from rosetta.runtime.invoke import ModelCallError, RetryPolicy
+from rosetta.runtime.result import ModelCallError, RetryPolicy
 
 VENDORS: dict[str, tuple[Callable[[Any, str], list[str]], tuple[str, ...]]] = {
     "openai": (openai_problems, ("/chat/completions",)),

@@ -15,7 +15,7 @@ from rosetta.definition import load_definition
 from rosetta.errors import DefinitionError
 from rosetta.runtime.agent import load
 from rosetta.runtime.guardrails import GuardrailError
-from rosetta.runtime.invoke import RetryPolicy
+from rosetta.runtime.result import RetryPolicy
 
 FAST = RetryPolicy(attempts=1, base=0.05, multiplier=2.0, cap=1.0, timeout=2.0)
 

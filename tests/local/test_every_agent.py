@@ -14,7 +14,7 @@ from rosetta.definition import load_many
 from rosetta.definition.loader import load_definition
 from rosetta.errors import RosettaError
 from rosetta.providers.catalog import load_catalog
-from rosetta.runtime.invoke import ModelCallError
+from rosetta.runtime.result import ModelCallError
 from rosetta.signature import lower
 
 BENCH = {"question-type", "news-topic", "vuln-triage", "leak-detector"}

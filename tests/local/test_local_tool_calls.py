@@ -18,7 +18,7 @@ import rosetta
 from rosetta import RunOptions
 from rosetta.local.litellm_offline import import_litellm
 from rosetta.local.tool_calls import as_text, tool_turns
-from rosetta.runtime.invoke import ModelCallError
+from rosetta.runtime.result import ModelCallError
 
 litellm = import_litellm()
 

@@ -233,7 +233,7 @@ def test_family_fallback_never_crosses_prompt_styles(tmp_path, cli):
 def test_when_every_declared_endpoint_is_down_the_error_names_each_model(tmp_path, monkeypatch):
     import socket
 
-    from rosetta.runtime.invoke import ModelCallError, RetryPolicy
+    from rosetta.runtime.result import ModelCallError, RetryPolicy
 
     ports = []
     for _ in range(2):  # ports nothing listens on: a connection is refused at once

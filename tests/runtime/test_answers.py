@@ -112,7 +112,7 @@ def test_a_deep_answer_from_the_wire_is_an_invalid_result(tree):
     from fault_server import FaultServer
 
     from rosetta.runtime.agent import load
-    from rosetta.runtime.invoke import RetryPolicy
+    from rosetta.runtime.result import RetryPolicy
 
     report = {"report": "SQL injection in the login form lets an unauthenticated attacker bypass authentication."}
     with FaultServer([("ok", "[" * 1000)]) as server:

@@ -13,7 +13,7 @@ from fault_server import FaultServer
 from rosetta.errors import UsageError
 from rosetta.runtime.agent import load
 from rosetta.runtime.guardrails import GuardrailError
-from rosetta.runtime.invoke import ModelCallError, RetryPolicy
+from rosetta.runtime.result import ModelCallError, RetryPolicy
 
 GOOD = json.dumps({"severity": "high", "rationale": "Unauthenticated SQL injection in the login form."})
 LOWER = json.dumps({"severity": "medium", "rationale": "Only reachable from the internal network."})
@@ -76,7 +76,7 @@ def test_saved_conversations_resume_in_another_process(agent, tree):
         script = (
             "import json, sys\n"
             "from rosetta.runtime.agent import load\n"
-            "from rosetta.runtime.invoke import RetryPolicy\n"
+            "from rosetta.runtime.result import RetryPolicy\n"
             f"agent = load('vuln-triage', project={str(tree)!r})\n"
             f"chat = agent.chat(resume={str(saved)!r})\n"
             f"result = chat.send('Re-assess for an internal service.', api_base={server.url!r}, "

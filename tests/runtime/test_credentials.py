@@ -25,7 +25,8 @@ from rosetta.local.litellm_offline import import_litellm
 from rosetta.providers.credentials import MissingCredentials, check_credentials
 from rosetta.runtime.agent import load
 from rosetta.runtime.drive import drive
-from rosetta.runtime.invoke import ModelCallError, RetryPolicy, classify, plan
+from rosetta.runtime.invoke import classify, plan
+from rosetta.runtime.result import ModelCallError, RetryPolicy
 
 GOOD = json.dumps({"severity": "high", "rationale": "Unauthenticated SQL injection in the login form."})
 REPORT = {"report": "SQL injection in the login form lets an unauthenticated attacker bypass authentication."}

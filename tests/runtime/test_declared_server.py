@@ -24,7 +24,7 @@ import pytest
 from conftest import LOCAL_MODEL, REPO
 
 import rosetta
-from rosetta.runtime.invoke import RetryPolicy
+from rosetta.runtime.result import RetryPolicy
 from rosetta.store.artifact import read_header
 
 SERVED = "gemma-270m-server"

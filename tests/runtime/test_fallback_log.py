@@ -12,7 +12,7 @@ import pytest
 from fault_server import FaultServer
 from rosetta.errors import RosettaError
 from rosetta.runtime.agent import load
-from rosetta.runtime.invoke import RetryPolicy
+from rosetta.runtime.result import RetryPolicy
 
 GOOD = json.dumps({"severity": "high", "rationale": "Unauthenticated SQL injection in the login form."})
 REPORT = {"report": "SQL injection in the login form lets an unauthenticated attacker bypass authentication."}

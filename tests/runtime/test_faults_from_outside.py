@@ -23,7 +23,8 @@ from fault_server import FaultServer
 
 from rosetta.runtime.agent import load
 from rosetta.runtime.health import HealthPolicy, ProviderHealth
-from rosetta.runtime.invoke import ModelCallError, RetryPolicy, classify, retry_after
+from rosetta.runtime.invoke import classify, retry_after
+from rosetta.runtime.result import ModelCallError, RetryPolicy
 from rosetta.runtime.limits import Gate, credential_key
 
 GOOD = json.dumps({"severity": "high", "rationale": "Unauthenticated SQL injection in the login form."})

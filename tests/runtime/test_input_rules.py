@@ -11,7 +11,7 @@ import pytest
 from fault_server import FaultServer
 from rosetta.runtime.agent import load
 from rosetta.runtime.guardrails import GuardrailError
-from rosetta.runtime.invoke import RetryPolicy
+from rosetta.runtime.result import RetryPolicy
 
 AGENT = """\
 ---

@@ -15,7 +15,7 @@ import pytest
 from fault_server import FaultServer
 
 import rosetta
-from rosetta.runtime.invoke import ModelCallError, RetryPolicy
+from rosetta.runtime.result import ModelCallError, RetryPolicy
 
 FAST = RetryPolicy(attempts=2, base=0.01, cap=0.02, timeout=5)
 NOTES = """---

@@ -10,7 +10,7 @@ from fault_server import FaultServer
 from rosetta.errors import UsageError
 from rosetta.runtime.agent import load
 from rosetta.runtime.guardrails import GuardrailError
-from rosetta.runtime.invoke import ModelCallError, RetryPolicy
+from rosetta.runtime.result import ModelCallError, RetryPolicy
 
 GOOD = json.dumps({"severity": "high", "rationale": "Unauthenticated SQL injection in the login form."})
 REPORT = {"report": "SQL injection in the login form lets an unauthenticated attacker bypass authentication."}

@@ -21,7 +21,7 @@ from scripted_model import write_toy_project
 
 from rosetta import Result, RunOptions, Stream, UsageError, load
 from rosetta.runtime.health import ProviderHealth
-from rosetta.runtime.invoke import RetryPolicy
+from rosetta.runtime.result import RetryPolicy
 from rosetta.runtime.limits import RateLimiter
 from rosetta.runtime.options import OPTION_NAMES
 

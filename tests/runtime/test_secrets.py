@@ -18,7 +18,7 @@ from fault_server import FaultServer
 from secret_samples import EXAMPLES
 from rosetta.runtime.agent import load
 from rosetta.runtime.guardrails import GuardrailError
-from rosetta.runtime.invoke import ModelCallError, RetryPolicy
+from rosetta.runtime.result import ModelCallError, RetryPolicy
 from rosetta.runtime.log_redaction import ROSETTA_LOGGERS
 from rosetta.runtime.secrets import SecretStream, find_secrets, redact, rules
 

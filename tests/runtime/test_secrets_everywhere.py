@@ -17,7 +17,7 @@ from secret_samples import EXAMPLES, GITLEAKS, core, gitleaks_example, secret_pa
 
 from rosetta.runtime.agent import load
 from rosetta.runtime.guardrails import GuardrailError
-from rosetta.runtime.invoke import ModelCallError, RetryPolicy
+from rosetta.runtime.result import ModelCallError, RetryPolicy
 from rosetta.runtime.log_redaction import PROVIDER_DEBUG_LOGS
 
 EVERY = " and ".join(planted for planted, _ in EXAMPLES.values())

@@ -9,7 +9,7 @@ import pytest
 
 from rosetta.local.litellm_offline import import_litellm
 from rosetta.runtime.agent import load
-from rosetta.runtime.invoke import RetryPolicy
+from rosetta.runtime.result import RetryPolicy
 
 MODELS = {"anthropic": "anthropic/claude-sonnet-5-5", "openai": "openai/gpt-4o", "google": "gemini/gemini-2.5-pro",
           "open-source": "ollama_chat/llama3.1"}

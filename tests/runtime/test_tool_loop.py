@@ -17,7 +17,7 @@ from conftest import REPO
 from vendor_recorder import VendorRecorder
 
 import rosetta
-from rosetta.runtime.invoke import ModelCallError
+from rosetta.runtime.result import ModelCallError
 
 SQL_REVIEW = REPO / "tests" / "fixtures" / "tools" / "sql-review.md"
 """An agent with three declared tools, two of them allowed to run."""

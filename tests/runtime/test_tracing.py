@@ -11,7 +11,7 @@ import pytest
 
 from fault_server import FaultServer
 from rosetta.runtime.agent import load
-from rosetta.runtime.invoke import RetryPolicy
+from rosetta.runtime.result import RetryPolicy
 
 GOOD = json.dumps({"severity": "high", "rationale": "Unauthenticated SQL injection in the login form."})
 REPORT = {"report": "SQL injection in the login form lets an unauthenticated attacker bypass authentication."}
@@ -66,7 +66,7 @@ def test_a_run_emits_a_run_span_with_one_child_per_call(agent, exporter):
 def test_a_failed_run_marks_its_span_as_an_error(agent, exporter):
     from opentelemetry.trace import StatusCode
 
-    from rosetta.runtime.invoke import ModelCallError
+    from rosetta.runtime.result import ModelCallError
 
     exporter.clear()
     with FaultServer([("status", 401)]) as server:

@@ -20,7 +20,8 @@ from fault_server import FaultServer
 from rosetta.errors import ConfigError
 from rosetta.runtime.agent import load
 from rosetta.runtime.health import HealthPolicy, ProviderHealth
-from rosetta.runtime.invoke import ModelCallError, RetryPolicy, classify
+from rosetta.runtime.invoke import classify
+from rosetta.runtime.result import ModelCallError, RetryPolicy
 from rosetta.runtime.limits import Gate, Limit, RateLimiter, credential_key
 
 GOOD = json.dumps({"severity": "high", "rationale": "Unauthenticated SQL injection in the login form."})

@@ -18,7 +18,7 @@ import scripted_model
 from fault_server import FaultServer
 from test_verify import ALPHA_NOTES, make_project, run_verify
 
-from rosetta.runtime.invoke import RetryPolicy
+from rosetta.runtime.result import RetryPolicy
 from rosetta.verify.html import render_html
 
 SLOW = RetryPolicy(attempts=4, base=0.01, cap=0.01, timeout=5.0)

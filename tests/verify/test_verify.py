@@ -18,7 +18,7 @@ from fault_server import FaultServer
 from scripted_model import write_toy_project
 
 from rosetta.settings import load_settings
-from rosetta.runtime.invoke import RetryPolicy
+from rosetta.runtime.result import RetryPolicy
 from rosetta.verify.runner import VerifyOptions, verify
 
 ALPHA_NOTES = ["a note about apples", "apples again, in the pantry", "hats on the shelf", "hats for the party",

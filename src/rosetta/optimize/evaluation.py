@@ -252,7 +252,7 @@ class Evaluator:
         return answer
 
     def _call(self, prompt: Any, example: Example, options: dict[str, Any]) -> Answer:
-        from rosetta.runtime.invoke import ANSWERED, ModelCallError
+        from rosetta.runtime.result import ANSWERED, ModelCallError
 
         try:
             result = self.agent.run_prompt(prompt, example.inputs, complete=self.complete, extra=options)

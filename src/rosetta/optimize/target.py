@@ -510,7 +510,7 @@ def score_example(agent: Any, prompt: Any, metric: Metric, example: Any, draw: i
                   draws: int) -> dict[str, Any]:
     """One answer to ``example`` (the ``draw``-th of ``draws``) through the runtime's call path, scored;
     a failure of the prompt scores 0, a failure of the provider stops the evaluation."""
-    from rosetta.runtime.invoke import ANSWERED, ModelCallError
+    from rosetta.runtime.result import ANSWERED, ModelCallError
 
     try:
         result = agent.run_prompt(prompt, example.inputs, complete=complete, label=label,

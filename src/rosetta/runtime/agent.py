@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from rosetta.errors import Location, Problem, RosettaError, UsageError
 from rosetta.render.prompt import RenderedPrompt
@@ -27,11 +27,12 @@ from rosetta.runtime.runner import Runner
 from rosetta.runtime.selector import Selection, Selector
 from rosetta.runtime.stream import Stream
 from rosetta.runtime.traffic import traffic_for
+from rosetta.runtime.result import OutputT
 from rosetta.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from rosetta.runtime.conversation import Conversation
-    from rosetta.runtime.invoke import Result
+    from rosetta.runtime.result import Result
 
 log = logging.getLogger("rosetta.runtime")
 
@@ -40,18 +41,21 @@ AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 """What ``name:`` allows (see AgentSpec): a name can never climb out of ``compiled/`` or ``signatures/``."""
 
 
-class Agent:
-    """A loaded agent: its definition file, its artifacts, and the prompts chosen so far."""
+class Agent(Generic[OutputT]):
+    """A loaded agent: its definition file, its artifacts, and the prompts chosen so far. With an
+    ``output_type`` (a pydantic model), valid answers are typed by it: ``Result[OutputT]``."""
 
-    def __init__(self, name: str, definition_path: Path | None, dirs: Settings, strict: bool) -> None:
+    def __init__(self, name: str, definition_path: Path | None, dirs: Settings, strict: bool,
+                 output_type: type[OutputT] | None = None) -> None:
         self.name = name
+        self.output_type = output_type
         self.definition_path = definition_path
         self.dirs = dirs
         self.strict = strict
         self.selector = Selector(name, definition_path, dirs, strict)
         self.traffic = traffic_for(dirs)
         self.runner = Runner(name, self.selector, self.traffic, spec=lambda: self.spec, preferences=self.model_chain,
-                             root=dirs.root, source=definition_path)
+                             root=dirs.root, source=definition_path, output_type=output_type)
         self._spec: Any = None
 
     def __repr__(self) -> str:
@@ -96,7 +100,7 @@ class Agent:
         return selection
 
     def run(self, inputs: Mapping[str, Any], model: str | None = None, options: RunOptions | None = None, *,
-            complete: Any = None, **keywords: Any) -> Result:
+            complete: Any = None, **keywords: Any) -> Result[OutputT]:
         """Answer ``inputs``: the first model of the chain that succeeds, each with its own prompt.
 
         Transient errors retry with backoff, then move to the next model (``fallbacks`` or the
@@ -107,7 +111,7 @@ class Agent:
         recording, experiment arm, endpoint, provider parameters (``extra``) and explicit
         ``overrides`` of compiled ones; any other keyword is a UsageError, raised before anything
         is sent. ``model="manual"`` is :meth:`run_manual` (its keywords included). ``complete`` replaces
-        ``litellm.completion``. Returns a :class:`~rosetta.runtime.invoke.Result`.
+        ``litellm.completion``. Returns a :class:`~rosetta.runtime.result.Result`.
         """
         if model == "manual":  # run_manual's own keywords (prompt_file, answer, answer_file) pass on
             return self.run_manual(inputs, options, complete=complete, **keywords)
@@ -119,7 +123,7 @@ class Agent:
         return self.reviewed(result, inputs, opts, complete=complete)
 
     async def arun(self, inputs: Mapping[str, Any], model: str | None = None, options: RunOptions | None = None, *,
-                   acomplete: Any = None, **keywords: Any) -> Result:
+                   acomplete: Any = None, **keywords: Any) -> Result[OutputT]:
         """:meth:`run` for asyncio (litellm's ``acompletion``; the same options, retries, fallbacks,
         review and Result). ``acomplete`` replaces ``litellm.acompletion``."""
         opts = RunOptions.of(options, keywords)
@@ -134,7 +138,7 @@ class Agent:
         return await self.areviewed(result, inputs, opts, acomplete=acomplete)
 
     def stream(self, inputs: Mapping[str, Any], model: str | None = None, options: RunOptions | None = None, *,
-               complete: Any = None, acomplete: Any = None, **keywords: Any) -> Stream:
+               complete: Any = None, acomplete: Any = None, **keywords: Any) -> Stream[OutputT]:
         """A :class:`~rosetta.runtime.stream.Stream`: iterate it (``for`` or ``async for``) for the
         answer's text as it arrives; ``.result()`` (``await .aresult()``) returns the Result.
 
@@ -157,7 +161,7 @@ class Agent:
                       lambda result: self.areviewed(result, inputs, opts, acomplete=acomplete))
 
     def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], options: RunOptions | None = None, *,
-                   complete: Any = None, label: str = "candidate", **keywords: Any) -> Result:
+                   complete: Any = None, label: str = "candidate", **keywords: Any) -> Result[OutputT]:
         """Answer ``inputs`` with an explicit ``prompt`` on its own model, and no fallback chain (nor
         recording: ``record_dir`` is refused)."""
         opts = RunOptions.of(options, keywords)
@@ -168,7 +172,7 @@ class Agent:
     def run_manual(self, inputs: Mapping[str, Any], options: RunOptions | None = None, *,
                    prompt_file: str | os.PathLike[str] | None = None, answer: str | None = None,
                    answer_file: str | os.PathLike[str] | None = None, model: str | None = None,
-                   complete: Any = None, **keywords: Any) -> Result:
+                   complete: Any = None, **keywords: Any) -> Result[OutputT]:
         """Manual (copy/paste) mode: write the readable prompt to ``prompt_file`` (default
         ``<agent>-prompt.md`` here), then read the answer from ``answer``, ``answer_file`` or standard
         input, and validate it like any other. ``model`` (default: the first of the chain) picks
@@ -188,7 +192,7 @@ class Agent:
                              complete=complete)
 
     def chat(self, model: str | None = None, options: RunOptions | None = None, *,
-             resume: str | os.PathLike[str] | Mapping[str, Any] | None = None, **keywords: Any) -> Conversation:
+             resume: str | os.PathLike[str] | Mapping[str, Any] | None = None, **keywords: Any) -> Conversation[OutputT]:
         """A multi-turn :class:`~rosetta.runtime.conversation.Conversation` with this agent.
 
         Its first turn may fall back along the chain; every later turn stays on the model that
@@ -204,8 +208,8 @@ class Agent:
             return Conversation.resume(self, resume, opts)
         return Conversation(self, model, opts)
 
-    def reviewed(self, result: Result, inputs: Mapping[str, Any], options: RunOptions, *,
-                 messages: list[dict[str, Any]] | None = None, complete: Any = None) -> Result:
+    def reviewed(self, result: Result[OutputT], inputs: Mapping[str, Any], options: RunOptions, *,
+                 messages: list[dict[str, Any]] | None = None, complete: Any = None) -> Result[OutputT]:
         """``result`` graded against ``options.review`` by the project's rubric-reviewer (on
         ``review_model``, default the model that answered) into ``Result.review``; with
         ``retry_once`` a failed review regenerates once on the same model, with the reviewer's
@@ -237,8 +241,8 @@ class Agent:
         if options.review is not None:
             judge_reviewer(self.dirs.root, options.review_model or "").agent()
 
-    async def areviewed(self, result: Result, inputs: Mapping[str, Any], options: RunOptions, *,
-                        messages: list[dict[str, Any]] | None = None, acomplete: Any = None) -> Result:
+    async def areviewed(self, result: Result[OutputT], inputs: Mapping[str, Any], options: RunOptions, *,
+                        messages: list[dict[str, Any]] | None = None, acomplete: Any = None) -> Result[OutputT]:
         """:meth:`reviewed` for asyncio: the review runs in a worker thread (the reviewer is an
         agent run like any other), its calls through ``acomplete`` made on this event loop, which
         is never blocked."""
@@ -262,17 +266,36 @@ def judge_reviewer(root: Path, model: str, *, complete: Any = None, kind: type |
                               connection=connection)
 
 
+@overload
+def load(name_or_path: str | os.PathLike[str], *, output_type: type[OutputT],
+         project: str | os.PathLike[str] | None = None, signatures_dir: str | os.PathLike[str] | None = None,
+         compiled_dir: str | os.PathLike[str] | None = None, strict: bool | None = None,
+         unlisted_models: list[str] | None = None) -> Agent[OutputT]: ...
+
+
+@overload
+def load(name_or_path: str | os.PathLike[str], *, output_type: None = None,
+         project: str | os.PathLike[str] | None = None, signatures_dir: str | os.PathLike[str] | None = None,
+         compiled_dir: str | os.PathLike[str] | None = None, strict: bool | None = None,
+         unlisted_models: list[str] | None = None) -> Agent[Any]: ...
+
+
 def load(
     name_or_path: str | os.PathLike[str],
     *,
+    output_type: type[OutputT] | None = None,
     project: str | os.PathLike[str] | None = None,
     signatures_dir: str | os.PathLike[str] | None = None,
     compiled_dir: str | os.PathLike[str] | None = None,
     strict: bool | None = None,
     unlisted_models: list[str] | None = None,
-) -> Agent:
+) -> Agent[OutputT] | Agent[Any]:
     """An agent by name (looked up in the configured ``signatures/`` and ``compiled/``) or by path.
 
+    ``output_type`` (a pydantic model class) types every valid answer, as instructor's
+    ``response_model`` does: ``load("vuln-triage", output_type=Triage).run(...).output`` is a
+    ``Triage``. It is checked against the definition's output schema here (a UsageError names each
+    field where they disagree), and against a compiled prompt's schema when that is first used.
     ``unlisted_models`` (patterns such as ``"openai/gpt-5.5"`` or ``"ollama_chat/*"``) names the model
     ids outside rosetta's catalog this agent may run on; by default the project's setting."""
     dirs = load_settings(project, signatures_dir=signatures_dir, compiled_dir=compiled_dir, strict=strict,
@@ -285,7 +308,7 @@ def load(
         from rosetta.definition.loader import load_definition
 
         definition = load_definition(path, root=dirs.root)
-        return Agent(definition.name, path, dirs, dirs.strict)
+        return _typed(Agent(definition.name, path, dirs, dirs.strict, output_type))
     if not AGENT_NAME.fullmatch(text):
         raise UsageError(Problem(f"{text!r} is neither an agent name nor a definition file", field="name",
                                  expected="a name like vuln-triage (letters, digits, '.', '_', '-'; starting with a "
@@ -293,9 +316,19 @@ def load(
     from rosetta.definition.discovery import find_agent
 
     definition_path = find_agent(text, dirs.signatures_dir)
-    agent = Agent(text, definition_path, dirs, dirs.strict)
+    agent = Agent(text, definition_path, dirs, dirs.strict, output_type)
     if definition_path is None and not agent.artifacts:
         raise UsageError(_not_found(text, dirs))
+    return _typed(agent)
+
+
+def _typed(agent: Agent[OutputT]) -> Agent[OutputT]:
+    """``agent``, its output type checked against its definition's output schema, if it has both."""
+    if agent.output_type is not None and agent.definition_path is not None:
+        from rosetta.runtime.output_type import check_output_type
+
+        check_output_type(agent.output_type, agent.spec.output.schema_, agent=agent.name,
+                          source=str(agent.definition_path))
     return agent
 
 

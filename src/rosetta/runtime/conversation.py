@@ -24,30 +24,54 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 from rosetta.errors import Location, Problem, UsageError
+from rosetta.fileio import encodable
 from rosetta.runtime.options import RunOptions, refuse_set
+from rosetta.runtime.result import OutputT
 from rosetta.runtime.secrets import redact, redact_data
 from rosetta.runtime.stream import Stream
 from rosetta.runtime.tools import ToolCall, assistant_turn, pending_calls, result_turns
 
 if TYPE_CHECKING:
-    from rosetta.runtime.agent import Agent
-    from rosetta.runtime.invoke import Result
+    from rosetta.render.prompt import RenderedPrompt
+    from rosetta.runtime.result import Result
+    from rosetta.runtime.runner import Runner
 
 FORMAT = 1
 """Version of the saved JSON; bumped when its shape changes."""
 
 
-class Conversation:
-    """Turns with one agent, pinned to the model that answered the first one."""
+class ConversingAgent(Protocol[OutputT]):
+    """What a conversation needs of its agent (:class:`~rosetta.runtime.agent.Agent` is one): its
+    runner, its prompts and model chain, and its reviews. A protocol, so this module never imports
+    the facade that creates conversations."""
 
-    def __init__(self, agent: Agent, model: str | None = None, options: RunOptions | None = None) -> None:
+    name: str
+    runner: Runner
+
+    def model_chain(self) -> list[str]: ...
+
+    def prompt_for(self, model: str, *, strict: bool | None = None, user_id: object | None = None) -> RenderedPrompt: ...
+
+    def check_review(self, options: RunOptions) -> None: ...
+
+    def reviewed(self, result: Result[OutputT], inputs: Mapping[str, Any], options: RunOptions, *,
+                 messages: list[dict[str, Any]] | None = None, complete: Any = None) -> Result[OutputT]: ...
+
+    async def areviewed(self, result: Result[OutputT], inputs: Mapping[str, Any], options: RunOptions, *,
+                        messages: list[dict[str, Any]] | None = None, acomplete: Any = None) -> Result[OutputT]: ...
+
+
+class Conversation(Generic[OutputT]):
+    """Turns with one agent, pinned to the model that answered the first one; each turn's Result is
+    typed as the agent's."""
+
+    def __init__(self, agent: ConversingAgent[OutputT], model: str | None = None, options: RunOptions | None = None) -> None:
         self.agent = agent
         self.options = options or RunOptions()  # every turn's; a turn's own replace them for that turn
         self.user_id = self.options.user_id  # keeps every turn on this user's experiment arm
@@ -71,7 +95,7 @@ class Conversation:
     # -- turns -------------------------------------------------------------------------------
 
     def send(self, message: Mapping[str, Any] | str, options: RunOptions | None = None, *, complete: Any = None,
-             **keywords: Any) -> Result:
+             **keywords: Any) -> Result[OutputT]:
         """Take one turn: ``message`` is the agent's inputs, or (after the first turn) free text too.
         ``options`` / keywords replace the conversation's own for this turn (see
         :class:`~rosetta.runtime.options.RunOptions`)."""
@@ -83,7 +107,7 @@ class Conversation:
         return self._commit(message, inputs, messages, result)
 
     async def asend(self, message: Mapping[str, Any] | str, options: RunOptions | None = None, *,
-                    acomplete: Any = None, **keywords: Any) -> Result:
+                    acomplete: Any = None, **keywords: Any) -> Result[OutputT]:
         """:meth:`send` for asyncio."""
         opts = self._options(options, keywords)
         inputs, chain, messages = self._prepare(message)
@@ -93,7 +117,7 @@ class Conversation:
         return self._commit(message, inputs, messages, result)
 
     def stream(self, message: Mapping[str, Any] | str, options: RunOptions | None = None, *, complete: Any = None,
-               acomplete: Any = None, **keywords: Any) -> Stream:
+               acomplete: Any = None, **keywords: Any) -> Stream[OutputT]:
         """:meth:`send`, streamed: a :class:`~rosetta.runtime.stream.Stream` whose Result is this turn's
         (recorded and added to the conversation once the stream has ended)."""
         opts = self._options(options, keywords)
@@ -108,18 +132,18 @@ class Conversation:
             self._record_prompt(chain[0], inputs, messages)
             return runner.atext(inputs, chain, opts, acomplete=acomplete, messages=messages)
 
-        def finish(result: Result) -> Result:
+        def finish(result: Result[OutputT]) -> Result[OutputT]:
             reviewed = self.agent.reviewed(result, inputs, opts, messages=messages, complete=complete)
             return self._commit(message, inputs, messages, reviewed)
 
-        async def afinish(result: Result) -> Result:
+        async def afinish(result: Result[OutputT]) -> Result[OutputT]:
             reviewed = await self.agent.areviewed(result, inputs, opts, messages=messages, acomplete=acomplete)
             return self._commit(message, inputs, messages, reviewed)
 
         return Stream(start, astart, finish, afinish)
 
     def send_tool_results(self, results: Mapping[str, Any], options: RunOptions | None = None, *,
-                          complete: Any = None, **keywords: Any) -> Result:
+                          complete: Any = None, **keywords: Any) -> Result[OutputT]:
         """Answer the tool calls the last turn ended with (``Result.wants_tools``): ``results`` maps
         each call's id to what its tool returned (text, or anything JSON can write; an exception
         is sent as that call's error), and the model goes on from there, as a turn of its own."""
@@ -131,7 +155,7 @@ class Conversation:
         return self._commit({"tool_results": dict(results)}, {}, messages, result)
 
     async def asend_tool_results(self, results: Mapping[str, Any], options: RunOptions | None = None, *,
-                                 acomplete: Any = None, **keywords: Any) -> Result:
+                                 acomplete: Any = None, **keywords: Any) -> Result[OutputT]:
         """:meth:`send_tool_results` for asyncio."""
         opts = self._options(options, keywords)
         messages = self._tool_results(results)
@@ -173,14 +197,14 @@ class Conversation:
         if not self.pinned:
             inputs = self._first_inputs(message)
             return inputs, agent.runner.chain(inputs, self.model, self.fallbacks), None
-        spec, model = agent.spec, self.model
+        spec, model = agent.runner.spec, self.model
         assert model is not None  # a pinned conversation has answered on one
         prompt = agent.prompt_for(model, user_id=self.user_id)
         if isinstance(message, str):
             from rosetta.runtime.guardrails import check_message
 
             if spec is not None:
-                check_message(spec.guardrails.input_validation, message, agent.name, source=agent.definition_path)
+                check_message(spec.guardrails.input_validation, message, agent.name, source=agent.runner.source)
             text = message
         else:
             agent.runner.check_inputs(message)  # the input rules, before any token is spent
@@ -199,7 +223,7 @@ class Conversation:
         return {names[0]: message}
 
     def _commit(self, message: Mapping[str, Any] | str, inputs: dict[str, Any], messages: list[dict[str, Any]] | None,
-                result: Result) -> Result:
+                result: Result[OutputT]) -> Result[OutputT]:
         if messages is None:  # first turn: what the answering model was sent
             self.model = result.model
             self.artifact = result.artifact
@@ -248,8 +272,8 @@ class Conversation:
         return Path(path)
 
     @classmethod
-    def resume(cls, agent: Agent, saved: str | os.PathLike[str] | Mapping[str, Any],
-               options: RunOptions | None = None) -> Conversation:
+    def resume(cls, agent: ConversingAgent[OutputT], saved: str | os.PathLike[str] | Mapping[str, Any],
+               options: RunOptions | None = None) -> Conversation[OutputT]:
         """A conversation continued from :meth:`save`'s file or :meth:`to_dict`'s data; its saved
         fallbacks and experiment arm replace those of ``options``."""
         where = None if isinstance(saved, Mapping) else str(saved)
@@ -300,15 +324,6 @@ class Conversation:
         assert self.record_dir is not None
         self.record_dir.mkdir(parents=True, exist_ok=True)
         return self.record_dir / f"turn-{(number or len(self.turns) + 1):03d}-{kind}"
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def encodable(text: str) -> str:
-    """``text`` with each lone surrogate (the only characters UTF-8 cannot write) replaced by its
-    ``\\uXXXX`` escape: exact JSON for a JSON text, which reads back to the same string."""
-    return _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def _readable(messages: list[dict[str, Any]], prompt: Any) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timezone
 from typing import TYPE_CHECKING, Any
 
-from rosetta.errors import Problem, RosettaError
+from rosetta.errors import Problem
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -42,7 +42,8 @@ from rosetta.runtime.answers import (
 from rosetta.runtime.health import ProviderHealth
 from rosetta.runtime.limits import Gate, RateLimiter, credential_key
 from rosetta.runtime.salvage import note
-from rosetta.runtime.secrets import redact, redact_problems
+from rosetta.runtime.result import ANSWERED, Attempt, ModelCallError, Result, RetryPolicy
+from rosetta.runtime.secrets import redact
 from rosetta.runtime.tools import RunTools, ToolBox, ToolCall, assistant_turn, result_turns
 
 log = logging.getLogger("rosetta.runtime")
@@ -67,106 +68,6 @@ class Refusal(Exception):
 class ContentFiltered(Exception):
     """The provider's content filter withheld the answer (``finish_reason: content_filter``): a
     content-policy outcome, like a ContentPolicyViolationError (kind ``hard``: the run ends)."""
-
-
-class ModelCallError(RosettaError):
-    """A model could not produce a valid answer; ``attempts`` says what happened each time."""
-
-    def __init__(self, problems: Any, attempts: list[Attempt] | None = None, kind: str = "hard",
-                 missing: tuple[str, ...] = ()) -> None:
-        super().__init__(redact_problems(problems))  # they quote provider errors and answers
-        self.attempts = list(attempts or [])
-        self.kind = kind  # "hard" | "denied" | "credentials" | "transient" | "local" | "context" | "busy" |
-        # "refused" | "unavailable" | "invalid" | "exhausted" | "tool_steps" | "tool_errors"
-        self.missing = tuple(missing)  # the unset variables holding the keys it lacked (kind "credentials")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (self.__class__, (self.problems, self.attempts, self.kind, self.missing))
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Exponential backoff for transient errors; ``Retry-After`` wins when the server sends one,
-    up to ``cap`` (a longer one is cut to ``cap``, and the log and the attempt's error say so)."""
-
-    attempts: int = 4  # calls per model for transient errors, the first included
-    base: float = 0.5  # seconds before the first retry
-    multiplier: float = 2.0
-    cap: float = 20.0  # longest single wait
-    timeout: float = 60.0  # per call
-    queue_timeout: float = 300.0
-    """Longest wait for one of the endpoint's in-flight slots (``rate_limits.<provider>.max_in_flight``)
-    before the model is given up (kind ``busy``: the next model is tried). Not part of ``timeout``:
-    a spike queues here; a slot that stays taken this long is held by calls that hang, or by
-    streams neither read to the end nor closed."""
-
-    def delay(self, retry: int, retry_after: float | None) -> float:
-        """Seconds to wait before retry number ``retry`` (1-based)."""
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.cap)
-        return min(self.base * self.multiplier ** (retry - 1), self.cap)
-
-
-ANSWERED = frozenset({"ok", "invalid", "cut_off", "tool_calls"})
-"""Attempt outcomes of calls the provider answered: each one paid for (budgets count them)."""
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One call: which model, how it ended, and how long it took."""
-
-    model: str
-    outcome: str  # "ok" | "invalid" | "cut_off" | "tool_calls" | "transient" | "local" | "hard" | "denied" |
-    # "credentials" | "refused" | "context" | "busy" | "unavailable" (the last two, and "credentials" found before
-    # the call, were never sent); "tool_calls": the model asked for tools the run had no functions for;
-    # "cut_off": an answer that does not validate, cut off at the token limit (corrected like "invalid", and the
-    # Result's issues say it was cut off)
-    error: str | None  # what went wrong; for an "ok" answer, what was repaired to read it (salvage.note)
-    latency_s: float
-    waited_s: float = 0.0
-
-
-@dataclass
-class Result:
-    """A model's answer and how it was obtained."""
-
-    output: Any  # a typed instance (structured agents) or the text
-    raw: str
-    data: Any
-    model: str
-    artifact: str
-    attempts: list[Attempt] = field(default_factory=list)
-    usage: dict[str, int] = field(default_factory=dict)
-    cost: float | None = None
-    latency_s: float = 0.0
-    issues: tuple[Any, ...] = ()
-    escalated: bool = False
-    post_checks: list[str] = field(default_factory=list)  # output rules left for the caller to check
-    state: dict[str, Any] = field(default_factory=dict)  # provider state a next turn passes back
-    review: Any = None  # a rosetta.runtime.review.Review when run(..., review=...) graded the answer
-    first_review: Any = None  # the review of the first answer, when a failed review made it retry
-    retried: bool = False  # regenerated once after a failed review (retry_once=True)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # the agent's own tools called, every attempt
-    # (id, name, arguments, and the result or error of each that ran)
-    tool_messages: list[dict[str, Any]] = field(default_factory=list)  # the tool turns sent back, in order
-    agent: str = ""  # the agent that answered (rosetta.record_outcome logs under its name)
-    project: str | None = None  # that agent's project root (rosetta.record_outcome logs under its .rosetta/)
-    version: str | None = None  # content_sha256 of the artifact that answered; None for the uncompiled render
-    arm: str | None = None  # "control" | "treatment" when an experiment routed the call (run(..., user_id=...))
-    experiment: str | None = None  # that experiment's id
-    logprobs: list[dict[str, Any]] | None = None  # the answer's tokens with their log-probabilities, when asked for
-    overrides: dict[str, Any] = field(default_factory=dict)  # compiled request parameters this call replaced
-
-    @property
-    def valid(self) -> bool:
-        return not self.issues
-
-    @property
-    def wants_tools(self) -> bool:
-        """The run ended where the model asked for tools it was given no functions for: the calls
-        are in ``tool_calls`` (the last ones without a ``result``), for the caller to answer
-        (``Conversation.send_tool_results``). Not an invalid answer: no correction was spent."""
-        return bool(self.attempts) and self.attempts[-1].outcome == "tool_calls"
 
 
 def classify(error: BaseException) -> str:
@@ -285,7 +186,7 @@ def plan(
     limiter: RateLimiter | None = None,
     health: ProviderHealth | None = None,
     toolbox: ToolBox | None = None,
-) -> Generator[Call | Wait | RunTools, Any, Result]:
+) -> Generator[Call | Wait | RunTools, Any, Result[Any]]:
     """The retry logic, free of network I/O: yields :class:`Call` (send back the response, or the
     exception it raised) and :class:`Wait` steps, and returns the :class:`Result`; the drivers of
     :mod:`rosetta.runtime.drive` make its calls blocking, awaited or streamed, so all behave alike.

@@ -6,7 +6,7 @@ typo or an option one path did not know became a request parameter, found only b
 400. Here an unknown keyword is a :class:`~rosetta.errors.UsageError` naming the nearest option,
 and provider parameters pass only through the explicit ``extra`` mapping. What rosetta decided at
 compile time (temperature, max tokens, structured output, tools) is changed only through
-``overrides``, which the :class:`~rosetta.runtime.invoke.Result` records.
+``overrides``, which the :class:`~rosetta.runtime.result.Result` records.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from rosetta.errors import Problem, UsageError
 
 if TYPE_CHECKING:
     from rosetta.runtime.health import ProviderHealth
-    from rosetta.runtime.invoke import RetryPolicy
+    from rosetta.runtime.result import RetryPolicy
     from rosetta.runtime.limits import RateLimiter
     from rosetta.runtime.rubric import Rubric
 
@@ -89,7 +89,7 @@ class RunOptions:
                 _refuse("fallbacks", self.fallbacks, "a list of model ids, e.g. ['openai/gpt-4o']")
             object.__setattr__(self, "fallbacks", tuple(self.fallbacks))
         if self.policy is not None:
-            from rosetta.runtime.invoke import RetryPolicy
+            from rosetta.runtime.result import RetryPolicy
 
             if not isinstance(self.policy, RetryPolicy):
                 _refuse("policy", self.policy, "a rosetta.RetryPolicy, e.g. RetryPolicy(attempts=2, timeout=30)")
@@ -161,8 +161,8 @@ class RunOptions:
         return replace(base, **keywords) if keywords else base
 
     def retry_policy(self) -> RetryPolicy:
-        """``policy`` (default: :class:`~rosetta.runtime.invoke.RetryPolicy`) with ``timeout`` applied."""
-        from rosetta.runtime.invoke import RetryPolicy
+        """``policy`` (default: :class:`~rosetta.runtime.result.RetryPolicy`) with ``timeout`` applied."""
+        from rosetta.runtime.result import RetryPolicy
 
         policy = self.policy or RetryPolicy()
         return replace(policy, timeout=float(self.timeout)) if self.timeout is not None else policy

@@ -17,15 +17,16 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rosetta.errors import Location, Problem, UsageError
 from rosetta.runtime.rubric import Rubric
 
 if TYPE_CHECKING:
-    from rosetta.runtime.agent import Agent
-    from rosetta.runtime.invoke import Result
+    from rosetta.render.prompt import RenderedPrompt
     from rosetta.runtime.options import RunOptions
+    from rosetta.runtime.result import Result
+    from rosetta.runtime.runner import Runner
 
 JUDGE_AGENT = "rubric-reviewer"
 CREDIT = {"pass": 1.0, "fail": 0.0, "indeterminate": 0.5}
@@ -188,7 +189,7 @@ class Reviewer:
         parts.append(f"Answer to grade:\n{as_text(work)}")
         if reference is not None:
             parts.append(f"Reference answer (what a correct answer says):\n{as_text(reference)}")
-        from rosetta.runtime.invoke import ANSWERED, ModelCallError
+        from rosetta.runtime.result import ANSWERED, ModelCallError
 
         try:
             result = self.agent().run({"artifact": "\n\n".join(parts), "rubric": rubric.text()}, self.model,
@@ -208,8 +209,21 @@ class Reviewer:
         return read_review(redact_data(data) if valid else None, rubric, valid=valid, model=model, calls=calls)
 
 
-def review_and_retry(agent: Agent, result: Result, inputs: Mapping[str, Any], rubric: Rubric, options: RunOptions, *,
-                     reviewer: Reviewer, messages: list[dict[str, Any]] | None, complete: Any) -> Result:
+class RetriedAgent(Protocol):
+    """What a review that may regenerate needs of the agent (:class:`~rosetta.runtime.agent.Agent` is
+    one): its name and description for the judge, its prompts and its runner."""
+
+    name: str
+    runner: Runner
+
+    @property
+    def spec(self) -> Any: ...
+
+    def prompt_for(self, model: str, *, strict: bool | None = None, user_id: object | None = None) -> RenderedPrompt: ...
+
+
+def review_and_retry(agent: RetriedAgent, result: Result[Any], inputs: Mapping[str, Any], rubric: Rubric, options: RunOptions, *,
+                     reviewer: Reviewer, messages: list[dict[str, Any]] | None, complete: Any) -> Result[Any]:
     """Generate → review → retry: grade ``result`` against ``rubric``; on a failed review (and
     ``options.retry_once``), regenerate once on the same model with the reviewer's critique after
     the conversation that produced it (``messages``, default the rendered turn), and grade the new

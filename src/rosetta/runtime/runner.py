@@ -27,7 +27,7 @@ from rosetta.runtime.stream import Finished
 from rosetta.runtime.traffic import Traffic
 
 if TYPE_CHECKING:
-    from rosetta.runtime.invoke import Attempt, Result
+    from rosetta.runtime.result import Attempt, Result
     from rosetta.runtime.tools import ToolBox
 
 log = logging.getLogger("rosetta.runtime")
@@ -59,7 +59,7 @@ class _ChainState:
         """The ModelCallError that ends the run: what happened to every model tried, in order; when
         no model had credentials here, of kind ``credentials``, naming every variable to set."""
         from rosetta.providers.credentials import fix_hint
-        from rosetta.runtime.invoke import ModelCallError
+        from rosetta.runtime.result import ModelCallError
 
         missing = tuple(dict.fromkeys(self.missing))
         if kind == "hard" and len(self.failures) == 1:
@@ -96,8 +96,9 @@ class Runner:
     (``source``, named by input-rule errors)."""
 
     def __init__(self, name: str, selector: Selector, traffic: Traffic, *, spec: Callable[[], Any],
-                 preferences: Callable[[], list[str]], root: Path, source: Path | None) -> None:
-        self.name, self.selector, self.traffic = name, selector, traffic
+                 preferences: Callable[[], list[str]], root: Path, source: Path | None,
+                 output_type: type | None = None) -> None:
+        self.name, self.selector, self.traffic, self.output_type = name, selector, traffic, output_type
         self._spec, self.preferences, self.root, self.source = spec, preferences, root, source
         self._models: dict[str, Any] = {}
         self._targets: dict[str, CatalogModel] = {}
@@ -110,21 +111,21 @@ class Runner:
     # -- drivers ---------------------------------------------------------------------------
 
     def run(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *, complete: Any = None,
-            messages: list[dict[str, Any]] | None = None) -> Result:
+            messages: list[dict[str, Any]] | None = None) -> Result[Any]:
         """The first model of ``chain`` that answers (blocking)."""
         from rosetta.runtime.drive import drive
 
         return drive(self.steps(inputs, chain, options, messages), complete=complete or salvage.completion)
 
     async def arun(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *,
-                   acomplete: Any = None, messages: list[dict[str, Any]] | None = None) -> Result:
+                   acomplete: Any = None, messages: list[dict[str, Any]] | None = None) -> Result[Any]:
         """:meth:`run` for asyncio."""
         from rosetta.runtime.drive import adrive
 
         return await adrive(self.steps(inputs, chain, options, messages), acomplete=acomplete or salvage.acompletion)
 
     def text(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *, complete: Any = None,
-             messages: list[dict[str, Any]] | None = None) -> Generator[str, None, Result]:
+             messages: list[dict[str, Any]] | None = None) -> Generator[str, None, Result[Any]]:
         """The first call's text as it arrives, then (as the generator's value) the Result (see
         :func:`~rosetta.runtime.drive.drive_streaming`). Under ``no_secrets_in_output`` the text is
         redacted as it streams, as the Result is (with ``on_secret="fail"`` the Result then raises).
@@ -169,7 +170,7 @@ class Runner:
                                         for rule in spec.guardrails.output_rules)
 
     def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], options: RunOptions, *,
-                   complete: Any = None, label: str = "candidate") -> Result:
+                   complete: Any = None, label: str = "candidate") -> Result[Any]:
         """Answer ``inputs`` with an explicit ``prompt`` on its own model, and no fallback chain:
         the optimizer scores candidates here, so a prompt scores the same at compile time as when
         the runtime later serves it from its artifact."""
@@ -185,15 +186,16 @@ class Runner:
 
     def run_manual(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *,
                    prompt_file: str | os.PathLike[str] | None, answer: str | None,
-                   answer_file: str | os.PathLike[str] | None) -> Result:
+                   answer_file: str | os.PathLike[str] | None) -> Result[Any]:
         """Manual (copy/paste) mode: write the readable prompt of ``chain[0]`` to ``prompt_file``,
         read the answer from ``answer``, ``answer_file`` or standard input, and validate it."""
         import sys
 
         from rosetta.fileio import write_atomic
         from rosetta.runtime.answers import read_answer
-        from rosetta.runtime.conversation import encodable
-        from rosetta.runtime.invoke import Attempt, Result, typed
+        from rosetta.fileio import encodable
+        from rosetta.runtime.invoke import typed
+        from rosetta.runtime.result import Attempt, Result
 
         spec = self.spec  # the input rules ran when the chain was made
         selection = self.selector.select(chain[0], None, options.user_id)
@@ -235,10 +237,11 @@ class Runner:
         return spec
 
     def steps(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions,
-              messages: list[dict[str, Any]] | None) -> Generator[Any, Any, Result]:
+              messages: list[dict[str, Any]] | None) -> Generator[Any, Any, Result[Any]]:
         """The whole run as plan steps: each model of ``chain`` in turn, on its own selected prompt,
         until one answers; returns the finished Result or raises ModelCallError."""
-        from rosetta.runtime.invoke import ModelCallError, plan
+        from rosetta.runtime.invoke import plan
+        from rosetta.runtime.result import ModelCallError
         from rosetta.runtime.log_redaction import redacting_logs
         from rosetta.runtime.tracing import span
 
@@ -263,7 +266,7 @@ class Runner:
         """The keyword arguments of :func:`~rosetta.runtime.invoke.plan` for one model: the model's
         own endpoint and key (the caller's ``api_base`` / ``api_key`` win), ``extra`` where it
         replaces nothing the compiled prompt set, then ``overrides``."""
-        from rosetta.runtime.invoke import ModelCallError
+        from rosetta.runtime.result import ModelCallError
         from rosetta.runtime.options import request_params
 
         retries = options.validation_retries
@@ -304,8 +307,8 @@ class Runner:
             allowed &= set(spec.capabilities.allowed_tools)
         return ToolBox(schemas, frozenset(allowed), functions, options.max_tool_steps, options.max_tool_errors)
 
-    def finish(self, result: Result, selection: Selection, spec: Any, attempts: list[Attempt],
-               options: RunOptions) -> Result:
+    def finish(self, result: Result[Any], selection: Selection, spec: Any, attempts: list[Attempt],
+               options: RunOptions) -> Result[Any]:
         """The Result as the caller gets it: earlier attempts first, who answered, output rules
         applied (credentials redacted from every field the model wrote, not only ``raw``), and the
         agent's fallback_behavior for invalid answers."""
@@ -340,15 +343,23 @@ class Runner:
         return self._targets[model_id]
 
     def output_model(self, selection: Selection) -> Any:
-        """The pydantic model of the selected prompt's output schema (built once per schema)."""
+        """The pydantic model typing the selected prompt's answers, once per schema: the agent's
+        ``output_type`` (checked against the schema), else one built from the schema."""
         schema = selection.prompt.output_schema
-        if schema is None:
+        if schema is None and self.output_type is None:
             return None
-        key = repr(sorted(schema.items()))
+        key = repr(sorted((schema or {}).items()))
         if key not in self._models:
-            from rosetta.schema_types import model_from_schema
+            if self.output_type is not None:
+                from rosetta.runtime.output_type import check_output_type
 
-            self._models[key] = model_from_schema(schema, name="Output")
+                check_output_type(self.output_type, schema, agent=self.name,
+                                  source=selection.artifact or (str(self.source) if self.source else None))
+                self._models[key] = self.output_type
+            else:
+                from rosetta.schema_types import model_from_schema
+
+                self._models[key] = model_from_schema(schema or {}, name="Output")
         return self._models[key]
 
     def _record_failure(self, error: Any, selection: Selection, state: _ChainState) -> None:
@@ -366,7 +377,7 @@ class Runner:
         log.warning("%s: %s; trying the next model", self.name, error.problems[0].message)
 
     def _on_invalid(self, result: Any, spec: Any) -> None:
-        from rosetta.runtime.invoke import ModelCallError
+        from rosetta.runtime.result import ModelCallError
 
         behaviour = spec.guardrails.fallback_behavior.value if spec is not None else "warn_and_retry"
         issues = "; ".join(f"{i.path}: {i.message}" for i in result.issues)
@@ -443,7 +454,7 @@ async def _aredacted(text: AsyncGenerator[str | Finished, None]) -> AsyncGenerat
             yield sent
 
 
-def _traced(current: Any, result: Result) -> Result:
+def _traced(current: Any, result: Result[Any]) -> Result[Any]:
     """Record a run's outcome on its ``rosetta.run`` span (a no-op without OpenTelemetry)."""
     from rosetta.runtime.tracing import annotate, usage_attributes
 

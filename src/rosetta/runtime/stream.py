@@ -1,6 +1,6 @@
 """What :meth:`Agent.stream` returns: an object you iterate for the answer's text as it arrives
 (``for`` or ``async for``), whose :meth:`Stream.result` (``await`` :meth:`Stream.aresult`) reads
-whatever is left and returns the :class:`~rosetta.runtime.invoke.Result`.
+whatever is left and returns the :class:`~rosetta.runtime.result.Result`.
 
 Nothing starts until the stream is first read; the first read decides whether it runs blocking or
 on asyncio. A reader that stops early ends the call with :meth:`Stream.close` / :meth:`Stream.aclose`
@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
 from rosetta.errors import Problem, UsageError
+from rosetta.runtime.result import OutputT
 
 if TYPE_CHECKING:
-    from rosetta.runtime.invoke import Result
+    from rosetta.runtime.result import Result
 
 
 @dataclass(frozen=True)
@@ -36,16 +37,16 @@ AsyncTextRun = AsyncGenerator["str | Finished", None]
 """Text chunks, then one :class:`Finished`."""
 
 
-class Stream:
-    """One streamed call (see the module docstring)."""
+class Stream(Generic[OutputT]):
+    """One streamed call (see the module docstring); its Result's output is typed as the agent's."""
 
     def __init__(self, start: Callable[[], TextRun], astart: Callable[[], AsyncTextRun],
-                 finish: Callable[[Any], Result], afinish: Callable[[Any], Awaitable[Result]]) -> None:
+                 finish: Callable[[Any], Result[OutputT]], afinish: Callable[[Any], Awaitable[Result[OutputT]]]) -> None:
         self._start, self._astart = start, astart
         self._finish, self._afinish = finish, afinish
         self._text: TextRun | None = None
         self._atext: AsyncTextRun | None = None
-        self._result: Result | None = None
+        self._result: Result[OutputT] | None = None
         self._closed = False
 
     def __repr__(self) -> str:
@@ -71,7 +72,7 @@ class Stream:
             self._result = self._finish(done.value)
             raise StopIteration from None
 
-    def result(self) -> Result:
+    def result(self) -> Result[OutputT]:
         """The Result, after reading (and discarding) the text not read yet."""
         for _ in self:
             pass
@@ -85,7 +86,7 @@ class Stream:
         if text is not None:
             text.close()
 
-    def __enter__(self) -> Stream:
+    def __enter__(self) -> Stream[OutputT]:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -110,7 +111,7 @@ class Stream:
             raise StopAsyncIteration
         return item
 
-    async def aresult(self) -> Result:
+    async def aresult(self) -> Result[OutputT]:
         """:meth:`result` for asyncio."""
         async for _ in self:
             pass
@@ -125,7 +126,7 @@ class Stream:
             await atext.aclose()
         self.close()
 
-    async def __aenter__(self) -> Stream:
+    async def __aenter__(self) -> Stream[OutputT]:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rosetta.runtime.invoke import Result
+    from rosetta.runtime.result import Result
 
 RESULT_CHARS = 100_000
 """The most of one tool result sent back to the model (a longer one is cut, saying so)."""
@@ -208,7 +208,7 @@ def result_turns(calls: list[ToolCall]) -> list[dict[str, Any]]:
     return [{"role": "tool", "tool_call_id": call.id, "content": call.content()} for call in calls]
 
 
-def pending_calls(result: Result) -> list[dict[str, Any]]:
+def pending_calls(result: Result[Any]) -> list[dict[str, Any]]:
     """The calls a run that ended asking for tools (``Result.wants_tools``) waits on: those of its
     last response, none of which ran."""
     if not result.wants_tools:

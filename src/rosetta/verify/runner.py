@@ -224,7 +224,7 @@ class _AgentContext:
 
     def run(self, prompt: Any, case: Case, kind: str | None = None) -> CaseRun:
         from rosetta.runtime.guardrails import GuardrailError
-        from rosetta.runtime.invoke import ModelCallError
+        from rosetta.runtime.result import ModelCallError
 
         run = CaseRun(case_id=case.id, kind=kind or case.kind, inputs=case.inputs, expected=case.expected,
                       probe=case.probe)
