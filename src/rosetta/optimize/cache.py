@@ -58,7 +58,7 @@ def prompt_key(prompt: Any, options: dict[str, Any] | None = None) -> str:
     """sha256 over what the model is sent (model and parameters included), how it is checked, and
     which build answers it where that is known (the embedded decoder's, for ``local/`` models)."""
     data = prompt.to_dict()
-    payload = {"prompt": {key: data[key] for key in SENT if key in data}, "options": options or {}}
+    payload: dict[str, Any] = {"prompt": {key: data[key] for key in SENT if key in data}, "options": options or {}}
     revision = answerer_revision(str(data["model"]))
     if revision:
         payload["answerer"] = revision

@@ -60,4 +60,5 @@ def _judge_for(settings: Any, evaluation: Any, model_id: str) -> Callable[..., f
     from rosetta.optimize.judge import RubricJudge
     from rosetta.runtime.agent import judge_reviewer
 
-    return judge_reviewer(settings.root, evaluation.judge or model_id, kind=RubricJudge)
+    judge: Callable[..., float] = judge_reviewer(settings.root, evaluation.judge or model_id, kind=RubricJudge)
+    return judge

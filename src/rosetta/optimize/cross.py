@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.errors import Problem, UsageError
-from rosetta.optimize.context import load_context
+from rosetta.optimize.context import Context, load_context
 from rosetta.optimize.target import score_split
 from rosetta.store.cross import UNCOMPILED  # the matrix's last row: each model's own uncompiled render
 
@@ -59,7 +59,7 @@ def cross_evaluate(definition: Path, models: Sequence[str], *, settings: Any, sp
     """Score every model's prompt on every model of ``models`` (two or more) on ``split``;
     ``on_progress(done, total)`` counts answers over the whole matrix. ``record``: keep the matrix in
     ``compiled/<agent>/cross.yaml``, where the runtime's fallback reads it (:mod:`rosetta.store.cross`)."""
-    contexts = {}
+    contexts: dict[str, Context] = {}
     for name in models:
         context = load_context(definition, name, settings=settings, metric=metric, dataset=dataset)
         contexts.setdefault(context.model.id, context)  # two names of one model count once

@@ -34,7 +34,7 @@ def dspy_metric(signature: Any, metric: Any) -> Any:
     def score(example: Any, prediction: Any, trace: Any = None) -> float:
         data = signature.output_from_dspy(prediction, validate=False)
         valid = bool(data) and not signature.dspy_output_problems(prediction)
-        value = metric.score(data or None, signature.output_from_dspy(example, validate=False), valid=valid)
+        value: float = metric.score(data or None, signature.output_from_dspy(example, validate=False), valid=valid)
         return value >= 1.0 if trace is not None else value  # bootstrapping keeps only perfect traces
 
     return score

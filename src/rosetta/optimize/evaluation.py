@@ -264,10 +264,10 @@ class Evaluator:
         except RosettaError as error:  # an input guardrail refused the example
             return Answer(None, "", False, 0, 0.0, error=str(error.problems[0].message))
         calls = sum(1 for a in result.attempts if a.outcome in ANSWERED)
-        odds = None
+        odds: dict[str, float] | None = None
         if "logprobs" in options and self.label is not None and result.logprobs:
-            odds = {label: label_probability(result.logprobs, self.label, label) for label in self.label.labels}
-            odds = None if None in odds.values() else odds
+            found = {label: label_probability(result.logprobs, self.label, label) for label in self.label.labels}
+            odds = {label: p for label, p in found.items() if p is not None} if None not in found.values() else None
         return Answer(result.data, result.raw, result.valid, max(calls, 1), float(result.cost or 0.0), odds=odds)
 
     def answers(self, prompt: Any, examples: Sequence[Example], draw: int = 0) -> list[Answer]:

@@ -102,7 +102,8 @@ def _import_metric(reference: str, root: Path | None) -> Callable[[Any, Any], fl
                                       "importable")) from None
     if not callable(function):
         raise UsageError(Problem(f"metric {reference!r} is not callable", field="metric"))
-    return function
+    metric: Callable[[Any, Any], float] = function  # the user's: called with (predicted, expected)
+    return metric
 
 
 def _load_top_package(name: str, root: Path | None) -> None:
@@ -185,7 +186,7 @@ def field_match(predicted: Any, expected: Any, *, weights: Mapping[str, float] |
     return numeric_match(predicted, expected, tolerance)
 
 
-def _list_match(predicted: list, expected: list, tolerance: float) -> float:
+def _list_match(predicted: list[Any], expected: list[Any], tolerance: float) -> float:
     """Greedy best pairing of items, order ignored; unmatched items on either side cost credit."""
     if not predicted and not expected:
         return 1.0

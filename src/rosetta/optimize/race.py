@@ -253,10 +253,10 @@ def within_noise(best: Standing, other: Standing) -> bool:
     diffs = [a - b for a, b in zip(best.race, other.race)]
     n = len(diffs)
     if n < 2:
-        return best.mean == other.mean
+        return bool(best.mean == other.mean)
     mean = sum(diffs) / n
     spread = (sum((d - mean) ** 2 for d in diffs) / (n - 1) / n) ** 0.5
-    return mean <= spread
+    return bool(mean <= spread)
 
 
 def winner(finalists: Sequence[Standing], *, tolerance: float | None = None) -> Standing:
@@ -290,7 +290,7 @@ def one_sided_p(differences: Sequence[float]) -> float:
         if len(counts) > 200_000:
             break
     else:
-        return sum(ways for total, ways in counts.items() if total >= observed - 1e-9) / 2 ** len(values)
+        return float(sum(ways for total, ways in counts.items() if total >= observed - 1e-9) / 2 ** len(values))
     rng = random.Random("one_sided_p")
     draws = 20_000
     hits = sum(1 for _ in range(draws) if sum(v if rng.random() < 0.5 else -v for v in values) >= observed - 1e-9)

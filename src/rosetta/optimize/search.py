@@ -566,7 +566,7 @@ class _Search:
         default = self.space.default_params()
         unoptimized = self.candidates.index(default) if default in self.candidates else None
         units = [t for t in trials if t.user_attrs.get("candidate") == unoptimized and t.state.name == "COMPLETE"]
-        plain = list(max(units, key=lambda t: t.user_attrs["rows"]).user_attrs["plain"]) if units else []
+        plain: list[float] = list(max(units, key=lambda t: t.user_attrs["rows"]).user_attrs["plain"]) if units else []
         if len(plain) < len(self.dev):
             if not self.settings.baseline_test:
                 return None

@@ -224,7 +224,7 @@ class SearchSpace:
     def _vary(self, params: dict[str, Any], rng: random.Random, *, always: bool = False) -> dict[str, Any]:
         """Now and then another instruction (one in four) or format knob (one in five each); with
         ``always``, at least one of them (a space without demos has nothing else to vary)."""
-        choices = [("instruction", list(range(len(self.instructions))), 0.25),
+        choices: list[tuple[str, list[Any], float]] = [("instruction", list(range(len(self.instructions))), 0.25),
                    ("reasoning", list(self.reasoning), 0.2), ("section_order", list(self.section_orders), 0.2),
                    ("delimiter", list(self.delimiters), 0.2), ("structured_output", list(self.structured_outputs), 0.2)]
         open_choices = [(name, values) for name, values, _ in choices if len(values) > 1]

@@ -263,7 +263,8 @@ def verify_journal(path: Path, *, set_aside: bool = True) -> None:
         length = recorded.get("length") if isinstance(recorded, dict) else None
         if not isinstance(length, int) or not 0 <= length <= len(data):
             why = "it carries no seal of this machine's"
-        elif not hmac.compare_digest(str(recorded.get("hmac")), _seal_of(path, data[:length])):
+        elif not (isinstance(recorded, dict) and hmac.compare_digest(str(recorded.get("hmac")),
+                                                                     _seal_of(path, data[:length]))):
             why = "its seal does not match (it was not written here, or was edited)"
     except (OSError, ValueError, NoSecret) as exc:
         why = f"it cannot be checked ({exc})"

@@ -409,7 +409,7 @@ def _cost_estimate(context: Context, prompt: Any, calls: int) -> float:
 
         litellm = import_litellm()
         info = litellm.get_model_info(context.model.id)
-        per_call = prompt.tokens.get("total", 0) * float(info.get("input_cost_per_token") or 0) \
+        per_call: float = prompt.tokens.get("total", 0) * float(info.get("input_cost_per_token") or 0) \
             + prompt.generation.get("max_tokens", 0) * float(info.get("output_cost_per_token") or 0)
     except Exception:  # litellm does not know the model's price
         return 0.0

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from rosetta.definition.models import RCCFRole
+from rosetta.definition.vocabulary import RCCFRole
 from rosetta.definition.yaml_source import parse_yaml
 from rosetta.errors import ConfigError, Location, Problem
 from rosetta.providers.adapter_files import BUNDLED, adapter_digest, adapter_paths  # noqa: F401 (BUNDLED re-exported)
@@ -45,7 +45,8 @@ class PerClass(BaseModel):
     open: ReasoningMode | int
 
     def __getitem__(self, model_class: ModelClass) -> ReasoningMode | int:
-        return getattr(self, model_class)
+        value: ReasoningMode | int = getattr(self, model_class)
+        return value
 
 
 class Budget(BaseModel):
@@ -132,7 +133,8 @@ class Adapter(BaseModel):
         for model_class in ("frontier", "mid", "open"):
             if not isinstance(self.reasoning[model_class], ReasoningMode):
                 raise ValueError(f"reasoning.{model_class} must be omit or inject")
-            if not isinstance(self.few_shot[model_class], int) or self.few_shot[model_class] < 0:
+            count = self.few_shot[model_class]
+            if not isinstance(count, int) or count < 0:
                 raise ValueError(f"few_shot.{model_class} must be a non-negative integer")
         core = {RCCFRole.ROLE, RCCFRole.CONTEXT, RCCFRole.CONSTRAINTS, RCCFRole.FORMAT}
         if not core <= set(self.section_order) or len(set(self.section_order)) != len(self.section_order):
@@ -157,23 +159,23 @@ def read_adapter(path: Path) -> Adapter:
         adapter = Adapter.model_validate(data)
     except ValidationError as exc:
         problems = []
-        for error in exc.errors(include_url=False):
-            location = source_map.locate(tuple(error["loc"]))
-            field = ".".join(str(p) for p in error["loc"]) or None
-            problems.append(Problem(error["msg"].removeprefix("Value error, "), location, field))
+        for found in exc.errors(include_url=False):
+            location = source_map.locate(tuple(found["loc"]))
+            field = ".".join(str(p) for p in found["loc"]) or None
+            problems.append(Problem(found["msg"].removeprefix("Value error, "), location, field))
         raise ConfigError(problems) from None
     return adapter.model_copy(update={"sha256": adapter_digest(text), "path": str(path)})
 
 
 def load_adapters(extra_dirs: Iterable[str | Path] = ()) -> dict[str, Adapter]:
     """The bundled adapters, then every ``*.yaml`` in ``extra_dirs`` (later ones override earlier)."""
-    extra_dirs = [Path(d) for d in extra_dirs]
-    for directory in extra_dirs:
+    directories = [Path(d) for d in extra_dirs]
+    for directory in directories:
         if not directory.is_dir():
             raise ConfigError(Problem("adapter directory not found", Location(str(directory)),
                                       hint="check --adapters / adapter_dirs"))
     adapters: dict[str, Adapter] = {}
-    for path in adapter_paths(extra_dirs):
+    for path in adapter_paths(directories):
         adapter = read_adapter(path)
         adapters[adapter.name] = adapter
     return adapters

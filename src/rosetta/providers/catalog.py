@@ -134,7 +134,7 @@ class Endpoint:
         credentials = f"${self.api_key_env}" if self.api_key_env else (
             "the cloud credentials its SDK finds" if model_id.split("/", 1)[0].lower() in credential_rules().ambient
             else None)
-        if chosen_by_project and credentials and not trusted_endpoint(base):
+        if base is not None and chosen_by_project and credentials and not trusted_endpoint(base):
             raise UntrustedEndpoint(Problem(
                 f"{model_id}: refusing to send {credentials} to {base}, which the project names ({self.named_in}); "
                 "a cloned project may name any server", Location(self.named_in), _field(model_id, "api_base"),
@@ -435,6 +435,7 @@ class Catalog:
         to it would only come back as a provider 404."""
         status = self.status(model, today)
         if status.state == "retired":
+            assert status.replacement is not None  # catalog.yaml's `retires` always names one
             replacement = self._names[status.replacement.lower()]
             aliases = f" (or {replacement.aliases[-1]})" if replacement.aliases else ""
             raise UsageError(Problem(status.describe(model.id), field="model",
@@ -804,7 +805,8 @@ def declared_model(model_id: str, entry: Any, base: CatalogModel | None, where: 
                     raise where.error(f"capabilities.{flag}", f"{on!r} is not a known flag set to true or false",
                                       hint=f"flags: {', '.join(known)}")
             capabilities.update(value)
-    endpoint = {key: values.pop(key) for key in ("api_base", "api_base_env", "api_key_env") if key in values}
+    endpoint: dict[str, Any] = {key: values.pop(key) for key in ("api_base", "api_base_env", "api_key_env")
+                                if key in values}
     if "api_base" in endpoint:  # who chose the URL: the project's file, or the user ($ROSETTA_MODELS)
         at = where.location("api_base")
         endpoint["named_in"] = None if at.file == f"${MODELS_VARIABLE}" else \
@@ -953,8 +955,8 @@ def _family(route: str) -> str:
     ``together_ai/meta-llama/Llama-3.3-70B`` → ``llama``)."""
     name = route.rsplit("/", 1)[-1].split(":", 1)[0].split("@", 1)[0].lower()
     vendor = re.match(r"(?:[a-z]{2}\.)?[a-z]+\.(.+)", name)
-    word = re.match(r"[a-z]*", (vendor.group(1) if vendor else name)).group(0)
-    return word or name
+    word = re.match(r"[a-z]+", vendor.group(1) if vendor else name)
+    return word.group(0) if word else name
 
 
 def _raw_entry(litellm: Any, route: str) -> dict[str, Any]:

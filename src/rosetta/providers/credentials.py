@@ -28,7 +28,7 @@ class MissingCredentials(Exception):
         unset = f"{names} is not set" if len(self.variables) == 1 else f"none of {names} is set"
         super().__init__(f"no credentials for {provider}: {unset}")
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (self.__class__, (self.provider, self.variables))
 
     @property

@@ -16,6 +16,7 @@ from rosetta.definition.yaml_source import parse_yaml
 def _policy() -> dict[str, Any]:
     path = resources.files("rosetta.providers") / "runtime_policy.yaml"
     data, _ = parse_yaml(path.read_text(encoding="utf-8"), file=str(path))
+    assert isinstance(data, dict), f"{path} is a mapping"  # bundled with the package
     return data
 
 

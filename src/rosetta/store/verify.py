@@ -72,7 +72,7 @@ def labeled_demos(artifact: Artifact, signature: Any, dataset: str | None,
     if not recorded:
         return signature.demos, ""
     from rosetta.datasets import DatasetError, load_labeled
-    from rosetta.signature import Demo
+    from rosetta.parts import Demo
 
     if dataset is None:
         return None, "it names labeled data (dataset_sha256) and no datasets directory was given to check it against"
@@ -131,7 +131,7 @@ def first_difference(wanted: str, found: str) -> str:
     return f"line {line}"
 
 
-def _differing_path(ours: Any, theirs: Any, at: tuple) -> tuple | None:
+def _differing_path(ours: Any, theirs: Any, at: tuple[Any, ...]) -> tuple[Any, ...] | None:
     if isinstance(ours, dict) and isinstance(theirs, dict):
         for key in [*ours, *(k for k in theirs if k not in ours)]:
             if key not in ours or key not in theirs:
