@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +81,7 @@ class RosettaError(Exception):
         field: str | None = None,
         expected: str | None = None,
         hint: str | None = None,
-    ) -> RosettaError:
+    ) -> Self:
         """Build an error with a single problem at a known place."""
         location = Location(None if file is None else str(file), line, column)
         return cls(Problem(message, location, field, expected, hint))

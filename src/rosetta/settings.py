@@ -176,7 +176,7 @@ class Settings:
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Your own models, by provider/model id: self-hosted or OpenAI-compatible endpoints and hosted
     models the catalog lacks, or changes to a built-in entry (merged field by field); see the
-    README's "Your own models" and rosetta.providers.catalog.declared_model."""
+    README's "Your own models" and rosetta.providers.declared_models.declared_model."""
     rate_limits: dict[str, Limit] = field(default_factory=dict)
     """Client-side limits per API key, by provider ("openai") or model id: requests/tokens per minute."""
     health: HealthPolicy = HealthPolicy()

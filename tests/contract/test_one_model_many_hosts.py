@@ -19,7 +19,8 @@ from conftest import REPO
 from vendor_recorder import VendorRecorder
 
 from rosetta.definition.loader import load_definition
-from rosetta.providers.catalog import CatalogModel, load_catalog
+from rosetta.providers.catalog import load_catalog
+from rosetta.providers.model_entries import CatalogModel
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.render.renderer import render
 from rosetta.signature import lower

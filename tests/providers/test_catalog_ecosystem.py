@@ -104,16 +104,16 @@ def test_every_retirement_says_where_its_date_was_read_and_claude_4_retired_on_2
 
 
 def test_a_retirement_on_an_unknown_date_says_so(monkeypatch):
-    from rosetta.providers import catalog as catalog_module
+    from rosetta.providers import model_entries
 
     entry = {"date": "unknown", "replacement": "anthropic/claude-sonnet-5-5", "source": "vendor notice"}
-    retirement = catalog_module._retirement("x/old", entry)
+    retirement = model_entries.retirement("x/old", entry)
     assert retirement.date is None
-    status = catalog_module.Status("retired", retirement.date, retirement.replacement, retirement.source)
+    status = model_entries.Status("retired", retirement.date, retirement.replacement, retirement.source)
     assert status.label == "retired (date unknown)"
     assert status.describe("x/old") == "x/old was retired (date unknown); use anthropic/claude-sonnet-5-5 instead"
     with pytest.raises(ValueError, match="no source"):
-        catalog_module._retirement("x/old", {"date": "2026-01-01", "replacement": "y"})
+        model_entries.retirement("x/old", {"date": "2026-01-01", "replacement": "y"})
 
 
 def test_status_follows_the_calendar():

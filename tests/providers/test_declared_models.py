@@ -17,7 +17,8 @@ from rosetta.definition.loader import load_definition
 from rosetta.errors import ConfigError, Location, RenderError, UsageError
 from rosetta.settings import load_settings
 from rosetta.providers.adapter import bundled_adapters
-from rosetta.providers.catalog import NO_KEY, catalog_for, load_catalog
+from rosetta.providers.catalog import catalog_for, load_catalog
+from rosetta.providers.endpoints import NO_KEY
 from rosetta.providers.kinds import StructuredOutput
 from rosetta.render.renderer import prompt_budget, render
 from rosetta.signature import lower

@@ -240,7 +240,8 @@ def test_5_a_project_named_server_gets_no_key_until_the_user_trusts_it(tmp_path,
     """Refused before any key is read or any connection tried; the message names the variable (never
     its value), the server, the line that names it, and how the user trusts it."""
     import rosetta
-    from rosetta.providers.catalog import UntrustedEndpoint, catalog_for
+    from rosetta.providers.catalog import catalog_for
+    from rosetta.providers.endpoints import UntrustedEndpoint
     from rosetta.settings import load_settings
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-PLANTED-victims-key-0123456789")
@@ -264,7 +265,8 @@ def test_5_a_project_named_server_gets_no_key_until_the_user_trusts_it(tmp_path,
 
 
 def test_5_a_project_named_server_for_a_cloud_host_gets_no_ambient_credentials(tmp_path, monkeypatch):
-    from rosetta.providers.catalog import UntrustedEndpoint, catalog_for
+    from rosetta.providers.catalog import catalog_for
+    from rosetta.providers.endpoints import UntrustedEndpoint
     from rosetta.settings import load_settings
 
     monkeypatch.delenv("ROSETTA_TRUSTED_ENDPOINTS", raising=False)

@@ -20,7 +20,7 @@ from rich.text import Text
 
 from rosetta.cli.common import fits_table, out, print_record, project_settings, reports_errors
 from rosetta.errors import Problem, RosettaError, UsageError
-from rosetta.providers.catalog import is_loopback
+from rosetta.providers.endpoints import is_loopback
 
 KNOWN_BAD_LITELLM = {"1.82.7", "1.82.8"}
 """litellm releases that were malicious uploads."""

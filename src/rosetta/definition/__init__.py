@@ -36,13 +36,11 @@ if TYPE_CHECKING:
     )
     from rosetta.definition.models import (
         AgentDefinition,
-        AgentFormat,
         AgentSpec,
-        BodyFormat,
-        RCCFRole,
         Section,
         frontmatter_json_schema,
     )
+    from rosetta.definition.vocabulary import AgentFormat, BodyFormat, RCCFRole
 
 
 __getattr__ = lazy_exports(__name__, _LAZY)

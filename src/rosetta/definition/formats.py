@@ -66,8 +66,9 @@ def stem_of(path: Path) -> str:
 def sidecar_for(markdown: Path, name: object = None) -> Path | None:
     """The governance sidecar next to a Claude Code subagent, by file stem or agent name."""
     # the frontmatter name is untrusted text: use it only when it is a plain file name
-    usable = isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", name) is not None
-    stems = [stem_of(markdown)] + ([name] if usable else [])
+    stems = [stem_of(markdown)]
+    if isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", name) is not None:
+        stems.append(name)
     for stem in stems:
         for suffix in SIDECAR_SUFFIXES:
             candidate = markdown.with_name(stem + suffix)
@@ -175,7 +176,8 @@ def _merge_sidecar(raw: RawDefinition, sidecar: Path) -> None:
     raw.add_locations(source_map)
 
 
-def _deep_merge(target: dict, extra: dict, path: FieldPath, raw: RawDefinition, source_map: SourceMap) -> None:
+def _deep_merge(target: dict[str, Any], extra: dict[str, Any], path: FieldPath, raw: RawDefinition,
+                source_map: SourceMap) -> None:
     """Merge sidecar values in; lists are unioned, conflicting scalars are an error naming both places."""
     for key, value in extra.items():
         here = (*path, key)

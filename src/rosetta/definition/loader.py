@@ -21,11 +21,11 @@ from rosetta.definition.models import (
     AgentSpec,
     DefinitionSource,
     MissingReference,
-    RCCFRole,
 )
 from rosetta.definition.paths import find_project_root, resolve_reference
 from rosetta.definition.sections import split_sections
 from rosetta.definition.spec_errors import locate_field, validate_spec
+from rosetta.definition.vocabulary import RCCFRole
 from rosetta.definition.yaml_source import format_path
 from rosetta.errors import ConfigError, DefinitionError, Location, Problem
 

@@ -10,6 +10,7 @@ reported on, with line numbers.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, time
 from enum import StrEnum
@@ -428,13 +429,14 @@ class AgentSpec(BaseModel):
         return tuple(self.inputs) or (DEFAULT_INPUT,)
 
 
-def _unknown_fields(model: BaseModel, path: tuple[str | int, ...]) -> Any:
-    for key, value in (model.model_extra or {}).items():
-        yield (*path, key), value
+def _unknown_fields(model: BaseModel, path: tuple[str | int, ...]) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+    for name, value in (model.model_extra or {}).items():
+        yield (*path, name), value
     for name, info in type(model).model_fields.items():
         value = getattr(model, name)
         here = (*path, info.alias or name)
-        items = enumerate(value) if isinstance(value, list) else value.items() if isinstance(value, dict) else ()
+        items: Iterable[tuple[str | int, Any]] = (enumerate(value) if isinstance(value, list)
+                                                  else value.items() if isinstance(value, dict) else ())
         if isinstance(value, BaseModel):
             yield from _unknown_fields(value, here)
         for key, item in items:
@@ -535,7 +537,7 @@ class DefinitionSource(BaseModel):
     """Body format as detected from the text."""
     raw: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
     """The merged frontmatter exactly as parsed (lint reads it for PV-001)."""
-    locations: dict[tuple, tuple[str, int, int]] = Field(default_factory=dict, exclude=True, repr=False)
+    locations: dict[tuple[str | int, ...], tuple[str, int, int]] = Field(default_factory=dict, exclude=True, repr=False)
     """Field path → (file, line, column) of every frontmatter value."""
     off_list: tuple[OffListValue, ...] = ()
     """Values outside their field's known set, tolerated at load (lint reports them)."""

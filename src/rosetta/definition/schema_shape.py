@@ -10,7 +10,10 @@ and PV-003); the code that reads schemas (typing, provider transforms, lint) wal
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rosetta.definition.yaml_source import FieldPath
 
 SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
 SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
@@ -31,9 +34,9 @@ SHAPES: dict[str, tuple[tuple[type, ...], str]] = {
 _MAPS, _LISTS, _SINGLES = frozenset(SUBSCHEMA_MAPS), frozenset(SUBSCHEMA_LISTS), frozenset(SUBSCHEMA_SINGLE)
 
 
-def children(node: dict) -> list[tuple[tuple, dict]]:
+def children(node: dict[str, Any]) -> list[tuple[FieldPath, dict[str, Any]]]:
     """(relative path, subschema) for every direct subschema of ``node`` that is a mapping."""
-    found: list[tuple[tuple, dict]] = []
+    found: list[tuple[FieldPath, dict[str, Any]]] = []
     for key, value in node.items():
         if key in _MAPS and isinstance(value, dict):
             found += [((key, name), sub) for name, sub in value.items() if isinstance(sub, dict)]
@@ -44,14 +47,14 @@ def children(node: dict) -> list[tuple[tuple, dict]]:
     return found
 
 
-def subschemas(schema: dict, path: tuple = ()) -> Iterator[tuple[tuple, dict]]:
+def subschemas(schema: dict[str, Any], path: FieldPath = ()) -> Iterator[tuple[FieldPath, dict[str, Any]]]:
     """(path, node) for ``schema`` and every subschema inside it, parents first."""
     yield path, schema
     for relative, child in children(schema):
         yield from subschemas(child, path + relative)
 
 
-def node_problem(node: dict) -> tuple[str, str, Any] | None:
+def node_problem(node: dict[str, Any]) -> tuple[str, str, Any] | None:
     """(keyword, what it must be, its value) for the first structural keyword of ``node`` with a
     value of the wrong type, or None."""
     for keyword, (kinds, expected) in SHAPES.items():
@@ -66,7 +69,7 @@ def node_problem(node: dict) -> tuple[str, str, Any] | None:
     return None
 
 
-def shape_problem(schema: dict) -> tuple[tuple, str, str, Any] | None:
+def shape_problem(schema: dict[str, Any]) -> tuple[FieldPath, str, str, Any] | None:
     """(path, keyword, what it must be, its value) for the first misshapen keyword anywhere in ``schema``."""
     for path, node in subschemas(schema):
         found = node_problem(node)

@@ -13,6 +13,7 @@ import functools
 import re
 import types
 import typing
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -27,7 +28,7 @@ from rosetta.definition.models import (
     UnreadValue,
     inputs_by_name,
 )
-from rosetta.definition.yaml_source import format_path
+from rosetta.definition.yaml_source import FieldPath, format_path
 from rosetta.errors import DefinitionError, Location, Problem
 
 _OFF_LIST_ERRORS = {"enum", "literal_error"}
@@ -51,7 +52,7 @@ def validate_spec(raw: RawDefinition) -> tuple[AgentSpec, tuple[OffListValue, ..
                 problems.sort(key=lambda p: (p.location.file or "", p.location.line or 0, p.location.column or 0))
                 raise DefinitionError(problems) from None
             data = copy.deepcopy(data) if data is raw.data else data
-            targets: dict[tuple, Any] = {}
+            targets: dict[FieldPath, Any] = {}
             for error in sorted(errors, key=_named_depth, reverse=True):  # a union's most telling error
                 targets.setdefault(_target(data, tuple(error["loc"])), error)
             if () in targets:  # nothing smaller to set aside
@@ -108,7 +109,7 @@ def _refuses(error: Any, data: Any) -> bool:
     return "invalid regular expression" in error.get("msg", "")
 
 
-def _target(data: Any, loc: tuple) -> tuple:
+def _target(data: Any, loc: FieldPath) -> FieldPath:
     """The part of the data to set aside for an error at ``loc``: the value there (union member
     tags in ``loc`` skipped), or the item holding a required field that is missing or unusable
     (a tool without a usable name is no tool)."""
@@ -126,7 +127,7 @@ def _target(data: Any, loc: tuple) -> tuple:
     return tuple(path[:-1]) if _required(tuple(path)) else tuple(path)
 
 
-def _required(path: tuple) -> bool:
+def _required(path: FieldPath) -> bool:
     """Whether the field at ``path`` is one its model cannot do without (e.g. a tool's name)."""
     if not path or not isinstance(path[-1], str):
         return False
@@ -135,7 +136,7 @@ def _required(path: tuple) -> bool:
     return field is not None and field.is_required()
 
 
-def _source_path(written: Any, path: tuple) -> tuple:
+def _source_path(written: Any, path: FieldPath) -> FieldPath:
     """``path`` as written: an index into a shape the loader rewrote (input rules written as a
     mapping, inputs written as lists) becomes the name it was written under."""
     if path[:2] == ("guardrails", "input_validation") and len(path) > 2:
@@ -152,11 +153,11 @@ def _source_path(written: Any, path: tuple) -> tuple:
     return path
 
 
-def _sort_key(path: Any) -> tuple:
+def _sort_key(path: FieldPath) -> tuple[tuple[bool, str | int], ...]:
     return tuple((isinstance(part, str), part) for part in path)
 
 
-def _remove(data: Any, path: tuple) -> Any:
+def _remove(data: Any, path: FieldPath) -> Any:
     for part in path[:-1]:
         data = data[part]
     value = data[path[-1]]
@@ -169,17 +170,19 @@ def _expected_values(error: Any) -> tuple[str, ...]:
     return tuple(re.findall(r"'([^']*)'", expected))
 
 
-def _used_instead(spec: AgentSpec, loc: tuple) -> str:
+def _used_instead(spec: AgentSpec, loc: FieldPath) -> str:
     """In words, what the spec holds in place of the value set aside at ``loc``."""
     if isinstance(loc[-1], int):
         return "skips it"  # a list item
     value: Any = spec
     for part in loc:
         if isinstance(value, BaseModel):
+            assert isinstance(part, str)  # a model is reached through a mapping, whose keys are text
             fields = type(value).model_fields
             value = getattr(value, next((n for n, f in fields.items() if (f.alias or n) == part), part))
-        elif isinstance(value, dict) and part in value or isinstance(value, list) and isinstance(part, int) \
-                and 0 <= part < len(value):
+        elif isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
             value = value[part]
         else:
             return "ignores it"  # a list item or mapping entry was skipped
@@ -198,10 +201,10 @@ def _unlisted_descriptive_values(spec: AgentSpec) -> list[OffListValue]:
         value: Any = spec
         for part in path:
             value = getattr(value, part)
-        items = enumerate(value) if isinstance(value, list) else [(None, value)]
+        items: Iterable[tuple[int | None, Any]] = enumerate(value) if isinstance(value, list) else [(None, value)]
         for index, item in items:
             if item is not None and item not in set(known):
-                where = path if index is None else (*path, index)
+                where: FieldPath = path if index is None else (*path, index)
                 found.append(OffListValue(where, item, tuple(k.value for k in known), KEPT_AS_WRITTEN))
     return found
 
@@ -222,7 +225,7 @@ _EXPECTED = {
 }
 
 
-def _shape(path: tuple, value: Any, error: Any) -> tuple[str, str]:
+def _shape(path: FieldPath, value: Any, error: Any) -> tuple[str, str]:
     """(the shape found, the shapes read there), in words; when a whole item is set aside for one of
     its fields (a tool whose name is unusable), both name that field."""
     loc = tuple(error["loc"])
@@ -279,7 +282,7 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def locate_field(raw: RawDefinition, loc: tuple) -> tuple[str, int | None, int | None]:
+def locate_field(raw: RawDefinition, loc: FieldPath) -> tuple[str, int | None, int | None]:
     """(file, line, column) of a field path, or of its nearest ancestor that has a position."""
     for end in range(len(loc), -1, -1):
         found = raw.locations.get(loc[:end])
@@ -288,14 +291,14 @@ def locate_field(raw: RawDefinition, loc: tuple) -> tuple[str, int | None, int |
     return str(raw.path), None, None
 
 
-def known_fields(loc: tuple) -> list[str]:
+def known_fields(loc: FieldPath) -> list[str]:
     """Field names (by alias) of the model found at ``loc`` inside :class:`AgentSpec` (list indices
     and mapping keys in ``loc`` are skipped over); empty when ``loc`` is not a model."""
     model = _model_at(loc)
     return [f.alias or n for n, f in model.model_fields.items()] if model else []
 
 
-def nested_fields(loc: tuple) -> list[tuple[str, ...]]:
+def nested_fields(loc: FieldPath) -> list[tuple[str, ...]]:
     """Paths, relative to ``loc``, of every field reachable from the model there through nested
     sections (not through lists or mappings of models): where a misplaced key may belong."""
     model = _model_at(loc)
@@ -318,7 +321,7 @@ def _nested_fields_of(model: type[BaseModel]) -> tuple[tuple[str, ...], ...]:
     return tuple(found)
 
 
-def _model_at(loc: tuple) -> type[BaseModel] | None:
+def _model_at(loc: FieldPath) -> type[BaseModel] | None:
     model: type[BaseModel] | None = AgentSpec
     skip_key = False  # the next part is a key of a dict[str, Model] field
     for part in loc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +64,7 @@ class SourceMap:
 
 @dataclass
 class _Frame:
-    value: dict | list
+    value: dict[str, Any] | list[Any]
     path: FieldPath
     anchor: str | None
     nodes: int = 1
@@ -107,7 +108,7 @@ class _Builder:
         return mark.line + self.first_line, mark.column + 1
 
     def build(self) -> Any:
-        handlers = {
+        handlers: dict[type, Callable[[Any], None]] = {  # each takes the event of its type
             ScalarEvent: self.on_scalar,
             MappingStartEvent: self.on_start,
             SequenceStartEvent: self.on_start,
@@ -194,7 +195,7 @@ class _Builder:
                 f"nested more than {MAX_DEPTH} levels deep", event.start_mark,
                 hint="flatten the structure; agent metadata never needs this depth",
             )
-        container: dict | list = {} if is_map else []
+        container: dict[str, Any] | list[Any] = {} if is_map else []
         path = self.attach(container, event, 0)
         if event.anchor:
             self.open_anchors.add(event.anchor)

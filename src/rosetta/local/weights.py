@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from rosetta.errors import Problem, UsageError
 
 if TYPE_CHECKING:
-    from rosetta.providers.catalog import CatalogModel, Weights
+    from rosetta.providers.model_entries import CatalogModel, Weights
 
 PREFIX = "local/"
 INSTALL_HINT = "pip install 'rosetta-prompts[local]'"

@@ -5,7 +5,7 @@ or wait), ``rosetta verify`` and ``rosetta doctor``.
 litellm's ``validate_environment`` names the variables each provider reads; the ``credentials``
 table of ``runtime_policy.yaml`` says which of them hold a credential and which hosts find theirs
 elsewhere. A declared model's own key (``api_key_env``) is checked where it is read
-(:meth:`rosetta.providers.catalog.Endpoint.key`) and reaches a call as ``api_key``, which counts as
+(:meth:`rosetta.providers.endpoints.Endpoint.key`) and reaches a call as ``api_key``, which counts as
 present here. Only variables' names are ever reported, never a value.
 """
 

@@ -7,9 +7,11 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from rosetta.definition.models import RCCFRole, Section
-from rosetta.providers.adapter import Delimiter
-from rosetta.signature import InputField, Signature
+from rosetta.definition.models import Section
+from rosetta.definition.vocabulary import RCCFRole
+from rosetta.parts import InputField
+from rosetta.providers.kinds import Delimiter
+from rosetta.signature import Signature
 
 BLOCK_TITLES = {"role": "Role", "context": "Context", "constraints": "Constraints", "format": "Format",
                 "tools": "Tools"}

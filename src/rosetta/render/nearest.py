@@ -55,7 +55,8 @@ def rank(query: str, pool: Sequence[str], count: int, *, diversity: float = 0.0,
         return order[:count]
     turns = list(dict.fromkeys(labels[i] for i in order)) if labels is not None else [None]
     position = {i: rank_ for rank_, i in enumerate(order)}
-    remaining, picked, turn = list(order), [], 0
+    picked: list[int] = []
+    remaining, turn = list(order), 0
     while len(picked) < count and remaining:
         turn %= len(turns)
         allowed = [i for i in remaining if labels is None or labels[i] == turns[turn]]
@@ -87,7 +88,7 @@ def _index(pool: tuple[str, ...]) -> tuple[dict[str, float], list[dict[str, floa
     return idf, [_vector(count, idf) for count in counts]
 
 
-def _vector(counts: Counter, idf: dict[str, float]) -> dict[str, float]:
+def _vector(counts: Counter[str], idf: dict[str, float]) -> dict[str, float]:
     """Sublinear TF × IDF, unit length; tokens the pool never uses carry no weight."""
     weights = {token: (1.0 + math.log(n)) * idf[token] for token, n in sorted(counts.items()) if token in idf}
     norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0

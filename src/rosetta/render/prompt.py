@@ -185,7 +185,7 @@ class RenderedPrompt:
         """Plain, JSON-compatible data in field order (what artifacts store); an absent demo pool and
         accepted sampling parameters are left out, so prompts without them keep the bytes (and cache
         keys) they always had."""
-        data = _plain(self)
+        data: dict[str, Any] = _plain(self)
         data["knobs"] = _knobs_plain(self.knobs)
         if self.demo_pool is None:
             del data["demo_pool"]
@@ -244,7 +244,7 @@ class RenderedPrompt:
             if value is None:
                 continue  # optional input not given: leave its block out
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-            blocks.append(_PLACEHOLDER.sub(lambda m, n=name, t=text: t if m.group(1) == n else m.group(0), template))
+            blocks.append(_PLACEHOLDER.sub(lambda m: text if m.group(1) == name else m.group(0), template))
         return "\n\n".join(blocks)
 
     def messages(self, inputs: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -379,7 +379,7 @@ def demo_turns(demo: Demo, user_blocks: tuple[tuple[str, str], ...]) -> tuple[Me
 
 
 def _knobs_plain(knobs: Knobs) -> dict[str, Any]:
-    data = _plain(knobs)
+    data: dict[str, Any] = _plain(knobs)
     if data.get("demo_selection") == "fixed":
         del data["demo_selection"]
     if data.get("retrieval") is None:

@@ -8,22 +8,18 @@ import datetime
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, replace
 from typing import Any
 
-from rosetta.definition.models import Feature, ReasoningStrategy, Section
+from rosetta.definition.models import Section
+from rosetta.definition.vocabulary import Feature, RCCFRole, ReasoningStrategy
 from rosetta.errors import Problem, RenderError
-from rosetta.providers.adapter import (
-    Adapter,
-    Delimiter,
-    ReasoningMode,
-    StructuredOutput,
-    SystemPlacement,
-    bundled_adapters,
-    no_adapter,
-)
-from rosetta.providers.catalog import ANY_MODEL, CatalogModel, load_catalog
+from rosetta.parts import Demo, ToolSpec
+from rosetta.providers.adapter import Adapter, bundled_adapters, no_adapter
+from rosetta.providers.catalog import ANY_MODEL, load_catalog
+from rosetta.providers.kinds import Delimiter, ReasoningMode, StructuredOutput, SystemPlacement
+from rosetta.providers.model_entries import CatalogModel
 from rosetta.render.assemble import (
     assemble_system,
     block_content,
@@ -33,9 +29,12 @@ from rosetta.render.assemble import (
     section_text,
 )
 from rosetta.render.mechanisms import MECHANISMS, Request
-from rosetta.render.prompt import DemoPool, Knobs, Message, RenderedPrompt, demo_turns, tool_envelope
+from rosetta.render.prompt import DemoPool, Knobs, Message, RenderedPrompt, Retrieval, demo_turns, tool_envelope
 from rosetta.render.schemas import check_shape, gemini_subset, inline_refs, sanitize
-from rosetta.signature import Demo, Signature, ToolSpec
+from rosetta.signature import Signature
+
+Composed = tuple[str, list[Message], dict[str, int]]
+"""A composed prompt: the system text, the demo turns and the token counts."""
 
 
 def estimate_tokens(text: str) -> int:
@@ -94,16 +93,16 @@ def render(
     per_request = knobs.demo_selection == "nearest"
     # nearest demos differ per request: the budget is checked against the longest ones
     demos = sorted(chosen, key=_demo_size, reverse=True)[:count] if per_request else chosen[:count]
-    compact = {"separators": (",", ":")}
+    compact = (",", ":")
     fixed_tokens = {
-        "tools": estimate_tokens(json.dumps([asdict(s) for s in tool_specs], **compact)) if tool_specs else 0,
-        "schema": estimate_tokens(json.dumps(provider_schema, **compact))
-        if provider_schema is not None and MECHANISMS[mechanism].schema_in_request else 0,
+        "tools": estimate_tokens(json.dumps([asdict(s) for s in tool_specs], separators=compact)) if tool_specs else 0,
+        "schema": estimate_tokens(json.dumps(provider_schema, separators=compact))
+        if provider_schema is not None and mechanism is not None and MECHANISMS[mechanism].schema_in_request else 0,
     }
 
     user_blocks = tuple((field.name, input_block(field, delimiter)) for field in signature.inputs)
 
-    def compose(sections: tuple[Section, ...], demos: list[Demo]) -> tuple[str, list[Message], dict[str, int]]:
+    def compose(sections: tuple[Section, ...], demos: list[Demo]) -> Composed:
         system = _system_text(signature, sections, delimiter, order, reasoning, adapter, mechanism, provider_schema,
                               opening="" if knobs.instructions is not None else identity_text(signature))
         demo_messages = [turn for demo in demos for turn in demo_turns(demo, user_blocks)]
@@ -156,7 +155,7 @@ def render(
     )
 
 
-def _retrieval(signature: Signature, knobs: Knobs) -> Any:
+def _retrieval(signature: Signature, knobs: Knobs) -> Retrieval | None:
     """The retrieval policy of per-request demos (None: nearest only); a label to balance must be
     a field of the output."""
     policy = knobs.retrieval
@@ -170,8 +169,9 @@ def _retrieval(signature: Signature, knobs: Knobs) -> Any:
     return policy
 
 
-def _fit_budget(compose: Any, sections: tuple[Section, ...], demos: list[Demo], budget: int,
-                signature: Signature, model: CatalogModel, generation: dict[str, Any], delimiter: Delimiter) -> tuple:
+def _fit_budget(compose: Callable[[tuple[Section, ...], list[Demo]], Composed], sections: tuple[Section, ...],
+                demos: list[Demo], budget: int, signature: Signature, model: CatalogModel, generation: dict[str, Any],
+                delimiter: Delimiter) -> tuple[str, list[Message], dict[str, int], list[Demo], list[str]]:
     """Drop demos (last first), then context sections (last first), as few as make the prompt fit.
 
     The prompt is composed a few times, not once per part dropped (32,000 sections would take
@@ -188,7 +188,7 @@ def _fit_budget(compose: Any, sections: tuple[Section, ...], demos: list[Demo], 
         gone = {id(s) for s in optional[len(optional) - count:]} if count else set()
         return tuple(s for s in sections if id(s) not in gone)
 
-    def fits(drops: int) -> tuple | None:
+    def fits(drops: int) -> Composed | None:
         """The prompt with the last ``drops`` demos (then optional sections) dropped, if it fits."""
         composed = compose(without(max(0, drops - len(demos))), demos[:max(0, len(demos) - drops)])
         return composed if composed[2]["total"] <= budget else None
@@ -231,6 +231,7 @@ def _fit_budget(compose: Any, sections: tuple[Section, ...], demos: list[Demo], 
             else:
                 low = middle + 1
         drops, found = low, fits(low)
+    assert found is not None  # the bisection ends on a number of drops that fits
     system, demo_messages, tokens = found
     names = [f"demo {d.id}" for d in reversed(demos)] + [f"section {s.title or s.key!r}" for s in reversed(optional)]
     return system, demo_messages, tokens, demos[:max(0, len(demos) - drops)], names[:drops]
@@ -279,8 +280,8 @@ def prompt_budget(signature: Signature, adapter: Adapter, model: CatalogModel, g
     """Tokens the prompt may take on ``model``: the adapter's shares of its window, less the answer's
     ``max_tokens``, and at most the definition's ``max_input_tokens`` for the phase."""
     window = model.context_window
-    budget = min(int(window * (adapter.budget.system + adapter.budget.tools + adapter.budget.history)),
-                 window - generation.get("max_tokens", 0))
+    budget: int = min(int(window * (adapter.budget.system + adapter.budget.tools + adapter.budget.history)),
+                      window - generation.get("max_tokens", 0))
     requested = signature.generation_params.get(phase)
     if requested and requested.max_input_tokens:
         budget = min(budget, requested.max_input_tokens)
@@ -304,7 +305,8 @@ def _mechanism(signature: Signature, adapter: Adapter, model: CatalogModel, knob
 
 
 def _structured_output(signature: Signature, adapter: Adapter, model: CatalogModel,
-                       mechanism: StructuredOutput | None, warnings: list[str]) -> tuple[dict | None, dict[str, Any]]:
+                       mechanism: StructuredOutput | None,
+                       warnings: list[str]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     if mechanism is None or signature.output_schema is None:
         return None, {}
     rules = MECHANISMS[mechanism]
@@ -384,13 +386,13 @@ def _instructions(signature: Signature, knobs: Knobs) -> tuple[Section, ...]:
     that passes ``--check`` says everything the definition says."""
     if knobs.instructions is None:
         return signature.instructions
-    override = Section(key="instructions", title="", role="role", content=knobs.instructions, line=0)
+    override = Section(key="instructions", title="", role=RCCFRole.ROLE, content=knobs.instructions, line=0)
     return (override, *signature.instructions)
 
 
 def _system_text(signature: Signature, sections: tuple[Section, ...], delimiter: Delimiter, order: list[str],
                  reasoning: bool, adapter: Adapter, mechanism: StructuredOutput | None,
-                 provider_schema: dict | None, *, opening: str) -> str:
+                 provider_schema: dict[str, Any] | None, *, opening: str) -> str:
     """The system text; ``opening`` starts the Role block (the identity sentence, or nothing where an
     instruction takes its place)."""
     groups = group_sections(sections)

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.definition.schema_shape import children, shape_problem
 from rosetta.errors import Problem, RenderError
-from rosetta.providers.adapter import SchemaTransform
+from rosetta.providers.kinds import SchemaTransform
+
+if TYPE_CHECKING:
+    from rosetta.definition.yaml_source import FieldPath
 
 Schema = dict[str, Any]
 Warnings = list[str]
@@ -30,17 +33,17 @@ _CONSTRAINTS = {
 }
 
 
-def pointer(path: tuple) -> str:
+def pointer(path: FieldPath) -> str:
     """JSON pointer of a path inside the schema, for messages."""
     return "#" + "".join(f"/{part}" for part in path) if path else "#"
 
 
-def _fail(provider: str, keyword: str, path: tuple, why: str, field: str = "output.schema") -> RenderError:
+def _fail(provider: str, keyword: str, path: FieldPath, why: str, field: str = "output.schema") -> RenderError:
     return _refuse(f"keyword {keyword!r} at {pointer(path)} cannot be expressed for {provider}: {why}", path, field,
                    "simplify the schema, or drop this model from the agent's model_preferences")
 
 
-def _refuse(message: str, path: tuple, field: str, hint: str) -> RenderError:
+def _refuse(message: str, path: FieldPath, field: str, hint: str) -> RenderError:
     """A problem with the schema at ``field`` (``output.schema``, ``tools[0].parameters``), at ``path`` in it."""
     what = "output schema" if field == "output.schema" else f"{field} schema"
     return RenderError(Problem(f"{what} {message}", field=field + pointer(path)[1:].replace("/", "."), hint=hint))
@@ -55,7 +58,7 @@ def copy_json(value: Any) -> Any:
     return value
 
 
-def _walk(node: Schema, visit: Callable[[Schema, tuple], None], path: tuple = ()) -> None:
+def _walk(node: Schema, visit: Callable[[Schema, FieldPath], None], path: FieldPath = ()) -> None:
     """Call ``visit`` on every (sub)schema, parents before children; ``visit`` may edit in place."""
     visit(node, path)
     for relative, child in children(node):
@@ -111,9 +114,9 @@ def inline_refs(schema: Schema, provider: str, field: str = "output.schema") -> 
                    for name, value in schema[key].items()}
     measured: dict[str, tuple[int, int, int]] = {}
 
-    def target(node: dict, path: tuple, stack: tuple[str, ...]) -> str:
+    def target(node: Schema, path: FieldPath, stack: tuple[str, ...]) -> str:
         """The definition name a ``$ref`` node points to, checked to be inlinable from here."""
-        ref = node["$ref"]
+        ref: str = node["$ref"]
         name = ref.rsplit("/", 1)[-1]
         if not ref.startswith(("#/$defs/", "#/definitions/")) or name not in definitions:
             raise _fail(provider, "$ref", path, f"only local #/$defs references can be inlined, got {ref!r}", field)
@@ -126,7 +129,7 @@ def inline_refs(schema: Schema, provider: str, field: str = "output.schema") -> 
                         "not a schema object", field)
         return name
 
-    def measure(node: Any, path: tuple, stack: tuple[str, ...]) -> tuple[int, int, int]:
+    def measure(node: Any, path: FieldPath, stack: tuple[str, ...]) -> tuple[int, int, int]:
         """(values, depth, references followed in a row) of ``node`` once inlined: each definition is
         measured once, so this is linear in the schema's text however large the result would be."""
         if isinstance(node, list):
@@ -172,7 +175,7 @@ def constraints_to_descriptions(schema: Schema, provider: str) -> tuple[Schema, 
     """Move numeric, length and pattern constraints into the description the model reads."""
     schema = copy_json(schema)
 
-    def visit(node: Schema, path: tuple) -> None:
+    def visit(node: Schema, path: FieldPath) -> None:
         moved = [template.format(node.pop(key)) for key, template in _CONSTRAINTS.items() if key in node]
         if moved:
             note = "Must be " + ", ".join(moved) + "."
@@ -191,7 +194,7 @@ def anthropic_output(schema: Schema, provider: str) -> tuple[Schema, Warnings]:
     ``oneOf`` (after ``constraints_to_descriptions`` moved what its decoder cannot enforce)."""
     schema = copy_json(schema)
 
-    def visit(node: Schema, path: tuple) -> None:
+    def visit(node: Schema, path: FieldPath) -> None:
         for keyword in _ANTHROPIC_UNSUPPORTED:
             if keyword in node:
                 raise _fail(provider, keyword, path, "not supported by Anthropic's structured outputs")
@@ -218,7 +221,7 @@ def openai_strict(schema: Schema, provider: str) -> tuple[Schema, Warnings]:
         raise _fail(provider, "type", (), "strict structured output needs an object at the root")
     schema = copy_json(schema)
 
-    def visit(node: Schema, path: tuple) -> None:
+    def visit(node: Schema, path: FieldPath) -> None:
         for keyword in _OPENAI_UNSUPPORTED:
             if keyword in node:
                 raise _fail(provider, keyword, path, "not supported in strict structured output")
@@ -265,7 +268,7 @@ def gemini_subset(schema: Schema, provider: str, field: str = "output.schema") -
     schema = copy_json(inlined) if inlined is schema else inlined
     warnings: Warnings = []
 
-    def visit(node: Schema, path: tuple) -> None:
+    def visit(node: Schema, path: FieldPath) -> None:
         for keyword in _GEMINI_FAIL:
             if keyword in node:
                 raise _fail(provider, keyword, path, "Gemini's response schema has no equivalent", field)

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Problem, UsageError
-from rosetta.providers.catalog import CatalogModel, MissingKey
+from rosetta.providers.endpoints import MissingKey
+from rosetta.providers.model_entries import CatalogModel
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime import salvage
 from rosetta.runtime.options import RunOptions

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.errors import Location, Problem, RolloutError, UsageError
-from rosetta.providers.catalog import CatalogModel, catalog_for
+from rosetta.providers.catalog import catalog_for
+from rosetta.providers.model_entries import CatalogModel
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.settings import Settings
 from rosetta.store.artifact import Artifact, ArtifactError
