@@ -219,7 +219,7 @@ class Evaluator:
 
     def __init__(self, agent: Any, metric: Metric, cache: EvalCache, budget: Budget, *, jobs: int = 1,
                  complete: Callable[..., Any] | None = None, on_answer: Callable[[], None] | None = None,
-                 label: LabelField | None = None) -> None:
+                 label: LabelField | None = None, call_label: str = "candidate") -> None:
         self.agent = agent
         self.metric = metric
         self.cache = cache
@@ -229,6 +229,7 @@ class Evaluator:
         self.on_answer = on_answer
         self.label = label  # race on this field's label odds where the provider gives log-probabilities
         self.odds_seen = False  # whether any race score was a label's probability
+        self.call_label = call_label  # what the runtime's log and trace call the prompt
 
     def answer(self, prompt: Any, example: Example, prompt_hash: str | None = None, draw: int = 0,
                odds: bool = False) -> Answer:
@@ -255,7 +256,8 @@ class Evaluator:
         from rosetta.runtime.result import ANSWERED, ModelCallError
 
         try:
-            result = self.agent.run_prompt(prompt, example.inputs, complete=self.complete, extra=options)
+            result = self.agent.run_prompt(prompt, example.inputs, complete=self.complete, extra=options,
+                                           label=self.call_label)
         except ModelCallError as error:
             calls = sum(1 for a in error.attempts if a.outcome in ANSWERED)
             if error.kind in ("transient", "unavailable", "exhausted", "credentials") or not error.attempts:

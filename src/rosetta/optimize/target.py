@@ -486,46 +486,29 @@ def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "
 def score_split(agent: Any, prompt: Any, metric: Metric, examples: Sequence[Any], *, draws: int = 1, jobs: int = 1,
                 complete: Any = None, label: str, on_progress: Callable[[int, int], None] | None = None,
                 ) -> list[dict[str, Any]]:
-    """One scored row per example and draw (see :func:`score_example`), ``jobs`` answers at a time;
-    ``on_progress(done, total)`` after each answer."""
-    from concurrent.futures import ThreadPoolExecutor
+    """One scored row per example and draw, scored as the search scores (:class:`Evaluator`: the same
+    call, the same failures counted against the prompt or stopping the run, the same calls counted),
+    each answer asked afresh; ``jobs`` answers at a time, ``on_progress(done, total)`` after each."""
+    from rosetta.optimize.cache import EvalCache
+    from rosetta.optimize.evaluation import Budget, Evaluator
 
-    done, items = 0, [(example, draw) for draw in range(draws) for example in examples]
+    done, total = 0, draws * len(examples)
 
-    def one(item: tuple[Any, int]) -> dict[str, Any]:
+    def answered() -> None:
         nonlocal done
-        row = score_example(agent, prompt, metric, *item, complete=complete, label=label, draws=draws)
         done += 1
         if on_progress is not None:
-            on_progress(done, len(items))
-        return row
+            on_progress(done, total)
 
-    if jobs > 1:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            return list(pool.map(one, items))
-    return [one(item) for item in items]
-
-
-def score_example(agent: Any, prompt: Any, metric: Metric, example: Any, draw: int, *, complete: Any, label: str,
-                  draws: int) -> dict[str, Any]:
-    """One answer to ``example`` (the ``draw``-th of ``draws``) through the runtime's call path, scored;
-    a failure of the prompt scores 0, a failure of the provider stops the evaluation."""
-    from rosetta.runtime.result import ANSWERED, ModelCallError
-
-    try:
-        result = agent.run_prompt(prompt, example.inputs, complete=complete, label=label,
-                                  extra=sampling_seed(prompt, example.id + (f"#{draw}" if draw else "")))
-        data, valid, error = result.data, result.valid, None
-        calls = sum(1 for a in result.attempts if a.outcome in ANSWERED)
-    except ModelCallError as failure:
-        if failure.kind in ("transient", "unavailable", "exhausted", "credentials"):
-            raise
-        data, valid, calls, error = None, False, len(failure.attempts), failure.problems[0].message
-    except UsageError as failure:
-        data, valid, calls, error = None, False, 0, failure.problems[0].message
-    return {"id": example.id, "score": metric.score(data, example.output, valid=valid), "valid": valid,
-            "calls": calls, "output": data, "expected": example.output, **({"draw": draw} if draws > 1 else {}),
-            **({"error": error} if error else {})}
+    evaluator = Evaluator(agent, metric, EvalCache(None), Budget(), jobs=jobs, complete=complete, on_answer=answered,
+                          call_label=label)
+    rows = []
+    for draw in range(draws):
+        for answer, example in zip(evaluator.answers(prompt, examples, draw), examples, strict=True):
+            rows.append({"id": example.id, "score": evaluator.score(answer, example), "valid": answer.valid,
+                         "calls": answer.calls, "output": answer.data, "expected": example.output,
+                         **({"draw": draw} if draws > 1 else {}), **({"error": answer.error} if answer.error else {})})
+    return rows
 
 
 def score_differences(artifact: Any, context: Context, prompt: Any, split: str, examples: int) -> list[str]:
