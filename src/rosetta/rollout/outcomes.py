@@ -66,13 +66,12 @@ class Outcome:
     score: float | None = None  # the caller's score, when given
 
 
-def default_path(agent: str, root: str | os.PathLike[str] | None = None) -> Path:
-    """``<project root>/.rosetta/outcomes/<agent>.jsonl`` (default root: the project holding the working
-    directory)."""
-    from rosetta.settings import ProjectState, load_settings
+def default_path(agent: str, root: str | os.PathLike[str]) -> Path:
+    """``<project root>/.rosetta/outcomes/<agent>.jsonl``: the project is always named (a Result names
+    its own), never guessed from the working directory."""
+    from rosetta.settings import ProjectState
 
-    state = load_settings().state if root is None else ProjectState.of(root)
-    return state.outcomes(agent)
+    return ProjectState.of(root).outcomes(agent)
 
 
 def record_outcome(result: Any, *, success: bool | None = None, score: float | None = None,
@@ -101,8 +100,10 @@ def record_outcome(result: Any, *, success: bool | None = None, score: float | N
     if path is not None:
         target, root = Path(path), None
     else:  # the answering agent's project, wherever this process runs
-        root = Path(result.project) if getattr(result, "project", None) else None
-        target = default_path(agent, root)
+        if not getattr(result, "project", None):
+            raise UsageError(Problem("this result names no project, so its log is unknown", field="result",
+                                     hint="pass a Result from agent.run(...), or path=..."))
+        target = default_path(agent, result.project)
         root = target.parents[2]
         line = signed_line(line, root)
     append_line(target, line, root=root)
