@@ -151,7 +151,7 @@ def generate(directory: Path, count: int, seed: int) -> None:
 
 
 def run_once(directory: Path, jobs: int | None = None) -> tuple[float, int, int]:
-    from rosetta.lint.report import validate_paths
+    from rosetta.lint.validation import validate_paths
 
     start = time.perf_counter()
     report = validate_paths([directory], jobs=jobs)

@@ -293,7 +293,7 @@ def test_compile_optimize_hands_the_same_search_flags_as_optimize(cli, tree, mon
 
     import rosetta.cli.build
     import rosetta.cli.optimize
-    from rosetta.cli.search import SearchFlags
+    from rosetta.cli.optimize_targets import SearchFlags
 
     seen = []
     monkeypatch.chdir(tree)

@@ -112,7 +112,7 @@ def test_compile_help_is_short_enough_to_read_at_80_columns(cli, monkeypatch) ->
 
 
 def test_search_progress_never_shows_none_candidates() -> None:
-    from rosetta.cli.search import _candidates
+    from rosetta.cli.optimize_targets import _candidates
 
     assert _candidates(0, None) == "candidates not chosen yet" and _candidates(0, 0) == "candidates not chosen yet"
     assert _candidates(3, 25) == "3/25 candidates"

@@ -11,7 +11,8 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS = (
-    {"errors", "__about__", "lazy"},  # small shared leaves...
+    {"errors", "__about__", "lazy", "third_party"},  # small shared leaves (third_party: rosetta's settings of the
+    # libraries it uses, scoped to its own work)...
     {"fileio", "yaml_text", "parts"},  # ...and those built on the first
     {"definition"},
     {"schema_types", "settings"},  # settings: the one loader of [tool.rosetta], ROSETTA_* and arguments

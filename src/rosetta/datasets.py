@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.errors import Location, Problem, RosettaError
+from rosetta.third_party import quiet_datasets
 
 SPLITS = ("train", "dev", "test")
 _ALIASES = {"dev": ("dev", "validation", "val"), "train": ("train",), "test": ("test",)}
@@ -201,16 +202,9 @@ def _readable(path: Path) -> Path:
     return path
 
 
-def _hf() -> Any:
-    import datasets
-
-    datasets.disable_progress_bars()
-    datasets.logging.set_verbosity_error()
-    return datasets
-
-
 def _jsonl_rows(path: Path, cache_dir: Path | None) -> list[tuple[str, int, Any]]:
-    lines = _hf().load_dataset("text", data_files={"rows": str(path)}, split="rows", cache_dir=_hf_cache(cache_dir))
+    with quiet_datasets() as hf:
+        lines = hf.load_dataset("text", data_files={"rows": str(path)}, split="rows", cache_dir=_hf_cache(cache_dir))
     rows = []
     for number, record in enumerate(lines, start=1):
         text = record["text"]
@@ -232,14 +226,14 @@ def _jsonl_rows(path: Path, cache_dir: Path | None) -> list[tuple[str, int, Any]
 def _csv_rows(path: Path, cache_dir: Path | None) -> list[tuple[str, int, Any]]:
     import csv
 
-    hf = _hf()
     try:
         with path.open(encoding="utf-8", newline="") as stream:
             header = next(csv.reader(stream), [])
-        # every column as text: the output column holds JSON, and "NA" or "1.0" must stay as written
-        features = hf.Features({name: hf.Value("string") for name in header})
-        table = hf.load_dataset("csv", data_files={"rows": str(path)}, split="rows", cache_dir=_hf_cache(cache_dir),
-                                features=features, keep_default_na=False)
+        with quiet_datasets() as hf:
+            # every column as text: the output column holds JSON, and "NA" or "1.0" must stay as written
+            features = hf.Features({name: hf.Value("string") for name in header})
+            table = hf.load_dataset("csv", data_files={"rows": str(path)}, split="rows",
+                                    cache_dir=_hf_cache(cache_dir), features=features, keep_default_na=False)
     except Exception as exc:  # pandas/pyarrow raise many classes for a malformed file
         raise DatasetError(Problem(f"cannot read CSV: {exc}", Location(str(path)))) from None
     rows = []
@@ -262,7 +256,8 @@ def _csv_rows(path: Path, cache_dir: Path | None) -> list[tuple[str, int, Any]]:
 
 def _hub_rows(name: str, cache_dir: Path | None) -> dict[str, list[tuple[str, int, Any]]]:
     try:
-        loaded = _hf().load_dataset(name, cache_dir=_hf_cache(cache_dir))
+        with quiet_datasets() as hf:
+            loaded = hf.load_dataset(name, cache_dir=_hf_cache(cache_dir))
     except Exception as exc:  # offline, unknown name, private: the hub client raises many classes
         raise DatasetError(Problem(f"cannot load hub dataset {name!r}: {exc}", Location(f"hub:{name}"),
                                    hint="check the name and the network, or copy the data under datasets/")) from None

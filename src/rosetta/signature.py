@@ -90,7 +90,9 @@ class Signature(BaseModel):
         To run it on the embedded model (``dspy.LM("local/gemma-3-270m")``), register the ``local/``
         provider with litellm first: ``rosetta.local.provider.register()``.
         """
-        import dspy
+        from rosetta.third_party import import_dspy
+
+        dspy = import_dspy()
 
         fields: dict[str, tuple[Any, Any]] = {}
         for field in self.inputs:
@@ -105,7 +107,9 @@ class Signature(BaseModel):
 
     def to_dspy_program(self) -> Any:
         """``dspy.Predict`` over :meth:`to_dspy` with the definition's demos attached as ``dspy.Example``s."""
-        import dspy
+        from rosetta.third_party import import_dspy
+
+        dspy = import_dspy()
 
         program = dspy.Predict(self.to_dspy())
         program.demos = [self.dspy_example(demo.inputs, demo.output) for demo in self.demos]
@@ -164,7 +168,9 @@ class Signature(BaseModel):
 
     def dspy_example(self, inputs: dict[str, Any], output: Any, **extra: Any) -> Any:
         """A ``dspy.Example`` of ``inputs`` and rosetta's ``output``, split into DSPy's output fields."""
-        import dspy
+        from rosetta.third_party import import_dspy
+
+        dspy = import_dspy()
 
         outputs = self.dspy_outputs()
         values = {"answer": output} if list(outputs) == ["answer"] else {

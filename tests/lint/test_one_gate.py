@@ -167,7 +167,7 @@ def test_validate_refuses_exactly_the_targets_compile_refuses(cli, strict, porta
 
 
 def test_parallel_validation_applies_the_gate_like_serial(cli, strict, portable, monkeypatch):
-    from rosetta.lint import report as report_module
+    from rosetta.lint import validation as report_module
 
     for n in range(4):
         portable(f"agent{n}", {PREFERENCES: f"model_preferences: [{UNKNOWN}]"} if n % 2 else {})

@@ -76,7 +76,7 @@ def test_sarif_has_what_github_code_scanning_requires(mixed_report, project, mon
 def test_parallel_validation_matches_serial(portable, write, project, monkeypatch):
     import pickle
 
-    from rosetta.lint import report as report_module
+    from rosetta.lint import validation as report_module
 
     for n in range(6):
         portable(f"agent{n}", {"openai/gpt-4o]": "gpt-4o]"} if n % 2 else {})

@@ -16,7 +16,7 @@ import scripted_model
 from conftest import REPO
 from scripted_model import write_toy_project
 
-from rosetta.cli.search import SearchFlags
+from rosetta.cli.optimize_targets import SearchFlags
 from rosetta.settings import load_settings
 from rosetta.errors import UsageError
 from rosetta.optimize.evaluation import Budget, BudgetExhausted

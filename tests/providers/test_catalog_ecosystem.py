@@ -15,7 +15,7 @@ from rosetta.errors import UsageError
 from rosetta.providers.adapter import bundled_adapters
 from rosetta.providers.catalog import load_catalog
 from rosetta.providers.kinds import StructuredOutput
-from rosetta.providers.model_map import offline_litellm
+from rosetta.third_party import import_litellm
 
 CATALOG = load_catalog()
 HOSTED = ("anthropic", "openai", "google")  # self-hosted open-weight models are retired by nobody
@@ -24,7 +24,7 @@ SERVED = [m for m in CATALOG.models if m.adapter in HOSTED and CATALOG.status(m)
 
 
 def _map_entry(model_id: str) -> dict | None:
-    litellm = offline_litellm()
+    litellm = import_litellm()
     for key in (model_id, model_id.split("/", 1)[1]):
         if key in litellm.model_cost:
             return litellm.model_cost[key]

@@ -13,17 +13,19 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-import litellm
 import pytest
 import scripted_model
 from conftest import REPO
 from scripted_model import write_toy_project
 
 from rosetta import Result, RunOptions, Stream, UsageError, load
+from rosetta.third_party import import_litellm
 from rosetta.runtime.health import ProviderHealth
 from rosetta.runtime.result import RetryPolicy
 from rosetta.runtime.limits import RateLimiter
 from rosetta.runtime.options import OPTION_NAMES
+
+litellm = import_litellm()  # offline: the bundled model map
 
 MODEL = "scripted/toy"
 NOTE = {"text": "a note about apples"}

@@ -17,7 +17,7 @@ One module per group of commands, registered below in the order ``rosetta --help
 - :mod:`~rosetta.cli.rollout`: versions, experiment start|report|promote|stop
 
 and two shared ones that register nothing: :mod:`~rosetta.cli.common` (consoles, error reporting,
-settings, agents) and :mod:`~rosetta.cli.search` (the prompt search behind ``optimize`` and
+settings, agents) and :mod:`~rosetta.cli.optimize_targets` (the prompt search behind ``optimize`` and
 ``compile --optimize``).
 """
 

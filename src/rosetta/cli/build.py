@@ -1,5 +1,5 @@
 """``rosetta compile``: build the sealed YAML artifacts, or with ``--optimize`` hand the search to
-:func:`rosetta.cli.search.optimize_paths`."""
+:func:`rosetta.cli.optimize_targets.optimize_paths`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from rosetta.cli.common import err, out, paths_or_default, relative, reports_errors
-from rosetta.cli.search import (
+from rosetta.cli.optimize_targets import (
     ActivateOpt,
     BaselineOpt,
     DatasetOpt,

@@ -65,7 +65,7 @@ def validate(
     Exit code 0: no errors (warnings allowed unless --strict); 1: findings with errors;
     2: a file (the project's settings included) could not be loaded, or bad usage.
     """
-    from rosetta.lint.report import ValidationReport, dumps, settings_report, to_json, to_sarif, validate_paths
+    from rosetta.lint.validation import ValidationReport, dumps, settings_report, to_json, to_sarif, validate_paths
 
     try:
         paths, settings = paths_or_default(ctx, paths)

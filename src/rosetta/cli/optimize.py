@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from rosetta.cli.common import err, load_agent, out, project_settings, relative, reports_errors
-from rosetta.cli.search import (
+from rosetta.cli.optimize_targets import (
     ActivateOpt,
     BaselineOpt,
     DatasetOpt,

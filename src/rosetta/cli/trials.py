@@ -133,22 +133,21 @@ def write_plots(study: Any, path: Path, *, title: str) -> None:
     import html
     import warnings
 
-    import optuna
     from optuna import visualization
     from optuna.exceptions import ExperimentalWarning
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "A new study created in memory" lines
+    from rosetta.third_party import quiet_optuna
 
     if not visualization.is_available():
         raise UsageError(Problem("--plot needs plotly", hint="pip install 'rosetta-prompts[plots]'"))
     from rosetta.fileio import write_atomic
-    from rosetta.notebook.search import score_against
+    from rosetta.notebook.optimization import score_against
 
     finished = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
     if not finished:
         raise UsageError(Problem(f"study {study.study_name} has no finished trial to plot"))
     figures = [("Optimization history", visualization.plot_optimization_history(study, target_name="score"))]
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), quiet_optuna():  # no "A new study created in memory" lines
         warnings.simplefilter("ignore", ExperimentalWarning)
         if len({tuple(sorted(t.params.items())) for t in finished}) > 1:
             figures.append(("Knob importances", visualization.plot_param_importances(study, target_name="score")))

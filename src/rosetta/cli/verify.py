@@ -101,7 +101,7 @@ _MARK = {"pass": "[green]✓[/green]", "fail": "[bold red]✗[/bold red]", "inde
 def _print_summary(report: Any) -> None:
     """The matrix, compact enough for 80 columns: one mark per criterion (the HTML and JSON reports
     have each criterion's detail), then every failure and undecided criterion in words."""
-    from rosetta.verify.report import CRITERIA
+    from rosetta.verify.findings import CRITERIA
 
     table = Table(title=escape(f"rosetta verify (judge {report.judge})"), title_justify="left", box=box.SIMPLE_HEAD,
                   pad_edge=False)

@@ -2,7 +2,7 @@
 
 from rosetta.lint.engine import lint_definition
 from rosetta.lint.registry import RULES, Finding, Hit, Rule, Severity, rule
-from rosetta.lint.report import FileReport, ValidationReport, build_report, to_json, to_sarif
+from rosetta.lint.validation import FileReport, ValidationReport, build_report, to_json, to_sarif
 
 __all__ = [
     "RULES", "Finding", "Hit", "Rule", "Severity", "lint_definition", "rule",

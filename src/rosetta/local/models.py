@@ -16,7 +16,7 @@ from typing import Any
 
 from rosetta.local.threads import thread_count
 from rosetta.local.weights import INSTALL_HINT, LocalModel, prompt_style
-from rosetta.providers.model_map import offline_litellm
+from rosetta.third_party import import_litellm
 
 PROVIDER = "local"
 CONTEXT_TOKENS = 8192
@@ -27,7 +27,7 @@ BATCH = 32
 
 def hard(message: str, model: str) -> Exception:
     """A caller mistake, as litellm's BadRequestError: rosetta's retry policy does not retry it."""
-    return offline_litellm().BadRequestError(message=message, model=model, llm_provider=PROVIDER)
+    return import_litellm().BadRequestError(message=message, model=model, llm_provider=PROVIDER)
 
 
 @dataclass

@@ -36,9 +36,9 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from types import ModuleType
 from typing import Any
 
-from rosetta.providers.model_map import offline_litellm
+from rosetta.third_party import import_litellm
 
-litellm = offline_litellm()  # the handler subclasses litellm's CustomLLM: litellm comes first, offline
+litellm = import_litellm()  # the handler subclasses litellm's CustomLLM: litellm comes first, offline
 from litellm.llms.custom_llm import CustomLLM  # noqa: E402
 from litellm.types.utils import GenericStreamingChunk, ModelResponse  # noqa: E402
 
@@ -57,7 +57,7 @@ DEFAULT_TEMPERATURE = 0.8  # llama.cpp's default
 
 def register() -> None:
     """Make ``litellm.completion(model="local/...")`` work in this process (idempotent, cheap)."""
-    install(offline_litellm())
+    install(import_litellm())
 
 
 def install(module: ModuleType) -> None:

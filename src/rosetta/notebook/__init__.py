@@ -12,7 +12,7 @@ imported by the functions that need them.
 from __future__ import annotations
 
 from rosetta.notebook.prompts import View, diff, knobs, load, render, render_table, show_prompts
-from rosetta.notebook.search import (
+from rosetta.notebook.optimization import (
     CrossScores,
     Evaluation,
     Optimization,

@@ -14,7 +14,7 @@ states it, and its most calls, before any call.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rosetta.optimize.evaluation import draws_for
 from rosetta.optimize.label_odds import label_field
@@ -24,6 +24,10 @@ from rosetta.optimize.space import anchor_count
 from rosetta.optimize.study import SearchSettings, base_model
 from rosetta.datasets import LabeledData
 from rosetta.errors import Problem, UsageError
+
+if TYPE_CHECKING:
+    from rosetta.render.prompt import RenderedPrompt
+    from rosetta.signature import Signature
 
 
 @dataclass(frozen=True)
@@ -71,8 +75,8 @@ class CallPlan:
         return plan(dev, self.room, candidates, halving=self.halving, anchors=anchors) or self.race
 
 
-def call_plan(data: LabeledData, settings: SearchSettings, signature: Any, metric: Metric, prompt: Any, *,
-              optimizer: str = "rosetta") -> CallPlan:
+def call_plan(data: LabeledData, settings: SearchSettings, signature: Signature, metric: Metric,
+              prompt: RenderedPrompt, *, optimizer: str = "rosetta") -> CallPlan:
     """The plan for searching ``signature`` with ``settings`` on ``data``, ``prompt`` being its
     unoptimized render; a UsageError, before any call, for a budget the search cannot keep."""
     from rosetta.runtime.runner import default_validation_retries

@@ -24,11 +24,15 @@ import sqlite3
 import threading
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.fileio import NotRegularFile, trusted_path
 from rosetta.local.revision import answerer_revision
 from rosetta.signing import NoSecret, project_secret, sign, verifies
+
+if TYPE_CHECKING:
+    from rosetta.datasets import Example
+    from rosetta.render.prompt import RenderedPrompt
 
 log = logging.getLogger("rosetta.optimize")
 
@@ -54,7 +58,7 @@ same request share one answer. ``demo_pool`` appears only in prompts that have o
 all other prompts are what they were before it existed."""
 
 
-def prompt_key(prompt: Any, options: dict[str, Any] | None = None) -> str:
+def prompt_key(prompt: RenderedPrompt, options: dict[str, Any] | None = None) -> str:
     """sha256 over what the model is sent (model and parameters included), how it is checked, and
     which build answers it where that is known (the embedded decoder's, for ``local/`` models)."""
     data = prompt.to_dict()
@@ -65,7 +69,7 @@ def prompt_key(prompt: Any, options: dict[str, Any] | None = None) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def example_key(example: Any) -> str:
+def example_key(example: Example) -> str:
     """sha256 over an example's id and inputs (its label does not change the answer)."""
     payload = [example.id, example.inputs]
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()

@@ -7,30 +7,37 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.datasets import LabeledData, default_location, load_labeled
 from rosetta.optimize.metrics import Metric, resolve_metric
-from rosetta.settings import ProjectState
+from rosetta.settings import ProjectState, Settings
+
+if TYPE_CHECKING:
+    from rosetta.definition.models import AgentDefinition, Evaluation
+    from rosetta.providers.adapter import Adapter
+    from rosetta.providers.model_entries import CatalogModel
+    from rosetta.runtime.agent import Agent
+    from rosetta.signature import Signature
 
 
 @dataclass
 class Context:
     """The loaded pieces every optimizer backend needs."""
 
-    signature: Any
-    definition: Any
-    model: Any
-    adapter: Any
+    signature: Signature
+    definition: AgentDefinition
+    model: CatalogModel
+    adapter: Adapter
     data: LabeledData
     metric: Metric
-    agent: Any
-    settings: Any  # rosetta.settings.Settings
+    agent: Agent[Any]
+    settings: Settings
     state: ProjectState  # <root>/.rosetta: study journals and the evaluation cache
 
 
-def load_context(definition_path: Path, model_name: str, *, settings: Any, metric: str | None = None,
-                 dataset: str | None = None, adapters: dict[str, Any] | None = None) -> Context:
+def load_context(definition_path: Path, model_name: str, *, settings: Settings, metric: str | None = None,
+                 dataset: str | None = None, adapters: dict[str, Adapter] | None = None) -> Context:
     from rosetta.definition.loader import load_definition
     from rosetta.providers.adapter import load_adapters
     from rosetta.providers.catalog import catalog_for
@@ -53,7 +60,7 @@ def load_context(definition_path: Path, model_name: str, *, settings: Any, metri
                    settings.state)
 
 
-def _judge_for(settings: Any, evaluation: Any, model_id: str) -> Callable[..., float] | None:
+def _judge_for(settings: Settings, evaluation: Evaluation, model_id: str) -> Callable[..., float] | None:
     """The judge metric's grader: the project's rubric-reviewer agent on ``evaluation.judge``."""
     if evaluation.metric != "judge":
         return None

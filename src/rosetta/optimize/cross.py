@@ -13,12 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Problem, UsageError
 from rosetta.optimize.context import Context, load_context
 from rosetta.optimize.target import score_split
 from rosetta.store.cross import UNCOMPILED  # the matrix's last row: each model's own uncompiled render
+
+if TYPE_CHECKING:
+    from rosetta.runtime.salvage import Complete
+    from rosetta.settings import Settings
 
 
 @dataclass
@@ -53,9 +57,10 @@ class CrossMatrix:
                 "own_prompt_wins": {column: self.own_prompt_wins(column) for column in self.models}}
 
 
-def cross_evaluate(definition: Path, models: Sequence[str], *, settings: Any, split: str = "test",
-                   metric: str | None = None, dataset: str | None = None, jobs: int = 1, complete: Any = None,
-                   on_progress: Callable[[int, int], None] | None = None, record: bool = False) -> CrossMatrix:
+def cross_evaluate(definition: Path, models: Sequence[str], *, settings: Settings, split: str = "test",
+                   metric: str | None = None, dataset: str | None = None, jobs: int = 1,
+                   complete: Complete | None = None, on_progress: Callable[[int, int], None] | None = None,
+                   record: bool = False) -> CrossMatrix:
     """Score every model's prompt on every model of ``models`` (two or more) on ``split``;
     ``on_progress(done, total)`` counts answers over the whole matrix. ``record``: keep the matrix in
     ``compiled/<agent>/cross.yaml``, where the runtime's fallback reads it (:mod:`rosetta.store.cross`)."""

@@ -10,8 +10,9 @@ so ``rosetta evaluate`` reproduces its recorded scores.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Problem, UsageError
 from rosetta.optimize.cache import EvalCache
@@ -21,17 +22,28 @@ from rosetta.optimize.study import SearchOutcome, SearchSettings, SearchStatus
 from rosetta.parts import Demo
 from rosetta.render.prompt import Knobs
 
+if TYPE_CHECKING:
+    from rosetta.datasets import Example
+    from rosetta.optimize.context import Context
+    from rosetta.optimize.metrics import Metric
+    from rosetta.providers.adapter import Adapter
+    from rosetta.providers.model_entries import CatalogModel
+    from rosetta.render.prompt import RenderedPrompt
+    from rosetta.runtime.salvage import Complete
+    from rosetta.settings import Settings
+    from rosetta.signature import Signature
 
-def dspy_examples(signature: Any, examples: Any) -> list[Any]:
+
+def dspy_examples(signature: Signature, examples: Sequence[Example]) -> list[Any]:
     """rosetta examples as ``dspy.Example`` objects: the inputs, and the output in DSPy's fields."""
     return [signature.dspy_example(example.inputs, example.output, rosetta_id=example.id) for example in examples]
 
 
-def dspy_metric(signature: Any, metric: Any) -> Any:
+def dspy_metric(signature: Signature, metric: Metric) -> Callable[..., float]:
     """Our metric in DSPy's ``(example, prediction, trace)`` shape; an unparsed answer, or one the
     output schema refuses, scores as an invalid answer does at run time."""
 
-    def score(example: Any, prediction: Any, trace: Any = None) -> float:
+    def score(example: object, prediction: object, trace: object = None) -> float:
         data = signature.output_from_dspy(prediction, validate=False)
         valid = bool(data) and not signature.dspy_output_problems(prediction)
         value: float = metric.score(data or None, signature.output_from_dspy(example, validate=False), valid=valid)
@@ -40,13 +52,11 @@ def dspy_metric(signature: Any, metric: Any) -> Any:
     return score
 
 
-def dspy_lm(model: Any, signature: Any, **extra: Any) -> Any:
-    import logging
-
-    import dspy
-
-    logging.getLogger("dspy").setLevel(logging.WARNING)  # its INFO lines would break the progress display
+def dspy_lm(model: CatalogModel, signature: Signature, **extra: Any) -> Any:
     from rosetta.local.provider import register
+    from rosetta.third_party import import_dspy
+
+    dspy = import_dspy()
 
     register()  # the local/ provider, for DSPy's own litellm calls
     params = signature.generation_params.get("default")
@@ -67,14 +77,15 @@ model misses DSPy's formats far more often than that, so an unparsable answer sc
 as in rosetta's own search; only a failure of the optimizer itself (a proposer) still stops it."""
 
 
-def compile_with_dspy(name: str, signature: Any, train: list[Any], dev: list[Any], metric: Any, lm: Any, *,
-                      prompt_lm: Any = None, seed: int = 0, jobs: int = 1, demos: int = 4) -> Any:
+def compile_with_dspy(name: str, signature: Signature, train: list[Any], dev: list[Any], metric: Metric, lm: object,
+                      *, prompt_lm: object = None, seed: int = 0, jobs: int = 1, demos: int = 4) -> Any:
     """Run one DSPy optimizer; returns the compiled ``dspy.Predict`` program."""
-    import dspy
+    from rosetta.third_party import import_dspy, quiet_dspy, using_litellm
 
+    dspy = import_dspy()
     program = dspy.Predict(signature.to_dspy())
     scorer = dspy_metric(signature, metric)
-    with dspy.context(lm=lm):
+    with dspy.context(lm=lm), quiet_dspy(), using_litellm():  # quiet: its INFO lines would break the display
         if name == "dspy-labeled":
             return dspy.LabeledFewShot(k=demos).compile(program, trainset=train)
         if name == "dspy-bootstrap":
@@ -90,8 +101,8 @@ def compile_with_dspy(name: str, signature: Any, train: list[Any], dev: list[Any
     raise UsageError(Problem(f"unknown DSPy optimizer {name!r}", field="--optimizer"))
 
 
-def run_dspy(name: str, context: Any, search: SearchSettings, *, cache: EvalCache, complete: Any = None,
-             on_status: Any = None) -> SearchOutcome:
+def run_dspy(name: str, context: Context, search: SearchSettings, *, cache: EvalCache, complete: Complete | None = None,
+             on_status: Callable[[SearchStatus], None] | None = None) -> SearchOutcome:
     """DSPy's search, then rosetta's render of what it chose, scored on dev through the runtime."""
     signature, model, adapter, data, metric = (context.signature, context.model, context.adapter, context.data,
                                                context.metric)
@@ -130,7 +141,8 @@ def run_dspy(name: str, context: Any, search: SearchSettings, *, cache: EvalCach
     )
 
 
-def program_prompt(signature: Any, program: Any, model: Any, adapter: Any) -> tuple[Any, list[Demo], str | None]:
+def program_prompt(signature: Signature, program: Any, model: CatalogModel,
+                   adapter: Adapter) -> tuple[RenderedPrompt, list[Demo], str | None]:
     """What a DSPy program chose — its first predictor's instructions (when not the ones ``to_dspy``
     gave it) and demos (up to the definition's count) — rendered by rosetta for ``model``: the
     prompt, the demos and the instructions."""
@@ -150,7 +162,7 @@ def program_prompt(signature: Any, program: Any, model: Any, adapter: Any) -> tu
     return render(searchable, model, knobs, adapters={adapter.name: adapter}), chosen, instructions
 
 
-def _model(name: str, settings: Any) -> Any:
+def _model(name: str, settings: Settings) -> CatalogModel:
     from rosetta.providers.catalog import catalog_for
 
     return catalog_for(settings.root, settings.models).resolve(name, unlisted=settings.unlisted_models)

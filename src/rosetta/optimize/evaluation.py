@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.datasets import Example
 from rosetta.errors import RosettaError
@@ -31,8 +31,13 @@ from rosetta.optimize.label_odds import TOP_LOGPROBS, LabelField, label_probabil
 from rosetta.optimize.metrics import Metric
 from rosetta.runtime.runner import default_validation_retries
 
+if TYPE_CHECKING:
+    from rosetta.render.prompt import RenderedPrompt
+    from rosetta.runtime.agent import Agent
+    from rosetta.runtime.salvage import Complete
 
-def sampling_seed(prompt: Any, example_id: str) -> dict[str, int]:
+
+def sampling_seed(prompt: RenderedPrompt, example_id: str) -> dict[str, int]:
     """``{"seed": n}`` fixed per example when ``prompt`` samples (temperature above 0, or unset)
     and sets no seed of its own, so the search and `rosetta evaluate` draw the same answers and a
     recorded score reproduces; empty for greedy prompts and providers that take no seed."""
@@ -40,10 +45,12 @@ def sampling_seed(prompt: Any, example_id: str) -> dict[str, int]:
     if "seed" in generation or generation.get("temperature") == 0:
         return {}
     from rosetta.local.litellm_offline import import_litellm
+    from rosetta.third_party import using_litellm
 
     provider, _, name = prompt.model.partition("/")
     try:
-        supported = import_litellm().get_supported_openai_params(model=name, custom_llm_provider=provider) or ()
+        with using_litellm():
+            supported = import_litellm().get_supported_openai_params(model=name, custom_llm_provider=provider) or ()
     except Exception:  # litellm raises for providers it cannot map: such a provider gets no seed
         supported = ()
     if "seed" not in supported:
@@ -217,8 +224,8 @@ class Scored:
 class Evaluator:
     """Answers examples with candidate prompts and scores them with the metric."""
 
-    def __init__(self, agent: Any, metric: Metric, cache: EvalCache, budget: Budget, *, jobs: int = 1,
-                 complete: Callable[..., Any] | None = None, on_answer: Callable[[], None] | None = None,
+    def __init__(self, agent: Agent[Any], metric: Metric, cache: EvalCache, budget: Budget, *, jobs: int = 1,
+                 complete: Complete | None = None, on_answer: Callable[[], None] | None = None,
                  label: LabelField | None = None, call_label: str = "candidate") -> None:
         self.agent = agent
         self.metric = metric
@@ -231,7 +238,7 @@ class Evaluator:
         self.odds_seen = False  # whether any race score was a label's probability
         self.call_label = call_label  # what the runtime's log and trace call the prompt
 
-    def answer(self, prompt: Any, example: Example, prompt_hash: str | None = None, draw: int = 0,
+    def answer(self, prompt: RenderedPrompt, example: Example, prompt_hash: str | None = None, draw: int = 0,
                odds: bool = False) -> Answer:
         """The model's answer to one example (from the cache when it was paid for before); ``draw``
         numbers the answers of a sampling model to the same example, each cached on its own;
@@ -252,7 +259,7 @@ class Evaluator:
             self.on_answer()
         return answer
 
-    def _call(self, prompt: Any, example: Example, options: dict[str, Any]) -> Answer:
+    def _call(self, prompt: RenderedPrompt, example: Example, options: dict[str, Any]) -> Answer:
         from rosetta.runtime.result import ANSWERED, ModelCallError
 
         try:
@@ -272,7 +279,7 @@ class Evaluator:
             odds = {label: p for label, p in found.items() if p is not None} if None not in found.values() else None
         return Answer(result.data, result.raw, result.valid, max(calls, 1), float(result.cost or 0.0), odds=odds)
 
-    def answers(self, prompt: Any, examples: Sequence[Example], draw: int = 0) -> list[Answer]:
+    def answers(self, prompt: RenderedPrompt, examples: Sequence[Example], draw: int = 0) -> list[Answer]:
         """Answers in example order; ``jobs`` calls run at once."""
         prompt_hash = prompt_key(prompt)
         if self.jobs == 1 or len(examples) == 1:
@@ -280,12 +287,12 @@ class Evaluator:
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             return list(pool.map(lambda example: self.answer(prompt, example, prompt_hash, draw), examples))
 
-    def asks_odds(self, prompt: Any) -> bool:
+    def asks_odds(self, prompt: RenderedPrompt) -> bool:
         """Whether answers to ``prompt`` are asked with log-probabilities: a label to score, a model
         that gives them, and greedy decoding (a sampling model's odds would vary between runs)."""
         return self.label is not None and bool(prompt.sampling_params) and gives_logprobs(prompt.model)
 
-    def race_scores(self, prompt: Any, examples: Sequence[Example]) -> list[Scored]:
+    def race_scores(self, prompt: RenderedPrompt, examples: Sequence[Example]) -> list[Scored]:
         """Each example's race and plain score (see :meth:`race_score`), ``jobs`` at a time."""
         key = self.race_key(prompt)
         if self.jobs == 1 or len(examples) == 1:
@@ -293,12 +300,12 @@ class Evaluator:
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
             return list(pool.map(lambda example: self.race_score(prompt, example, key), examples))
 
-    def race_key(self, prompt: Any) -> tuple[str, bool]:
+    def race_key(self, prompt: RenderedPrompt) -> tuple[str, bool]:
         """The cache key of ``prompt``'s race answers, and whether they are asked with log-probabilities."""
         odds = bool(self.asks_odds(prompt))
         return prompt_key(prompt, {"label_odds": TOP_LOGPROBS} if odds else None), odds
 
-    def race_score(self, prompt: Any, example: Example, key: tuple[str, bool]) -> Scored:
+    def race_score(self, prompt: RenderedPrompt, example: Example, key: tuple[str, bool]) -> Scored:
         """One example's scores, ``key`` being :meth:`race_key`'s: the race score is the correct
         label's probability where :attr:`label` is set and the model gives log-probabilities (an
         answer that did not validate scores 0), else the plain metric's score."""
@@ -311,13 +318,13 @@ class Evaluator:
         self.odds_seen = True
         return Scored(answer.odds.get(str(self.label.value(example.output)), 0.0), plain, calls, cost)
 
-    def worst_case(self, prompt: Any) -> int:
+    def worst_case(self, prompt: RenderedPrompt) -> int:
         """The most calls one scored answer to ``prompt`` takes: it, its validation retries, and
         a judge's verdict."""
         judge = max(1, self.metric.worst_case_calls()) if self.metric.needs_model else 0
         return 1 + default_validation_retries(prompt) + judge
 
-    def scores(self, prompt: Any, examples: Sequence[Example], draws: int = 1) -> list[float]:
+    def scores(self, prompt: RenderedPrompt, examples: Sequence[Example], draws: int = 1) -> list[float]:
         """Each example's score: the mean over ``draws`` answers (one for a model that decodes greedily)."""
         totals = [0.0] * len(examples)
         for draw in range(draws):
@@ -354,16 +361,18 @@ def gives_logprobs(model: str) -> bool:
     if model.startswith("local/"):
         return True
     from rosetta.local.litellm_offline import import_litellm
+    from rosetta.third_party import using_litellm
 
     provider, _, name = model.partition("/")
     try:
-        supported = import_litellm().get_supported_openai_params(model=name, custom_llm_provider=provider) or ()
+        with using_litellm():
+            supported = import_litellm().get_supported_openai_params(model=name, custom_llm_provider=provider) or ()
     except Exception:  # litellm raises for providers it cannot map
         return False
     return "logprobs" in supported
 
 
-def draws_for(prompt: Any, repeats: int) -> int:
+def draws_for(prompt: RenderedPrompt, repeats: int) -> int:
     """Answers per test example: ``repeats`` for a model that cannot decode greedily (it takes no
     temperature), one otherwise (greedy answers repeat themselves)."""
     return 1 if prompt.sampling_params else max(1, repeats)

@@ -16,5 +16,5 @@ from rosetta.runtime.review import Reviewer
 class RubricJudge(Reviewer):
     """Callable ``(predicted, expected, rubric) -> score``; counts the calls it makes."""
 
-    def __call__(self, predicted: Any, expected: Any, rubric: list[Any]) -> float:
+    def __call__(self, predicted: object, expected: object, rubric: list[Any]) -> float:
         return self.review(predicted, rubric, reference=expected).score

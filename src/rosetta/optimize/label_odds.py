@@ -20,7 +20,11 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rosetta.optimize.metrics import Metric
+    from rosetta.signature import Signature
 
 TOP_LOGPROBS = 20
 """Alternatives asked per token: OpenAI's maximum, and more than the labels a task usually has."""
@@ -33,11 +37,11 @@ class LabelField:
     name: str | None
     labels: tuple[str, ...]
 
-    def value(self, output: Any) -> Any:
+    def value(self, output: object) -> object:
         return output.get(self.name) if self.name is not None and isinstance(output, dict) else output
 
 
-def label_field(signature: Any, metric: Any) -> LabelField | None:
+def label_field(signature: Signature, metric: Metric) -> LabelField | None:
     """The one enum field ``metric`` scores, or None when its score is not a single label's match."""
     schema = signature.output_schema or {}
     properties = schema.get("properties") or {}
@@ -104,5 +108,5 @@ def _value_start(text: str, name: str | None) -> int | None:
     return match.end() if match else None
 
 
-def _get(item: Any, key: str) -> Any:
+def _get(item: object, key: str) -> Any:
     return item.get(key) if isinstance(item, dict) else getattr(item, key, None)

@@ -16,9 +16,13 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Problem, UsageError
+
+if TYPE_CHECKING:
+    from rosetta.definition.models import Evaluation
+    from rosetta.signature import Signature
 
 BUILT_IN = ("exact", "fields", "schema_valid", "numeric", "judge")
 
@@ -34,7 +38,7 @@ class Metric:
     model_calls: Callable[[], int] = lambda: 0  # calls the metric itself has made so far
     worst_case_calls: Callable[[], int] = lambda: 1  # the most calls one score may take (a judge's retries)
 
-    def score(self, predicted: Any, expected: Any, *, valid: bool = True) -> float:
+    def score(self, predicted: object, expected: object, *, valid: bool = True) -> float:
         if self.name == "schema_valid":
             return 1.0 if valid else 0.0
         if not valid or predicted is None:
@@ -52,8 +56,8 @@ class Metric:
         return {"name": self.name, **self.settings}
 
 
-def resolve_metric(name: str | None, evaluation: Any, signature: Any, *, judge: Callable[..., float] | None = None,
-                   root: Path | None = None) -> Metric:
+def resolve_metric(name: str | None, evaluation: Evaluation | None, signature: Signature, *,
+                   judge: Callable[..., float] | None = None, root: Path | None = None) -> Metric:
     """The metric called ``name`` (or the definition's ``evaluation.metric``, or the default); a
     ``module:function`` metric is imported from the project at ``root`` (or the import path)."""
     name = name or getattr(evaluation, "metric", None) or ("fields" if signature.output_schema else "exact")
@@ -130,7 +134,7 @@ def _load_top_package(name: str, root: Path | None) -> None:
 # -- the built-in rules ----------------------------------------------------------------------
 
 
-def _normal(value: Any) -> Any:
+def _normal(value: object) -> object:
     if isinstance(value, str):
         return re.sub(r"\s+", " ", value).strip().casefold()
     if isinstance(value, bool) or value is None:
@@ -144,13 +148,13 @@ def _normal(value: Any) -> Any:
     return value
 
 
-def exact_match(predicted: Any, expected: Any) -> float:
+def exact_match(predicted: object, expected: object) -> float:
     """1 when equal after normalizing whitespace, case, number types and absent-vs-null keys."""
     return 1.0 if json.dumps(_normal(predicted), sort_keys=True) == json.dumps(_normal(expected), sort_keys=True) \
         else 0.0
 
 
-def numeric_match(predicted: Any, expected: Any, tolerance: float) -> float:
+def numeric_match(predicted: object, expected: object, tolerance: float) -> float:
     """1 when ``|p − e| ≤ tolerance × max(|e|, 1)``; non-numbers compare exactly."""
     if isinstance(predicted, (int, float)) and isinstance(expected, (int, float)) \
             and not isinstance(predicted, bool) and not isinstance(expected, bool):
@@ -158,7 +162,7 @@ def numeric_match(predicted: Any, expected: Any, tolerance: float) -> float:
     return exact_match(predicted, expected)
 
 
-def field_match(predicted: Any, expected: Any, *, weights: Mapping[str, float] | None = None,
+def field_match(predicted: object, expected: object, *, weights: Mapping[str, float] | None = None,
                 tolerance: float = 0.0) -> float:
     """Partial credit: objects average their keys (``weights`` at the top level), lists pair items."""
     if isinstance(expected, Mapping):

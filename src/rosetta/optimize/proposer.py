@@ -14,7 +14,12 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rosetta.datasets import Example
+    from rosetta.runtime.salvage import Complete
+    from rosetta.signature import Signature
 
 MIN_CHARS = 80
 MAX_CHARS = 4000
@@ -41,13 +46,13 @@ class Proposals:
         return data
 
 
-def original_instructions(signature: Any) -> str:
+def original_instructions(signature: Signature) -> str:
     """The role and context text the candidates replace (constraints and format are kept)."""
     return "\n\n".join(s.content for s in signature.instructions if s.role.value not in ("constraints", "format")
                        and s.content).strip()
 
 
-def data_summary(signature: Any, train: tuple[Any, ...], label_of: Callable[[Any], str] | None) -> str:
+def data_summary(signature: Signature, train: tuple[Example, ...], label_of: Callable[[Any], str] | None) -> str:
     """A few plain sentences about the training data (what MIPRO calls the dataset summary)."""
     lines = [f"{len(train)} labeled examples."]
     for field_ in signature.inputs:
@@ -65,7 +70,7 @@ def data_summary(signature: Any, train: tuple[Any, ...], label_of: Callable[[Any
     return "\n".join(lines)
 
 
-def proposal_prompt(signature: Any, summary: str, original: str, tip: str, number: int) -> list[dict[str, str]]:
+def proposal_prompt(signature: Signature, summary: str, original: str, tip: str, number: int) -> list[dict[str, str]]:
     return [
         {"role": "system", "content": "You improve the instructions of an AI agent. Reply with JSON only: "
                                       '{"instruction": "<the complete new instructions>"}.'},
@@ -96,8 +101,8 @@ PROPOSAL_SCHEMA = {
 schema, so even a weak base model answers with parsable JSON (the bound keeps it within max_tokens)."""
 
 
-def propose(signature: Any, train: tuple[Any, ...], *, model: str | None, count: int,
-            complete: Callable[..., Any], label_of: Callable[[Any], str] | None = None,
+def propose(signature: Signature, train: tuple[Example, ...], *, model: str | None, count: int,
+            complete: Complete, label_of: Callable[[Any], str] | None = None,
             max_tokens: int = 700, structured: bool = False,
             on_call: Callable[[int], None] | None = None) -> Proposals:
     """Ask ``model`` for ``count`` candidates; never raises for what the model says or fails to say.
@@ -149,7 +154,7 @@ def _reasons(dropped: list[str]) -> str:
     return ", ".join(f"{reason} ×{n}" if n > 1 else reason for reason, n in Counter(dropped).most_common())
 
 
-def _usable(text: str, original: str, train: tuple[Any, ...], accepted: list[str]) -> tuple[str | None, str]:
+def _usable(text: str, original: str, train: tuple[Example, ...], accepted: list[str]) -> tuple[str | None, str]:
     """The instruction in ``text``, or None and why it cannot be used."""
     candidate = _extract(text)
     if candidate is None:

@@ -20,10 +20,10 @@ import math
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.optimize.budget import CallPlan, call_plan
 from rosetta.optimize.cache import EvalCache, prompt_key
@@ -51,6 +51,16 @@ from rosetta.optimize.study import (
 from rosetta.datasets import LabeledData
 from rosetta.errors import Problem, UsageError
 
+if TYPE_CHECKING:
+    from optuna.trial import FrozenTrial, Trial
+
+    from rosetta.providers.adapter import Adapter
+    from rosetta.providers.model_entries import CatalogModel
+    from rosetta.render.prompt import Knobs, RenderedPrompt
+    from rosetta.runtime.agent import Agent
+    from rosetta.runtime.salvage import Complete
+    from rosetta.signature import Signature
+
 PRIOR_RUNG = -1
 """The units of the prior's candidates answering all of dev, before the challengers' rung 0."""
 
@@ -58,14 +68,28 @@ IDLE_S = 0.5
 """How long a process waits before looking again for units another process is still answering."""
 
 
-def run_search(agent: Any, signature: Any, model: Any, adapter: Any, data: LabeledData, metric: Metric,
-               settings: SearchSettings, *, cache: EvalCache, default_storage: Path, complete: Any = None,
-               proposer_complete: Any = None, on_status: Callable[[SearchStatus], None] | None = None,
-               identity: dict[str, Any] | None = None, fresh: bool = False,
-               calls: CallPlan | None = None) -> SearchOutcome | None:
+def run_search(agent: Agent[Any], signature: Signature, model: CatalogModel, adapter: Adapter, data: LabeledData,
+               metric: Metric, settings: SearchSettings, *, cache: EvalCache, default_storage: Path,
+               complete: Complete | None = None, proposer_complete: Complete | None = None,
+               on_status: Callable[[SearchStatus], None] | None = None, identity: dict[str, Any] | None = None,
+               fresh: bool = False, calls: CallPlan | None = None) -> SearchOutcome | None:
     """Search, or join the study as a worker (returns None then). ``fresh`` (``--force``) starts a
     new study instead of resuming the last one; ``calls``: the plan the caller already made with
     :func:`~rosetta.optimize.budget.call_plan` (made here when not given)."""
+    from rosetta.third_party import quiet_optuna
+
+    with quiet_optuna():  # the search reports its own progress
+        return _run(agent, signature, model, adapter, data, metric, settings, cache=cache,
+                    default_storage=default_storage, complete=complete, proposer_complete=proposer_complete,
+                    on_status=on_status, identity=identity, fresh=fresh, calls=calls)
+
+
+def _run(agent: Agent[Any], signature: Signature, model: CatalogModel, adapter: Adapter, data: LabeledData,
+         metric: Metric, settings: SearchSettings, *, cache: EvalCache, default_storage: Path,
+         complete: Complete | None, proposer_complete: Complete | None,
+         on_status: Callable[[SearchStatus], None] | None, identity: dict[str, Any] | None,
+         fresh: bool, calls: CallPlan | None) -> SearchOutcome | None:
+    """:func:`run_search`, optuna quieted."""
     search = _Search(agent, signature, model, adapter, data, metric, settings, cache, complete, on_status)
     name = study_name(signature.name, model.id, {**(identity or {}), **settings.identity(), "space": SPACE_VERSION})
     search.set_up(name, default_storage, proposer_complete, fresh=fresh, calls=calls)
@@ -80,12 +104,9 @@ def run_search(agent: Any, signature: Any, model: Any, adapter: Any, data: Label
 class _Search:
     """The state one search's steps share."""
 
-    def __init__(self, agent: Any, signature: Any, model: Any, adapter: Any, data: LabeledData, metric: Metric,
-                 settings: SearchSettings, cache: EvalCache, complete: Any,
-                 on_status: Callable[[SearchStatus], None] | None) -> None:
-        import optuna
-
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
+    def __init__(self, agent: Agent[Any], signature: Signature, model: CatalogModel, adapter: Adapter,
+                 data: LabeledData, metric: Metric, settings: SearchSettings, cache: EvalCache,
+                 complete: Complete | None, on_status: Callable[[SearchStatus], None] | None) -> None:
         self.agent, self.signature, self.model, self.adapter = agent, signature, model, adapter
         self.data, self.metric, self.settings, self.cache, self.complete = data, metric, settings, cache, complete
         self.on_status = on_status
@@ -114,14 +135,14 @@ class _Search:
         if self.on_status is not None:
             self.on_status(self.status)
 
-    def render(self, signature: Any, knobs: Any = None) -> Any:
+    def render(self, signature: Signature, knobs: Knobs | None = None) -> RenderedPrompt:
         from rosetta.render.renderer import render
 
         return render(signature, self.model, knobs, adapters={self.adapter.name: self.adapter})
 
     # -- 1-3: setting the study up ---------------------------------------------------------------
 
-    def set_up(self, name: str, default_storage: Path, proposer_complete: Any, *, fresh: bool,
+    def set_up(self, name: str, default_storage: Path, proposer_complete: Complete | None, *, fresh: bool,
                calls: CallPlan | None = None) -> None:
         """Refuse a budget the search cannot keep, before any call; open (or join) the study; decide
         proposals, bootstrapped demos and the race's plan once per study; build the space and the
@@ -329,9 +350,9 @@ class _Search:
         """What a rung's units are, in words: the prior's pass over dev, a rung of the race, or the confirmation."""
         return "prior" if rung == PRIOR_RUNG else f"rung {rung}" if rung < len(self.plan.rows) else "confirmation"
 
-    def _units(self, rung: int) -> dict[int, Any]:
+    def _units(self, rung: int) -> dict[int, FrozenTrial]:
         """This rung's units by candidate: the finished one where there is one, else the latest."""
-        units: dict[int, Any] = {}
+        units: dict[int, FrozenTrial] = {}
         for trial in self.study.get_trials(deepcopy=False):
             if trial.user_attrs.get("rung") != rung or "candidate" not in trial.user_attrs:
                 continue
@@ -364,7 +385,7 @@ class _Search:
 
         study = self.study
         waiting = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))
-        trials: list[Any] = []
+        trials: list[Trial] = []
         for _ in waiting[:max(1, self.settings.jobs)]:  # at most --jobs units: --worker processes get their share
             trial = study.ask()
             if "candidate" not in trial.user_attrs:  # another process took the waiting unit first: optuna made a
@@ -394,7 +415,7 @@ class _Search:
         self.report()
         return True
 
-    def _answer(self, trials: list[Any]) -> list[_Unit]:
+    def _answer(self, trials: list[Trial]) -> list[_Unit]:
         """The units ``trials`` hold: each candidate's prompt answers its rung's new rows (the
         earlier rows' scores come from its unit of the rung before); records per-row scores, calls
         and cost on each trial."""
@@ -433,7 +454,7 @@ class _Search:
             self.status.best = best
         return units
 
-    def _unit(self, trial: Any, everyone: list[Any]) -> _Unit:
+    def _unit(self, trial: Trial, everyone: list[FrozenTrial]) -> _Unit:
         """One unit made ready to answer: its prompt, the rows it answered in the rung before, and
         the calls kept for later rungs while it answers."""
         attrs = trial.user_attrs
@@ -455,7 +476,7 @@ class _Search:
         return _Unit(trial, prompt, self.evaluator.race_key(prompt), race, plain, rows,
                      self.evaluator.worst_case(prompt), self._held(rung, everyone, candidate))
 
-    def _held(self, rung: int, trials: list[Any], candidate: int) -> int:
+    def _held(self, rung: int, trials: list[FrozenTrial], candidate: int) -> int:
         """Calls kept for the rungs after ``rung`` while ``candidate``'s unit answers: the answers
         they need for the challengers of this rung up to this one (in candidate order, however the
         rung is split into batches), and the retries those take at the rate seen in ``trials``.
@@ -468,7 +489,7 @@ class _Search:
         later = self.plan.answers_after(rung, 1 + sum(1 for other in before if other < candidate))
         return math.ceil(later * self._rate([t for t in trials if t.user_attrs.get("rung") != rung]))
 
-    def _rate(self, trials: list[Any]) -> float:
+    def _rate(self, trials: list[FrozenTrial]) -> float:
         """Calls per answer in the finished ``trials`` (retries and a judge's verdicts included),
         or the plain calls of one answer before any finished."""
         done = [t.user_attrs for t in trials if "candidate" in t.user_attrs and t.state.name in ("COMPLETE", "FAIL")
@@ -501,7 +522,7 @@ class _Search:
             self.plan = self.plan.widened(rung, len(ranked), spare)
         return ranked[:self.plan.keep[rung]]
 
-    def _standing(self, trial: Any) -> Standing:
+    def _standing(self, trial: FrozenTrial) -> Standing:
         attrs = trial.user_attrs
         candidate = int(attrs["candidate"])
         return Standing(candidate, tuple(attrs["race"]), tuple(attrs["plain"]), int(attrs.get("prompt_tokens", 0)),
@@ -550,7 +571,7 @@ class _Search:
             race=self._race_record(best),
             scoring="label odds" if self.evaluator.odds_seen else "metric", kind=self.space.kind(params))
 
-    def _phases(self, trials: list[Any]) -> dict[str, int]:
+    def _phases(self, trials: list[FrozenTrial]) -> dict[str, int]:
         """Calls per phase: proposals, bootstrapping, the prior's pass over dev, each rung of the race
         and the confirmation."""
         phases = {"proposals": self.proposals.calls, "bootstrap": int(self.study.user_attrs.get("bootstrap_calls", 0))}
@@ -559,7 +580,7 @@ class _Search:
                                             t.user_attrs.get("rung") == rung and t.state.name in ("COMPLETE", "FAIL"))
         return phases
 
-    def _default_dev(self, trials: list[Any], test_budget: Budget) -> float | None:
+    def _default_dev(self, trials: list[FrozenTrial], test_budget: Budget) -> float | None:
         """The unoptimized render's plain score on all of dev: from the race where it got that
         far; else, with ``--baseline``, its remaining rows answered now (counted with the test
         pass, outside the search's budget); else None (a score on a rung's few rows would mislead)."""
@@ -593,8 +614,8 @@ class _Unit:
     """A unit being answered: its trial, prompt and scores so far, the rows it answers up to, the
     worst case of one answer, the calls kept for later rungs meanwhile, and why it stopped short."""
 
-    trial: Any
-    prompt: Any
+    trial: Trial
+    prompt: RenderedPrompt
     key: tuple[str, bool]
     race: list[float]
     plain: list[float]
@@ -629,6 +650,6 @@ def _first(standing: Standing, rows: int) -> Standing:
     return Standing(standing.candidate, standing.race[:rows], standing.plain[:rows], standing.tokens, standing.tie)
 
 
-def _mean(scores: Any) -> float:
+def _mean(scores: Sequence[float]) -> float:
     return sum(scores) / len(scores) if scores else 0.0
 

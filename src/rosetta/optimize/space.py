@@ -30,13 +30,22 @@ import json
 import random
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import zip_longest
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.parts import Demo
 from rosetta.providers.kinds import Delimiter, StructuredOutput
 from rosetta.render.prompt import RETRIEVAL_ORDERS, Knobs, Retrieval
+
+if TYPE_CHECKING:
+    from optuna.trial import Trial
+
+    from rosetta.datasets import Example
+    from rosetta.providers.adapter import Adapter
+    from rosetta.providers.model_entries import CatalogModel
+    from rosetta.signature import Signature
 
 SPACE_VERSION = 7
 """Part of the study's name: bumped when a trial's params come to mean another prompt (as when demo
@@ -69,7 +78,7 @@ correctly (its own phrasing, DSPy's bootstrapped demos); the second only when th
 FORMAT_KNOBS = ("reasoning", "section_order", "delimiter", "structured_output")
 
 
-def anchor_count(signature: Any, train: tuple[Any, ...], nearest: bool) -> int:
+def anchor_count(signature: Signature, train: tuple[Example, ...], nearest: bool) -> int:
     """How many seeded prompts the race's prior is chosen from (as :func:`build_space` will hold
     them): one, the nearest-demos prompt, where train holds more rows than a request gets; else the
     unoptimized render and, where demos are searched, train's first k rows."""
@@ -115,7 +124,7 @@ class SearchSpace:
     instruction_kinds: tuple[str, ...] = ("definition",)  # each instruction's source: definition, terse, proposed
     notes: tuple[str, ...] = ()
 
-    def suggest(self, trial: Any) -> dict[str, Any]:
+    def suggest(self, trial: Trial) -> dict[str, Any]:
         """Ask ``trial`` for one value of every dimension that has more than one choice."""
         params: dict[str, Any] = {}
         if len(self.instructions) > 1:
@@ -324,9 +333,9 @@ class SearchSpace:
         }
 
 
-def build_space(signature: Any, model: Any, adapter: Any, train: tuple[Any, ...], *,
-                instructions: tuple[str, ...] = (), bootstrapped: tuple[Demo, ...] = (),
-                demo_sets: int = 8, seed: int = 0, label_of: Any = None, nearest: bool = True) -> SearchSpace:
+def build_space(signature: Signature, model: CatalogModel, adapter: Adapter, train: tuple[Example, ...], *,
+                instructions: tuple[str, ...] = (), bootstrapped: tuple[Demo, ...] = (), demo_sets: int = 8,
+                seed: int = 0, label_of: Callable[[Any], str] | None = None, nearest: bool = True) -> SearchSpace:
     """The space for ``signature`` on ``model``; ``label_of(output)`` groups train rows for
     stratified demo sets (None: no grouping)."""
     notes: list[str] = []
@@ -375,7 +384,8 @@ def build_space(signature: Any, model: Any, adapter: Any, train: tuple[Any, ...]
 
 
 def _demo_sets(labeled: tuple[Demo, ...], bootstrapped: tuple[Demo, ...], size: int, count: int,
-               seed: int, label_of: Any) -> tuple[tuple[tuple[str, ...], ...], dict[int, int], tuple[str, ...]]:
+               seed: int, label_of: Callable[[Any], str] | None,
+               ) -> tuple[tuple[tuple[str, ...], ...], dict[int, int], tuple[str, ...]]:
     """Train's first ``size`` rows as listed (curated datasets often open with their clearest
     cases), then seeded draws taking turns: label-balanced (when the output has a label), diverse,
     bootstrapped (when there are any) and plain samples. Also which sets are label-balanced, and
@@ -437,7 +447,7 @@ def _diverse(labeled: tuple[Demo, ...], words: dict[str, frozenset[str]], size: 
     return chosen
 
 
-def _words(inputs: Any) -> frozenset[str]:
+def _words(inputs: dict[str, Any]) -> frozenset[str]:
     return frozenset(re.findall(r"\w+", json.dumps(inputs, ensure_ascii=False).lower()))
 
 
@@ -445,14 +455,14 @@ def _distance(a: frozenset[str], b: frozenset[str]) -> float:
     return 1.0 - len(a & b) / len(a | b) if a or b else 0.0
 
 
-def label_field(signature: Any) -> str | None:
+def label_field(signature: Signature) -> str | None:
     """The output's first enum-typed top-level field: its label (None when it has none)."""
     schema = signature.output_schema or {}
     return next((name for name, prop in (schema.get("properties") or {}).items()
                  if isinstance(prop, dict) and "enum" in prop), None)
 
 
-def label_function(signature: Any) -> Any:
+def label_function(signature: Signature) -> Callable[[Any], str] | None:
     """For stratified demo sets: the value of the output's label field (:func:`label_field`), or
     the output itself when it is an enum."""
     schema = signature.output_schema or {}

@@ -31,7 +31,8 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 from rosetta.datasets import LabeledData
 from rosetta.errors import Location, Problem, UsageError
@@ -40,6 +41,14 @@ from rosetta.optimize.evaluation import Budget, BudgetExhausted, Evaluator
 from rosetta.optimize.proposer import Proposals, propose
 from rosetta.optimize.space import label_function
 from rosetta.parts import Demo
+
+if TYPE_CHECKING:
+    from optuna.storages import BaseStorage
+    from optuna.study import Study
+
+    from rosetta.render.prompt import RenderedPrompt
+    from rosetta.runtime.salvage import Complete
+    from rosetta.signature import Signature
 
 log = logging.getLogger("rosetta.optimize")
 
@@ -112,7 +121,7 @@ class SearchOutcome:
     """The winner and everything the artifact records about how it was found. The search fills in
     what dev says; the test fields stay empty until the test pass, which comes after every choice."""
 
-    prompt: Any  # RenderedPrompt
+    prompt: RenderedPrompt
     params: dict[str, Any]
     dev_score: float
     baseline_dev: float | None
@@ -149,7 +158,7 @@ def study_name(agent: str, model_id: str, identity: dict[str, Any]) -> str:
     return f"{agent}@{model_id}#{digest}"
 
 
-def latest_study(storage: Any, name: str, *, fresh: bool) -> str:
+def latest_study(storage: BaseStorage, name: str, *, fresh: bool) -> str:
     """The study to use: the newest of ``name``'s runs (``name``, ``name~2``, ...) to resume or
     join, or with ``fresh`` (``--force``) a new run beside the old ones, which are kept."""
     import optuna
@@ -164,7 +173,7 @@ def latest_study(storage: Any, name: str, *, fresh: bool) -> str:
     return f"{name}~{max(runs) + 1}"
 
 
-def open_storage(url: str | None, default_path: Path, *, searching: bool = True) -> tuple[Any, str]:
+def open_storage(url: str | None, default_path: Path, *, searching: bool = True) -> tuple[BaseStorage, str]:
     """An optuna storage: a journal file by default, or an RDB URL (sqlite://, postgresql://). The
     project's own journal is used only as far as this machine sealed it: a search sets an unsealed
     one aside and starts afresh; a reader (``searching=False``) refuses it."""
@@ -286,7 +295,7 @@ def _safe_url(url: str) -> str:
     return re.sub(r"://([^:/@]+):[^@]*@", r"://\1:***@", url)
 
 
-def create_study(name: str, storage: Any, seed: int) -> Any:
+def create_study(name: str, storage: BaseStorage, seed: int) -> Study:
     """The study's trials are the race's units, enqueued with fixed params: its sampler never chooses."""
     import optuna
 
@@ -298,7 +307,7 @@ UNIT = ("candidate", "rung", "rows")
 """The user attributes that say which unit a trial is: which candidate answers up to which row in which rung."""
 
 
-def fail_stale_trials(study: Any) -> None:
+def fail_stale_trials(study: Study) -> None:
     """Trials left RUNNING by a process on this host that no longer exists (killed) are failed, and
     their params enqueued again: their answers are in the cache, so only the calls in flight are lost."""
     import optuna
@@ -330,8 +339,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def proposals_for(study: Any, signature: Any, data: LabeledData, settings: SearchSettings, budget: Budget,
-                  complete: Any, report: Callable[..., None], cache: EvalCache | None = None) -> Proposals:
+def proposals_for(study: Study, signature: Signature, data: LabeledData, settings: SearchSettings, budget: Budget,
+                  complete: Complete, report: Callable[..., None], cache: EvalCache | None = None) -> Proposals:
     stored = study.user_attrs.get("proposals")
     if stored is not None:
         restored = Proposals(**{**stored, "usable": tuple(stored["usable"]), "dropped": tuple(stored["dropped"]),
@@ -360,12 +369,10 @@ class _CachedCompletion:
     """A completion function whose answers are kept in the evaluation cache, keyed by the whole
     request: a new study (``--force``) asks the proposer again for free, with the same answers."""
 
-    def __init__(self, complete: Any, cache: EvalCache | None) -> None:
+    def __init__(self, complete: Complete, cache: EvalCache | None) -> None:
         self.complete, self.cache, self.paid = complete, cache, 0
 
-    def __call__(self, **request: Any) -> Any:
-        from types import SimpleNamespace
-
+    def __call__(self, **request: Any) -> SimpleNamespace:
         key = hashlib.sha256(("proposal:" + json.dumps(request, sort_keys=True, default=str)).encode()).hexdigest()
         cached = self.cache.get(key) if self.cache is not None else None
         if cached is None:
@@ -381,8 +388,8 @@ class _CachedCompletion:
                                _hidden_params={"response_cost": cached.cost})
 
 
-def bootstrap(study: Any, data: LabeledData, settings: SearchSettings, evaluator: Evaluator, base_prompt: Any,
-              report: Callable[..., None], *, count: int) -> list[Demo]:
+def bootstrap(study: Study, data: LabeledData, settings: SearchSettings, evaluator: Evaluator,
+              base_prompt: RenderedPrompt, report: Callable[..., None], *, count: int) -> list[Demo]:
     """Train rows the default prompt answers perfectly, as demos of the model's own answers: ``count``
     rows, as the call plan says (none when the answer is only a label: such a demo would repeat its
     labeled row)."""
@@ -404,7 +411,8 @@ def bootstrap(study: Any, data: LabeledData, settings: SearchSettings, evaluator
     return bootstrapped
 
 
-def wait_for_study(name: str, storage: Any, label: str, report: Callable[..., None], timeout_s: float = 900.0) -> Any:
+def wait_for_study(name: str, storage: BaseStorage, label: str, report: Callable[..., None],
+                   timeout_s: float = 900.0) -> Study:
     """A worker may start before the process that creates the study: wait for it to appear."""
     import time
 
@@ -423,7 +431,7 @@ def wait_for_study(name: str, storage: Any, label: str, report: Callable[..., No
             time.sleep(1.0)
 
 
-def wait_for_setup(study: Any, budget: Budget, timeout_s: float = 900.0) -> tuple[Proposals, list[Demo]]:
+def wait_for_setup(study: Study, budget: Budget, timeout_s: float = 900.0) -> tuple[Proposals, list[Demo]]:
     import time
 
     deadline = time.monotonic() + timeout_s
@@ -469,7 +477,7 @@ def base_model(model: str | None) -> str | None:
             "instructions; name a chat model with --proposer")
 
 
-def completion() -> Any:
+def completion() -> Complete:
     """The proposer's completion call: the runtime's (a reply litellm cannot convert still read)."""
     from rosetta.runtime.salvage import completion
 

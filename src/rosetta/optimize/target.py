@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Location, Problem, UsageError
 from rosetta.local.revision import answerer_build, answerer_revision
@@ -30,7 +30,17 @@ from rosetta.optimize.metrics import Metric
 from rosetta.optimize.search import run_search
 from rosetta.optimize.space import origin
 from rosetta.optimize.study import SearchOutcome, SearchSettings, SearchStatus
-from rosetta.settings import ProjectState
+from rosetta.settings import ProjectState, Settings
+
+if TYPE_CHECKING:
+    from optuna.study import Study
+
+    from rosetta.datasets import Example
+    from rosetta.optimize.cache import EvalCache
+    from rosetta.render.prompt import RenderedPrompt
+    from rosetta.runtime.agent import Agent
+    from rosetta.runtime.salvage import Complete
+    from rosetta.store.artifact import Artifact
 
 OPTIMIZERS = ("rosetta", "dspy-mipro", "dspy-bootstrap")
 
@@ -68,8 +78,9 @@ class OptimizeReport:
     activation: str | None = None  # how the new artifact compared with the active one, when they were compared
 
 
-def optimize(request: OptimizeRequest, *, settings: Any, on_status: Callable[[SearchStatus], None] | None = None,
-             complete: Any = None, proposer_complete: Any = None) -> OptimizeReport:
+def optimize(request: OptimizeRequest, *, settings: Settings,
+             on_status: Callable[[SearchStatus], None] | None = None, complete: Complete | None = None,
+             proposer_complete: Complete | None = None) -> OptimizeReport:
     """Run one optimization and write its artifact (see the module docstring). Long on purpose: its
     steps (context, identity, dry run, the up-to-date check, the search, the artifact) read in order."""
     from rosetta.compile.compiler import CompileOptions
@@ -172,8 +183,8 @@ class Activation:
                 "it with `rosetta experiment start`")
 
 
-def _compare_with_active(path: Path, outcome: SearchOutcome, context: Context, search: SearchSettings, cache: Any,
-                         complete: Any) -> Activation:
+def _compare_with_active(path: Path, outcome: SearchOutcome, context: Context, search: SearchSettings,
+                         cache: EvalCache, complete: Complete | None) -> Activation:
     """Whether the winner replaces the active artifact at ``path`` (optimized, a plain render or an
     import alike): by the rule that lets a challenger replace the search's prior — a one-sided
     paired test on the confirmation rows (dev rows that chose nothing), both prompts answering them
@@ -216,8 +227,9 @@ def _compare_with_active(path: Path, outcome: SearchOutcome, context: Context, s
     return Activation(not better, ("activated: " if better else "not activated: ") + found)
 
 
-def _score_test(outcome: SearchOutcome, context: Context, search: SearchSettings, cache: Any, baseline: Any, *,
-                complete: Any, status: SearchStatus, on_status: Any) -> None:
+def _score_test(outcome: SearchOutcome, context: Context, search: SearchSettings, cache: EvalCache,
+                baseline: RenderedPrompt | None, *, complete: Complete | None, status: SearchStatus,
+                on_status: Callable[[SearchStatus], None] | None) -> None:
     """Score the winner on test (each row ``draws`` times; the ``baseline`` prompt too, the
     unoptimized render with ``--baseline``) into ``outcome``: once, after every choice, for the
     report only. Its calls come on top of the search's budget, as the call plan says."""
@@ -254,8 +266,9 @@ def _score_test(outcome: SearchOutcome, context: Context, search: SearchSettings
         on_status(status)
 
 
-def _search(request: OptimizeRequest, context: Any, identity: dict[str, Any], plan: CallPlan, *, cache: Any,
-            on_status: Any, complete: Any, proposer_complete: Any) -> Any:
+def _search(request: OptimizeRequest, context: Context, identity: dict[str, Any], plan: CallPlan, *,
+            cache: EvalCache, on_status: Callable[[SearchStatus], None] | None, complete: Complete | None,
+            proposer_complete: Complete | None) -> SearchOutcome | None:
     """The chosen optimizer's outcome (None for a worker that joined someone else's study)."""
     if request.optimizer != "rosetta":
         from rosetta.optimize.dspy_backend import run_dspy
@@ -270,7 +283,7 @@ def _search(request: OptimizeRequest, context: Any, identity: dict[str, Any], pl
                       fresh=request.force, calls=plan)
 
 
-def _declared_proposer(context: Any, name: str | None) -> Any:
+def _declared_proposer(context: Context, name: str | None) -> Complete | None:
     """litellm's completion sent to a proposer the project declares (its id, endpoint and key), or
     None for any other proposer (called by the name given)."""
     from rosetta.optimize.study import completion
@@ -285,7 +298,7 @@ def _declared_proposer(context: Any, name: str | None) -> Any:
 
 
 def last_study(root: Path, compiled_dir: Path, agent: str, model_id: str,
-               storage: str | None = None) -> tuple[Any, str]:
+               storage: str | None = None) -> tuple[Study, str]:
     """The study of the last search of ``agent`` on ``model_id`` (the newest run of the study its
     artifact names, else the study whose trials ran last) and its storage's label; a UsageError
     saying how to make one when there is none."""
@@ -332,13 +345,13 @@ def _optimized_already(path: Path, inputs_sha: str, identity: dict[str, Any], an
         and existing.provenance.scores.get("answerer_sha256", "") == answerer
 
 
-def _budget(outcome: Any) -> dict[str, Any]:
+def _budget(outcome: SearchOutcome) -> dict[str, Any]:
     return {"calls": outcome.calls, "cost_usd": round(outcome.cost, 6), "test_calls": outcome.test_calls,
             **({"phases": outcome.phases} if outcome.phases else {}),
             **({"stopped": outcome.stopped} if outcome.stopped else {})}
 
 
-def _optimizer(name: str, identity: dict[str, Any], outcome: Any) -> dict[str, Any]:
+def _optimizer(name: str, identity: dict[str, Any], outcome: SearchOutcome) -> dict[str, Any]:
     """How the winner was found: by whom, on which split (always dev: test chose nothing), what kind
     of candidate it is, and the race behind it."""
     return {"name": name, "identity": identity, "chosen_on": "dev",
@@ -350,14 +363,14 @@ def _optimizer(name: str, identity: dict[str, Any], outcome: Any) -> dict[str, A
             **({"notes": outcome.notes} if outcome.notes else {})}
 
 
-def _chosen_knobs(outcome: Any) -> dict[str, Any]:
+def _chosen_knobs(outcome: SearchOutcome) -> dict[str, Any]:
     knobs = outcome.prompt.knobs.to_dict()
     if knobs.get("instructions") is None:
         knobs.pop("instructions", None)
     return {key: value for key, value in knobs.items() if value is not None}
 
 
-def _scores(outcome: Any, context: Context) -> dict[str, Any]:
+def _scores(outcome: SearchOutcome, context: Context) -> dict[str, Any]:
     def rounded(value: float | None) -> float | None:
         return None if value is None else round(value, 6)
 
@@ -402,13 +415,14 @@ def _rescored_rows(path: Path, plan: CallPlan) -> tuple[int, str]:
     return (plan.race.confirm, "the confirmation rows, free where its prompt raced") if plan.race else (0, "")
 
 
-def _cost_estimate(context: Context, prompt: Any, calls: int) -> float:
+def _cost_estimate(context: Context, prompt: RenderedPrompt, calls: int) -> float:
     """USD for ``calls`` calls of ``prompt``, from litellm's prices (0 when unknown or local)."""
     try:
         from rosetta.local.litellm_offline import import_litellm
+        from rosetta.third_party import using_litellm
 
-        litellm = import_litellm()
-        info = litellm.get_model_info(context.model.id)
+        with using_litellm():
+            info = import_litellm().get_model_info(context.model.id)
         per_call: float = prompt.tokens.get("total", 0) * float(info.get("input_cost_per_token") or 0) \
             + prompt.generation.get("max_tokens", 0) * float(info.get("output_cost_per_token") or 0)
     except Exception:  # litellm does not know the model's price
@@ -447,9 +461,10 @@ class EvaluationReport:
         return abs(self.recorded - self.score) < 5e-7
 
 
-def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "test", metric: str | None = None,
-             dataset: str | None = None, uncompiled: bool = False, jobs: int = 1, complete: Any = None,
-             on_progress: Callable[[int, int], None] | None = None, repeats: int | None = None) -> EvaluationReport:
+def evaluate(definition: Path, model_name: str, *, settings: Settings, split: str = "test",
+             metric: str | None = None, dataset: str | None = None, uncompiled: bool = False, jobs: int = 1,
+             complete: Complete | None = None, on_progress: Callable[[int, int], None] | None = None,
+             repeats: int | None = None) -> EvaluationReport:
     """Score what the runtime would send for ``model`` (its artifact, or the fallback render) on a
     split. A model that cannot decode greedily answers each example ``repeats`` times (default: as
     many as the artifact's score was measured with) and is compared within its recorded interval."""
@@ -483,9 +498,9 @@ def evaluate(definition: Path, model_name: str, *, settings: Any, split: str = "
     return report
 
 
-def score_split(agent: Any, prompt: Any, metric: Metric, examples: Sequence[Any], *, draws: int = 1, jobs: int = 1,
-                complete: Any = None, label: str, on_progress: Callable[[int, int], None] | None = None,
-                ) -> list[dict[str, Any]]:
+def score_split(agent: Agent[Any], prompt: RenderedPrompt, metric: Metric, examples: Sequence[Example], *,
+                draws: int = 1, jobs: int = 1, complete: Complete | None = None, label: str,
+                on_progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """One scored row per example and draw, scored as the search scores (:class:`Evaluator`: the same
     call, the same failures counted against the prompt or stopping the run, the same calls counted),
     each answer asked afresh; ``jobs`` answers at a time, ``on_progress(done, total)`` after each."""
@@ -511,7 +526,8 @@ def score_split(agent: Any, prompt: Any, metric: Metric, examples: Sequence[Any]
     return rows
 
 
-def score_differences(artifact: Any, context: Context, prompt: Any, split: str, examples: int) -> list[str]:
+def score_differences(artifact: Artifact, context: Context, prompt: RenderedPrompt, split: str,
+                      examples: int) -> list[str]:
     """What differs between the artifact's compile-time scoring and this one, most likely first; one
     line saying so when nothing known differs (the provider then answered the same prompt differently)."""
     provenance = artifact.provenance

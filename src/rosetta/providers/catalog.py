@@ -58,7 +58,8 @@ from rosetta.providers.model_entries import (
     Vendors,
     retirement,
 )
-from rosetta.providers.model_map import guess_model, listed_in_map, offline_litellm
+from rosetta.providers.model_map import guess_model, listed_in_map
+from rosetta.third_party import import_litellm
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +242,7 @@ class Catalog:
         model's rules and the host's own form; and the catalog's own models of that provider."""
         host = host.strip().lower()
         found = {m.id: m for m in self.models if m.provider == host and m.weights is None}
-        table = offline_litellm().model_cost
+        table = import_litellm().model_cost
         for key, entry in sorted(table.items()):
             provider = str(entry.get("litellm_provider", "")) if isinstance(entry, Mapping) else ""
             if entry.get("mode") not in (None, "chat") or not (provider == host or provider.startswith(

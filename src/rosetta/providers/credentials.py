@@ -14,7 +14,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rosetta.providers.policy import CredentialRules
 
 
 class MissingCredentials(Exception):
@@ -70,12 +73,16 @@ def check_credentials(model: str, params: Mapping[str, Any] | None = None) -> Pr
     (``litellm.api_key`` or ``litellm.<provider>_key``, set in code), when litellm reads its secrets
     from a secret manager rather than the environment, or when litellm answers the call itself
     (``mock_response``): the request never reaches a provider."""
-    from rosetta.providers.model_map import offline_litellm
     from rosetta.providers.policy import credential_rules
+    from rosetta.third_party import using_litellm
 
     params = params or {}
-    litellm = offline_litellm()  # the local/ provider needs no key: routed or not, it is named "local"
-    rules = credential_rules()
+    with using_litellm() as litellm:  # the local/ provider needs no key: routed or not, it is named "local"
+        return _credentials(litellm, model, params, credential_rules())
+
+
+def _credentials(litellm: Any, model: str, params: Mapping[str, Any], rules: CredentialRules) -> ProviderCredentials:
+    """:func:`check_credentials` with litellm at hand."""
     provider = _provider(litellm, model)
     ambient = provider in rules.ambient
     if (params.get("api_key") or params.get("mock_response") is not None or litellm.api_key

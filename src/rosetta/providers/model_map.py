@@ -1,17 +1,11 @@
-"""litellm, imported so that it never reaches the network on its own, for reading its bundled model
-map (the catalog's fallback for models it does not list).
-
-litellm downloads its model cost map at import (unless ``LITELLM_LOCAL_MODEL_COST_MAP``), the
-Anthropic beta-header table on the first Anthropic call (unless
-``LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS``), and a Hugging Face tokenizer when counting tokens for
-llama-style names (unless ``disable_hf_tokenizer_download``). rosetta runs offline by default; a
-user's explicit environment settings win. Calls go through
+"""litellm's bundled model map: what rosetta knows of a model outside its catalog (window, output
+limit, structured output, sampling parameters, tools), and the guess built from it. litellm is
+imported offline (:mod:`rosetta.third_party`); calls go through
 :func:`rosetta.local.litellm_offline.import_litellm`, which adds the embedded ``local/`` provider.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from types import ModuleType
@@ -19,27 +13,12 @@ from typing import Any
 
 from rosetta.providers.kinds import StructuredOutput
 from rosetta.providers.model_entries import OLLAMA_CHAT_PREFIX, OLLAMA_PREFIX, Capabilities, CatalogModel, Vendors
-
-OFFLINE_ENVIRONMENT = {
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS": "True",
-}
-
-
-def offline_litellm() -> ModuleType:
-    """litellm (≈3 s and 170 MB the first time), set up to use only its bundled data."""
-    for name, value in OFFLINE_ENVIRONMENT.items():
-        os.environ.setdefault(name, value)
-    import litellm
-
-    litellm.disable_hf_tokenizer_download = True
-    litellm.suppress_debug_info = True  # no "Give Feedback" banners on every error
-    return litellm
-
+from rosetta.third_party import using_litellm
 
 def listed_in_map(route: str) -> bool:
     """Whether litellm's offline model map gives ``route`` a context window (an entry of its own)."""
-    return bool(map_info(offline_litellm(), route).get("max_input_tokens"))
+    with using_litellm() as litellm:
+        return bool(map_info(litellm, route).get("max_input_tokens"))
 
 
 def map_info(litellm: Any, route: str) -> dict[str, Any]:
@@ -53,7 +32,12 @@ def map_info(litellm: Any, route: str) -> dict[str, Any]:
 def guess_model(name: str, adapters: dict[str, Any] | None, vendors: Vendors) -> CatalogModel | None:
     """What litellm's offline model map says of a model outside the catalog (None: litellm routes
     no provider for it). A bare name litellm knows (``gpt-4o``) gets its provider prefix."""
-    litellm = offline_litellm()
+    with using_litellm() as litellm:  # an unknown provider makes litellm print its list of providers
+        return _guess(litellm, name, adapters, vendors)
+
+
+def _guess(litellm: ModuleType, name: str, adapters: dict[str, Any] | None, vendors: Vendors) -> CatalogModel | None:
+    """:func:`guess_model` with litellm at hand."""
     route = OLLAMA_CHAT_PREFIX + name[len(OLLAMA_PREFIX):] if name.lower().startswith(OLLAMA_PREFIX) else name
     if not route.rsplit("/", 1)[-1].strip():  # "azure/", "openai/": a provider without a model
         return None

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from rosetta.errors import Location, Problem, RosettaError, UsageError
 from rosetta.render.prompt import RenderedPrompt
@@ -31,14 +31,19 @@ from rosetta.runtime.result import OutputT
 from rosetta.settings import Settings, load_settings
 
 if TYPE_CHECKING:
+    from rosetta.definition.models import AgentSpec
     from rosetta.runtime.conversation import Conversation
     from rosetta.runtime.result import Result
+    from rosetta.runtime.review import Reviewer
+    from rosetta.runtime.salvage import AComplete, Complete
 
 log = logging.getLogger("rosetta.runtime")
 
 _NAME_SUFFIXES = (".md", ".agent.yaml", ".agent.yml", ".markdown")
 AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 """What ``name:`` allows (see AgentSpec): a name can never climb out of ``compiled/`` or ``signatures/``."""
+ReviewerT = TypeVar("ReviewerT", bound="Reviewer")
+"""The class :func:`judge_reviewer` makes: :class:`~rosetta.runtime.review.Reviewer` or a subclass of it."""
 
 
 class Agent(Generic[OutputT]):
@@ -56,7 +61,7 @@ class Agent(Generic[OutputT]):
         self.traffic = traffic_for(dirs)
         self.runner = Runner(name, self.selector, self.traffic, spec=lambda: self.spec, preferences=self.model_chain,
                              root=dirs.root, source=definition_path, output_type=output_type)
-        self._spec: Any = None
+        self._spec: AgentSpec | None = None
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, artifacts={sorted(self.artifacts)})"
@@ -67,7 +72,7 @@ class Agent(Generic[OutputT]):
         return dict(self.selector.shelf.artifacts)
 
     @property
-    def spec(self) -> Any:
+    def spec(self) -> AgentSpec | None:
         """The definition's frontmatter (parsed on first use; None for artifact-only agents)."""
         if self._spec is None and self.definition_path is not None:
             from rosetta.definition.loader import load_definition
@@ -100,7 +105,7 @@ class Agent(Generic[OutputT]):
         return selection
 
     def run(self, inputs: Mapping[str, Any], model: str | None = None, options: RunOptions | None = None, *,
-            complete: Any = None, **keywords: Any) -> Result[OutputT]:
+            complete: Complete | None = None, **keywords: Any) -> Result[OutputT]:
         """Answer ``inputs``: the first model of the chain that succeeds, each with its own prompt.
 
         Transient errors retry with backoff, then move to the next model (``fallbacks`` or the
@@ -123,7 +128,7 @@ class Agent(Generic[OutputT]):
         return self.reviewed(result, inputs, opts, complete=complete)
 
     async def arun(self, inputs: Mapping[str, Any], model: str | None = None, options: RunOptions | None = None, *,
-                   acomplete: Any = None, **keywords: Any) -> Result[OutputT]:
+                   acomplete: AComplete | None = None, **keywords: Any) -> Result[OutputT]:
         """:meth:`run` for asyncio (litellm's ``acompletion``; the same options, retries, fallbacks,
         review and Result). ``acomplete`` replaces ``litellm.acompletion``."""
         opts = RunOptions.of(options, keywords)
@@ -138,7 +143,8 @@ class Agent(Generic[OutputT]):
         return await self.areviewed(result, inputs, opts, acomplete=acomplete)
 
     def stream(self, inputs: Mapping[str, Any], model: str | None = None, options: RunOptions | None = None, *,
-               complete: Any = None, acomplete: Any = None, **keywords: Any) -> Stream[OutputT]:
+               complete: Complete | None = None, acomplete: AComplete | None = None,
+               **keywords: Any) -> Stream[OutputT]:
         """A :class:`~rosetta.runtime.stream.Stream`: iterate it (``for`` or ``async for``) for the
         answer's text as it arrives; ``.result()`` (``await .aresult()``) returns the Result.
 
@@ -161,7 +167,7 @@ class Agent(Generic[OutputT]):
                       lambda result: self.areviewed(result, inputs, opts, acomplete=acomplete))
 
     def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], options: RunOptions | None = None, *,
-                   complete: Any = None, label: str = "candidate", **keywords: Any) -> Result[OutputT]:
+                   complete: Complete | None = None, label: str = "candidate", **keywords: Any) -> Result[OutputT]:
         """Answer ``inputs`` with an explicit ``prompt`` on its own model, and no fallback chain (nor
         recording: ``record_dir`` is refused)."""
         opts = RunOptions.of(options, keywords)
@@ -172,7 +178,7 @@ class Agent(Generic[OutputT]):
     def run_manual(self, inputs: Mapping[str, Any], options: RunOptions | None = None, *,
                    prompt_file: str | os.PathLike[str] | None = None, answer: str | None = None,
                    answer_file: str | os.PathLike[str] | None = None, model: str | None = None,
-                   complete: Any = None, **keywords: Any) -> Result[OutputT]:
+                   complete: Complete | None = None, **keywords: Any) -> Result[OutputT]:
         """Manual (copy/paste) mode: write the readable prompt to ``prompt_file`` (default
         ``<agent>-prompt.md`` here), then read the answer from ``answer``, ``answer_file`` or standard
         input, and validate it like any other. ``model`` (default: the first of the chain) picks
@@ -209,7 +215,7 @@ class Agent(Generic[OutputT]):
         return Conversation(self, model, opts)
 
     def reviewed(self, result: Result[OutputT], inputs: Mapping[str, Any], options: RunOptions, *,
-                 messages: list[dict[str, Any]] | None = None, complete: Any = None) -> Result[OutputT]:
+                 messages: list[dict[str, Any]] | None = None, complete: Complete | None = None) -> Result[OutputT]:
         """``result`` graded against ``options.review`` by the project's rubric-reviewer (on
         ``review_model``, default the model that answered) into ``Result.review``; with
         ``retry_once`` a failed review regenerates once on the same model, with the reviewer's
@@ -242,7 +248,8 @@ class Agent(Generic[OutputT]):
             judge_reviewer(self.dirs.root, options.review_model or "").agent()
 
     async def areviewed(self, result: Result[OutputT], inputs: Mapping[str, Any], options: RunOptions, *,
-                        messages: list[dict[str, Any]] | None = None, acomplete: Any = None) -> Result[OutputT]:
+                        messages: list[dict[str, Any]] | None = None,
+                        acomplete: AComplete | None = None) -> Result[OutputT]:
         """:meth:`reviewed` for asyncio: the review runs in a worker thread (the reviewer is an
         agent run like any other), its calls through ``acomplete`` made on this event loop, which
         is never blocked."""
@@ -256,8 +263,18 @@ class Agent(Generic[OutputT]):
         return await asyncio.to_thread(self.reviewed, result, inputs, options, messages=messages, complete=complete)
 
 
-def judge_reviewer(root: Path, model: str, *, complete: Any = None, kind: type | None = None,
-                   connection: Mapping[str, str] | None = None) -> Any:
+@overload
+def judge_reviewer(root: Path, model: str, *, complete: Complete | None = None, kind: None = None,
+                   connection: Mapping[str, str] | None = None) -> Reviewer: ...
+
+
+@overload
+def judge_reviewer(root: Path, model: str, *, complete: Complete | None = None, kind: type[ReviewerT],
+                   connection: Mapping[str, str] | None = None) -> ReviewerT: ...
+
+
+def judge_reviewer(root: Path, model: str, *, complete: Complete | None = None, kind: type[Reviewer] | None = None,
+                   connection: Mapping[str, str] | None = None) -> Reviewer:
     """A :class:`~rosetta.runtime.review.Reviewer` (or subclass ``kind``) grading with the project's
     rubric-reviewer on ``model`` (through ``connection``'s endpoint and key, where given)."""
     from rosetta.runtime.review import JUDGE_AGENT, Reviewer
@@ -327,6 +344,7 @@ def _typed(agent: Agent[OutputT]) -> Agent[OutputT]:
     if agent.output_type is not None and agent.definition_path is not None:
         from rosetta.runtime.output_type import check_output_type
 
+        assert agent.spec is not None  # an agent with a definition file has its spec
         check_output_type(agent.output_type, agent.spec.output.schema_, agent=agent.name,
                           source=str(agent.definition_path))
     return agent

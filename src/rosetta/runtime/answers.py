@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,7 +63,7 @@ class Answer:
         return not self.issues
 
 
-def answer_text(message: Any, prompt: RenderedPrompt) -> str:
+def answer_text(message: object, prompt: RenderedPrompt) -> str:
     """The part of a chat completion message that holds the answer (tool arguments for forced tools)."""
     if prompt.structured_output is not None and MECHANISMS[prompt.structured_output].answer_in_tool:
         for call in _get(message, "tool_calls") or []:
@@ -73,7 +74,7 @@ def answer_text(message: Any, prompt: RenderedPrompt) -> str:
     return _get(message, "content") or ""
 
 
-def tool_calls(message: Any) -> list[dict[str, Any]]:
+def tool_calls(message: object) -> list[dict[str, Any]]:
     """The agent's own tool calls in a message (not rosetta's structured-output tool), as
     ``{"id", "name", "arguments"}``; arguments that are not a JSON object stay as the text sent,
     and a call the provider gave no id gets one from its position."""
@@ -93,7 +94,7 @@ def tool_calls(message: Any) -> list[dict[str, Any]]:
     return calls
 
 
-def answered_in_tool(message: Any, prompt: RenderedPrompt) -> bool:
+def answered_in_tool(message: object, prompt: RenderedPrompt) -> bool:
     """Whether the message holds rosetta's structured-output tool call (the answer, not a request
     for the agent's tools)."""
     return (prompt.structured_output is not None and MECHANISMS[prompt.structured_output].answer_in_tool
@@ -142,7 +143,7 @@ def _first_json(text: str, stripped: str) -> tuple[Any, str | None]:
     return None, "no JSON value found in the answer; reply with a single JSON object"
 
 
-def validate(data: Any, schema: dict[str, Any]) -> list[Issue]:
+def validate(data: object, schema: dict[str, Any]) -> list[Issue]:
     """Every schema violation of ``data``, by path (sorted, so messages are stable), credentials
     redacted; data nested deeper than :data:`MAX_DEPTH` is one issue, not validated."""
     if deeper_than(data, MAX_DEPTH):
@@ -181,14 +182,14 @@ def correction_message(answer: Answer) -> str:
             + "\nReply again with the corrected JSON value only.")
 
 
-def _json_path(parts: Any) -> str:
+def _json_path(parts: Iterable[str | int]) -> str:
     path = "$"
     for part in parts:
         path += f"[{part}]" if isinstance(part, int) else f".{part}"
     return path
 
 
-def _get(value: Any, key: str) -> Any:
+def _get(value: object, key: str) -> Any:
     """Attribute or key access (litellm returns objects; tests and recordings use dicts)."""
     if value is None:
         return None

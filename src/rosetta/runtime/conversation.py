@@ -34,13 +34,14 @@ from rosetta.fileio import encodable
 from rosetta.runtime.options import RunOptions, refuse_set
 from rosetta.runtime.result import OutputT
 from rosetta.runtime.secrets import redact, redact_data
-from rosetta.runtime.stream import Stream
+from rosetta.runtime.stream import AsyncTextRun, Stream, TextRun
 from rosetta.runtime.tools import ToolCall, assistant_turn, pending_calls, result_turns
 
 if TYPE_CHECKING:
     from rosetta.render.prompt import RenderedPrompt
     from rosetta.runtime.result import Result
     from rosetta.runtime.runner import Runner
+    from rosetta.runtime.salvage import AComplete, Complete
 
 FORMAT = 1
 """Version of the saved JSON; bumped when its shape changes."""
@@ -61,10 +62,11 @@ class ConversingAgent(Protocol[OutputT]):
     def check_review(self, options: RunOptions) -> None: ...
 
     def reviewed(self, result: Result[OutputT], inputs: Mapping[str, Any], options: RunOptions, *,
-                 messages: list[dict[str, Any]] | None = None, complete: Any = None) -> Result[OutputT]: ...
+                 messages: list[dict[str, Any]] | None = None, complete: Complete | None = None) -> Result[OutputT]: ...
 
     async def areviewed(self, result: Result[OutputT], inputs: Mapping[str, Any], options: RunOptions, *,
-                        messages: list[dict[str, Any]] | None = None, acomplete: Any = None) -> Result[OutputT]: ...
+                        messages: list[dict[str, Any]] | None = None,
+                        acomplete: AComplete | None = None) -> Result[OutputT]: ...
 
 
 class Conversation(Generic[OutputT]):
@@ -94,8 +96,8 @@ class Conversation(Generic[OutputT]):
 
     # -- turns -------------------------------------------------------------------------------
 
-    def send(self, message: Mapping[str, Any] | str, options: RunOptions | None = None, *, complete: Any = None,
-             **keywords: Any) -> Result[OutputT]:
+    def send(self, message: Mapping[str, Any] | str, options: RunOptions | None = None, *,
+             complete: Complete | None = None, **keywords: Any) -> Result[OutputT]:
         """Take one turn: ``message`` is the agent's inputs, or (after the first turn) free text too.
         ``options`` / keywords replace the conversation's own for this turn (see
         :class:`~rosetta.runtime.options.RunOptions`)."""
@@ -107,7 +109,7 @@ class Conversation(Generic[OutputT]):
         return self._commit(message, inputs, messages, result)
 
     async def asend(self, message: Mapping[str, Any] | str, options: RunOptions | None = None, *,
-                    acomplete: Any = None, **keywords: Any) -> Result[OutputT]:
+                    acomplete: AComplete | None = None, **keywords: Any) -> Result[OutputT]:
         """:meth:`send` for asyncio."""
         opts = self._options(options, keywords)
         inputs, chain, messages = self._prepare(message)
@@ -116,19 +118,20 @@ class Conversation(Generic[OutputT]):
         result = await self.agent.areviewed(result, inputs, opts, messages=messages, acomplete=acomplete)
         return self._commit(message, inputs, messages, result)
 
-    def stream(self, message: Mapping[str, Any] | str, options: RunOptions | None = None, *, complete: Any = None,
-               acomplete: Any = None, **keywords: Any) -> Stream[OutputT]:
+    def stream(self, message: Mapping[str, Any] | str, options: RunOptions | None = None, *,
+               complete: Complete | None = None, acomplete: AComplete | None = None,
+               **keywords: Any) -> Stream[OutputT]:
         """:meth:`send`, streamed: a :class:`~rosetta.runtime.stream.Stream` whose Result is this turn's
         (recorded and added to the conversation once the stream has ended)."""
         opts = self._options(options, keywords)
         inputs, chain, messages = self._prepare(message)
         runner = self.agent.runner
 
-        def start() -> Any:
+        def start() -> TextRun:
             self._record_prompt(chain[0], inputs, messages)
             return runner.text(inputs, chain, opts, complete=complete, messages=messages)
 
-        def astart() -> Any:
+        def astart() -> AsyncTextRun:
             self._record_prompt(chain[0], inputs, messages)
             return runner.atext(inputs, chain, opts, acomplete=acomplete, messages=messages)
 
@@ -143,7 +146,7 @@ class Conversation(Generic[OutputT]):
         return Stream(start, astart, finish, afinish)
 
     def send_tool_results(self, results: Mapping[str, Any], options: RunOptions | None = None, *,
-                          complete: Any = None, **keywords: Any) -> Result[OutputT]:
+                          complete: Complete | None = None, **keywords: Any) -> Result[OutputT]:
         """Answer the tool calls the last turn ended with (``Result.wants_tools``): ``results`` maps
         each call's id to what its tool returned (text, or anything JSON can write; an exception
         is sent as that call's error), and the model goes on from there, as a turn of its own."""
@@ -155,7 +158,7 @@ class Conversation(Generic[OutputT]):
         return self._commit({"tool_results": dict(results)}, {}, messages, result)
 
     async def asend_tool_results(self, results: Mapping[str, Any], options: RunOptions | None = None, *,
-                                 acomplete: Any = None, **keywords: Any) -> Result[OutputT]:
+                                 acomplete: AComplete | None = None, **keywords: Any) -> Result[OutputT]:
         """:meth:`send_tool_results` for asyncio."""
         opts = self._options(options, keywords)
         messages = self._tool_results(results)
@@ -307,7 +310,7 @@ class Conversation(Generic[OutputT]):
         text = prompt.render_for_display(inputs) if messages is None else _readable(messages, prompt)
         write_atomic(self._record_path("prompt.md"), encodable(text if self.raw_transcripts else redact(text)))
 
-    def _record_answer(self, result: Any) -> None:
+    def _record_answer(self, result: Result[OutputT]) -> None:
         if self.record_dir is None:
             return
         from rosetta.fileio import write_atomic
@@ -326,7 +329,7 @@ class Conversation(Generic[OutputT]):
         return self.record_dir / f"turn-{(number or len(self.turns) + 1):03d}-{kind}"
 
 
-def _readable(messages: list[dict[str, Any]], prompt: Any) -> str:
+def _readable(messages: list[dict[str, Any]], prompt: RenderedPrompt) -> str:
     """A conversation as one text block: each message under its role, then the output instructions."""
     parts = [f"=== {str(m['role']).upper()} ===\n{m.get('content') or ''}"
              + "".join(f"\n[calls {call['function']['name']} ({call['id']}) with {call['function']['arguments']}]"
@@ -338,7 +341,7 @@ def _readable(messages: list[dict[str, Any]], prompt: Any) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> object:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:

@@ -7,13 +7,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Generator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rosetta.runtime.invoke import Call, Wait, classify, response_cost
 from rosetta.runtime.limits import GateTimeout
 from rosetta.runtime.stream import Finished
 from rosetta.runtime.tools import RunTools, arun_tools, run_tools
 from rosetta.runtime.tracing import annotate, span, usage_attributes
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+    from rosetta.runtime.salvage import AComplete, Complete
 
 log = logging.getLogger("rosetta.runtime")
 
@@ -23,7 +28,7 @@ Steps = Generator[Call | Wait | RunTools, Any, T]
 """A plan (or a chain of plans over several models): Call, Wait and RunTools steps, then a return value."""
 
 
-def drive(steps: Steps[T], *, complete: Callable[..., Any], sleep: Callable[[float], None] = time.sleep) -> T:
+def drive(steps: Steps[T], *, complete: Complete, sleep: Callable[[float], None] = time.sleep) -> T:
     """Run ``steps`` with blocking calls and sleeps; return what the plan returns."""
     silent = drive_streaming(steps, complete=complete, sleep=sleep, stream=False)
     try:
@@ -36,7 +41,7 @@ def drive(steps: Steps[T], *, complete: Callable[..., Any], sleep: Callable[[flo
         silent.close()  # interrupted (Ctrl-C): end the plan here, not when the collector finds it
 
 
-async def adrive(steps: Steps[T], *, acomplete: Callable[..., Any]) -> T:
+async def adrive(steps: Steps[T], *, acomplete: AComplete) -> T:
     """:func:`drive` for asyncio. A cancelled run closes its plan at once, in its own task, so the
     run's span ends (and its context is detached) where it began, not in whatever context the
     garbage collector later runs in."""
@@ -51,7 +56,7 @@ async def adrive(steps: Steps[T], *, acomplete: Callable[..., Any]) -> T:
     raise AssertionError("a plan's driver ends with Finished")
 
 
-def drive_streaming(steps: Steps[T], *, complete: Callable[..., Any], sleep: Callable[[float], None] = time.sleep,
+def drive_streaming(steps: Steps[T], *, complete: Complete, sleep: Callable[[float], None] = time.sleep,
                     stream: bool = True) -> Generator[str, None, T]:
     """:func:`drive`, streaming the first call: yields its text as it arrives (the same request a
     plain run sends, plus ``stream``), then sends the assembled response back into the plan like
@@ -99,7 +104,7 @@ def drive_streaming(steps: Steps[T], *, complete: Callable[..., Any], sleep: Cal
         steps.close()  # a no-op once the plan returned or raised
 
 
-async def adrive_streaming(steps: Steps[Any], *, acomplete: Callable[..., Any],
+async def adrive_streaming(steps: Steps[Any], *, acomplete: AComplete,
                            stream: bool = True) -> AsyncGenerator[str | Finished, None]:
     """:func:`drive_streaming` for asyncio: yields the first call's text as it arrives, then one
     :class:`~rosetta.runtime.stream.Finished` holding the plan's value."""
@@ -151,14 +156,14 @@ async def adrive_streaming(steps: Steps[Any], *, acomplete: Callable[..., Any],
         steps.close()  # a no-op once the plan returned or raised
 
 
-def _reply(complete: Callable[..., Any], step: Call) -> Any:
+def _reply(complete: Complete, step: Call) -> object:
     try:
         return complete(**step.kwargs)
     except Exception as error:  # litellm raises many classes; classify() sorts them
         return error
 
 
-def _streamed_reply(complete: Callable[..., Any], step: Call) -> Generator[str, None, Any]:
+def _streamed_reply(complete: Complete, step: Call) -> Generator[str, None, Any]:
     """The streamed call's text deltas, then litellm's response assembled from its chunks (None
     when there were none: the plan takes that as an empty response)."""
     from rosetta.local.litellm_offline import import_litellm
@@ -179,7 +184,7 @@ def _streamed_reply(complete: Callable[..., Any], step: Call) -> Generator[str, 
         _close_stream(stream, finished=finished)
 
 
-async def _astreamed_reply(acomplete: Callable[..., Any], step: Call,
+async def _astreamed_reply(acomplete: AComplete, step: Call,
                            collected: list[Any]) -> AsyncGenerator[str, None]:
     """:func:`_streamed_reply` for asyncio: yields the text deltas, and leaves the assembled
     response (or the error) in ``collected``."""
@@ -201,7 +206,7 @@ async def _astreamed_reply(acomplete: Callable[..., Any], step: Call,
         await _aclose_stream(stream, finished=finished)
 
 
-async def _aclose_stream(stream: Any, *, finished: bool) -> None:
+async def _aclose_stream(stream: object, *, finished: bool) -> None:
     """:func:`_close_stream` for an asynchronous stream: the same parts, closed by awaiting their
     ``aclose()`` or ``close()`` (OpenAI's ``AsyncStream.close`` is a coroutine)."""
     import inspect
@@ -222,7 +227,7 @@ async def _aclose_stream(stream: Any, *, finished: bool) -> None:
         log.debug("closing a stream failed: %s", error)
 
 
-def _close_stream(stream: Any, *, finished: bool) -> None:
+def _close_stream(stream: object, *, finished: bool) -> None:
     """Close a stream's HTTP response (or the embedded model's generation) now, whichever way the
     stream ended: finished, failed, or abandoned by its reader.
 
@@ -254,7 +259,7 @@ def _call_attributes(step: Call) -> dict[str, Any]:
             "rosetta.artifact_id": step.artifact}
 
 
-def _annotate_call(current: Any, reply: Any) -> None:
+def _annotate_call(current: Span | None, reply: object) -> None:
     if current is None:
         return
     if isinstance(reply, BaseException):

@@ -14,13 +14,17 @@ post-checks for the caller or a reviewer to act on.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from rosetta.definition.patterns import SEARCH_TIMEOUT_S, PatternTimeout, compile_pattern, search, shown
 from rosetta.definition.yaml_source import format_path
 from rosetta.errors import Location, Problem, UsageError
 from rosetta.runtime.secrets import find_secrets, redact, redact_problems
+
+if TYPE_CHECKING:
+    from rosetta.definition.input_rules import InputRule
+    from rosetta.definition.models import OutputRule
 
 NO_SECRETS = "no_secrets_in_output"
 """The output rule rosetta enforces on every answer, streamed text included."""
@@ -35,7 +39,7 @@ class GuardrailError(UsageError):
         super().__init__(redact_problems(problems))
 
 
-def check_inputs(rules: Any, declared: tuple[str, ...], inputs: Mapping[str, Any], agent: str, *,
+def check_inputs(rules: Iterable[InputRule], declared: tuple[str, ...], inputs: Mapping[str, Any], agent: str, *,
                  source: Source = None) -> None:
     """Raise :class:`GuardrailError` listing every input rule that fails (no model is called).
 
@@ -63,7 +67,7 @@ def check_inputs(rules: Any, declared: tuple[str, ...], inputs: Mapping[str, Any
         raise GuardrailError(problems)
 
 
-def check_message(rules: Any, text: str, agent: str, *, source: Source = None) -> None:
+def check_message(rules: Iterable[InputRule], text: str, agent: str, *, source: Source = None) -> None:
     """A free-text conversation turn: every rule's forbidden pattern applies (field formats do not)."""
     problems: list[Problem] = []
     for index, rule in enumerate(rules):
@@ -74,7 +78,7 @@ def check_message(rules: Any, text: str, agent: str, *, source: Source = None) -
         raise GuardrailError(problems)
 
 
-def _found(rule: Any, index: int, key: str, text: str, subject: str, source: Source,
+def _found(rule: InputRule, index: int, key: str, text: str, subject: str, source: Source,
            problems: list[Problem]) -> bool | None:
     """Whether the rule's ``key`` expression occurs in ``text``; None, with a problem added, when the
     search ran out of time (the input is then refused whichever way the rule points)."""
@@ -133,9 +137,10 @@ def apply_output_rules(rules: tuple[Any, ...] | list[Any], raw: str, *,
     return raw, pending
 
 
-def _apply_pattern(rule: Any, raw: str, pending: list[str]) -> str:
+def _apply_pattern(rule: OutputRule, raw: str, pending: list[str]) -> str:
     """``raw`` with ``rule.pattern`` redacted, or refused (block), or flagged; a search that runs out
     of time refuses the answer (the rule could not be shown to hold)."""
+    assert rule.pattern is not None  # apply_output_rules sends only the rules that have one
 
     marker = f"[REDACTED:{rule.rule}]" if rule.rule else "[REDACTED]"
     try:

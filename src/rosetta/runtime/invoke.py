@@ -374,7 +374,7 @@ def _cut_off(response: Any, kwargs: Mapping[str, Any]) -> Issue | None:
                       "overrides={'max_tokens': ...}")
 
 
-def _unwritable(data: Any) -> list[str]:
+def _unwritable(data: object) -> list[str]:
     """The JSON paths of the strings in ``data`` (keys included) that UTF-8 cannot encode."""
     found, stack = [], [("$", data)]
     while stack:
@@ -400,7 +400,7 @@ def _logprobs(response: Any) -> list[dict[str, Any]] | None:
     return [entry if isinstance(entry, dict) else entry.model_dump() for entry in content]
 
 
-def _unusable(response: Any, prompt: RenderedPrompt) -> Exception | None:
+def _unusable(response: object, prompt: RenderedPrompt) -> Exception | None:
     """Why a response holds no answer to read — no choices, no message, a refusal, an answer the
     content filter withheld, or nothing at all — as the exception whose kind decides what happens
     next; None for a response with an answer (text, structured output or tool calls). The one place
@@ -450,7 +450,7 @@ def _safe_message(error: BaseException) -> str:
     return f"{type(error).__name__}: {text.splitlines()[0] if text else type(error).__name__}"[:300]
 
 
-def _add_usage(total: dict[str, int], response: Any) -> None:
+def _add_usage(total: dict[str, int], response: object) -> None:
     usage = getattr(response, "usage", None)
     for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
         value = getattr(usage, key, None) if usage is not None else None
@@ -458,7 +458,7 @@ def _add_usage(total: dict[str, int], response: Any) -> None:
             total[key] = total.get(key, 0) + value
 
 
-def response_cost(response: Any) -> float:
+def response_cost(response: object) -> float:
     try:
         from rosetta.local.litellm_offline import import_litellm
 

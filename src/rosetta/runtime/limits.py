@@ -28,9 +28,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.settings import Limit
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 class TokenBucket:
@@ -257,7 +260,7 @@ class Gate:
         self.release()
 
 
-def _resolve(future: Any) -> None:
+def _resolve(future: asyncio.Future[None]) -> None:
     if not future.done():  # a cancelled waiter passes the slot on itself (Gate._abandon)
         future.set_result(None)
 

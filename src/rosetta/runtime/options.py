@@ -212,5 +212,5 @@ def _check_params(where: str, params: Mapping[str, Any]) -> None:
                                      hint=f"pass {name}=... itself"))
 
 
-def _refuse(name: str, value: Any, expected: str) -> None:
+def _refuse(name: str, value: object, expected: str) -> None:
     raise UsageError(Problem(f"option {name}: {value!r} is not valid", field=name, expected=expected))

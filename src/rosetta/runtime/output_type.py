@@ -7,9 +7,12 @@ are left to pydantic when an answer is typed (a refusal there is an issue on the
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Location, Problem, UsageError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 def check_output_type(output_type: type, schema: Mapping[str, Any] | None, *, agent: str,
@@ -35,7 +38,7 @@ def check_output_type(output_type: type, schema: Mapping[str, Any] | None, *, ag
         raise UsageError(problems)
 
 
-def disagreements(output_type: Any, schema: Mapping[str, Any]) -> list[tuple[str, str]]:
+def disagreements(output_type: type[BaseModel], schema: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(field, what is wrong) for each way an answer valid under ``schema`` could fail
     ``output_type``'s validation, at the top level."""
     mine = output_type.model_json_schema(mode="validation")
@@ -62,7 +65,7 @@ def disagreements(output_type: Any, schema: Mapping[str, Any]) -> list[tuple[str
     return found
 
 
-def _kinds(node: Any, defs: Mapping[str, Any]) -> tuple[set[str], set[Any] | None]:
+def _kinds(node: object, defs: Mapping[str, Any]) -> tuple[set[str], set[Any] | None]:
     """The JSON types a schema node admits (empty: any) and its enum values (None: any)."""
     if not isinstance(node, Mapping):
         return set(), None
@@ -96,10 +99,10 @@ def _said(types: set[str]) -> str:
     return " or ".join(sorted(types))
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: object) -> str:
     return {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null"}.get(
         type(value), "object" if isinstance(value, dict) else "array")
 
 
-def _hashable(value: Any) -> Any:
+def _hashable(value: object) -> object:
     return repr(value) if isinstance(value, (dict, list)) else value

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from rosetta.errors import RosettaError
+from rosetta.errors import Problem, RosettaError
 from rosetta.runtime.secrets import redact_problems
 
 @dataclass(frozen=True)
@@ -106,8 +106,8 @@ class Result(Generic[OutputT]):
 class ModelCallError(RosettaError):
     """A model could not produce a valid answer; ``attempts`` says what happened each time."""
 
-    def __init__(self, problems: Any, attempts: list[Attempt] | None = None, kind: str = "hard",
-                 missing: tuple[str, ...] = ()) -> None:
+    def __init__(self, problems: Problem | list[Problem] | str, attempts: list[Attempt] | None = None,
+                 kind: str = "hard", missing: tuple[str, ...] = ()) -> None:
         super().__init__(redact_problems(problems))  # they quote provider errors and answers
         self.attempts = list(attempts or [])
         self.kind = kind  # "hard" | "denied" | "credentials" | "transient" | "local" | "context" | "busy" |

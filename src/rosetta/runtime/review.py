@@ -23,10 +23,13 @@ from rosetta.errors import Location, Problem, UsageError
 from rosetta.runtime.rubric import Rubric
 
 if TYPE_CHECKING:
+    from rosetta.definition.models import AgentSpec
     from rosetta.render.prompt import RenderedPrompt
     from rosetta.runtime.options import RunOptions
     from rosetta.runtime.result import Result
     from rosetta.runtime.runner import Runner
+    from rosetta.runtime.salvage import Complete
+    from rosetta.runtime.selector import Selection
 
 JUDGE_AGENT = "rubric-reviewer"
 CREDIT = {"pass": 1.0, "fail": 0.0, "indeterminate": 0.5}
@@ -105,7 +108,7 @@ class Review:
                 "issues": list(self.issues), "suggested_fixes": list(self.suggested_fixes)}
 
 
-def read_review(data: Any, rubric: Rubric, *, valid: bool = True, model: str = "", calls: int = 0) -> Review:
+def read_review(data: object, rubric: Rubric, *, valid: bool = True, model: str = "", calls: int = 0) -> Review:
     """A :class:`Review` from the judge's JSON answer; criteria it left out are indeterminate."""
     given: dict[str, dict[str, Any]] = {}
     if isinstance(data, dict):
@@ -141,14 +144,24 @@ def failed_review(rubric: Rubric, reason: str) -> Review:
                   weights={c.id: c.weight for c in rubric.criteria})
 
 
+class JudgeAgent(Protocol):
+    """What a review needs of its judge (:class:`~rosetta.runtime.agent.Agent` is one): the prompt it
+    picks for a model, and runs (options as keywords). A protocol, so this module never imports the facade."""
+
+    def explain(self, model: str, *, strict: bool | None = None, user_id: object | None = None) -> Selection: ...
+
+    def run(self, inputs: Mapping[str, Any], model: str | None = None, *, complete: Complete | None = None,
+            **keywords: Any) -> Result[Any]: ...
+
+
 class Reviewer:
     """Grades work with a rubric-reviewer agent on ``model`` (thread-safe; counts calls).
 
     ``load_judge`` loads that agent on first use (the project's ``rubric-reviewer``: see
     :func:`rosetta.runtime.agent.judge_reviewer`); ``root`` is named when it cannot be found."""
 
-    def __init__(self, load_judge: Callable[[], Any], model: str, *, root: Path | None = None,
-                 complete: Any = None, connection: Mapping[str, str] | None = None) -> None:
+    def __init__(self, load_judge: Callable[[], JudgeAgent], model: str, *, root: Path | None = None,
+                 complete: Complete | None = None, connection: Mapping[str, str] | None = None) -> None:
         import threading
 
         self.load_judge = load_judge
@@ -157,11 +170,11 @@ class Reviewer:
         self.complete = complete
         self.connection = dict(connection or {})  # the endpoint and key of the call it grades, on the same model
         self.calls = 0
-        self._agent: Any = None
+        self._agent: JudgeAgent | None = None
         self._worst_case: int | None = None
         self._lock = threading.Lock()
 
-    def agent(self) -> Any:
+    def agent(self) -> JudgeAgent:
         if self._agent is None:
             try:
                 self._agent = self.load_judge()
@@ -180,7 +193,7 @@ class Reviewer:
             self._worst_case = 1 + default_validation_retries(self.agent().explain(self.model).prompt)
         return self._worst_case
 
-    def review(self, work: Any, rubric: Rubric | str | Sequence[Any], *, reference: Any = None,
+    def review(self, work: object, rubric: Rubric | str | Sequence[Any], *, reference: object = None,
                context: str = "") -> Review:
         """Grade ``work`` (text or JSON data) against ``rubric``; ``reference`` is a known-good
         answer to compare with, ``context`` what the work was asked to do."""
@@ -217,13 +230,14 @@ class RetriedAgent(Protocol):
     runner: Runner
 
     @property
-    def spec(self) -> Any: ...
+    def spec(self) -> AgentSpec | None: ...
 
     def prompt_for(self, model: str, *, strict: bool | None = None, user_id: object | None = None) -> RenderedPrompt: ...
 
 
 def review_and_retry(agent: RetriedAgent, result: Result[Any], inputs: Mapping[str, Any], rubric: Rubric, options: RunOptions, *,
-                     reviewer: Reviewer, messages: list[dict[str, Any]] | None, complete: Any) -> Result[Any]:
+                     reviewer: Reviewer, messages: list[dict[str, Any]] | None,
+                     complete: Complete | None) -> Result[Any]:
     """Generate → review → retry: grade ``result`` against ``rubric``; on a failed review (and
     ``options.retry_once``), regenerate once on the same model with the reviewer's critique after
     the conversation that produced it (``messages``, default the rendered turn), and grade the new
@@ -244,5 +258,5 @@ def review_and_retry(agent: RetriedAgent, result: Result[Any], inputs: Mapping[s
     return retried
 
 
-def as_text(value: Any) -> str:
+def as_text(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)

@@ -28,7 +28,12 @@ from rosetta.runtime.stream import Finished
 from rosetta.runtime.traffic import Traffic
 
 if TYPE_CHECKING:
-    from rosetta.runtime.result import Attempt, Result
+    from opentelemetry.trace import Span
+    from pydantic import BaseModel
+
+    from rosetta.definition.models import AgentSpec
+    from rosetta.runtime.result import Attempt, ModelCallError, Result
+    from rosetta.runtime.salvage import AComplete, Complete
     from rosetta.runtime.tools import ToolBox
 
 log = logging.getLogger("rosetta.runtime")
@@ -49,8 +54,8 @@ def default_validation_retries(prompt: RenderedPrompt) -> int:
 class _ChainState:
     """What one run has learned so far (kept per call: a Runner serves concurrent calls)."""
 
-    model: Any  # model id → its catalog entry (Runner.model)
-    attempts: list[Any] = field(default_factory=list)
+    model: Callable[[str], CatalogModel]  # model id → its catalog entry (Runner.model)
+    attempts: list[Attempt] = field(default_factory=list)
     failures: list[Problem] = field(default_factory=list)  # one per model of the chain, first to last
     kinds: list[str] = field(default_factory=list)  # how each of them failed ("skipped": too small a window)
     missing: list[str] = field(default_factory=list)  # the unset key variables of models skipped for them
@@ -96,22 +101,22 @@ class Runner:
     ``preferences`` (read when first needed), the project ``root`` and the definition file
     (``source``, named by input-rule errors)."""
 
-    def __init__(self, name: str, selector: Selector, traffic: Traffic, *, spec: Callable[[], Any],
+    def __init__(self, name: str, selector: Selector, traffic: Traffic, *, spec: Callable[[], AgentSpec | None],
                  preferences: Callable[[], list[str]], root: Path, source: Path | None,
                  output_type: type | None = None) -> None:
         self.name, self.selector, self.traffic, self.output_type = name, selector, traffic, output_type
         self._spec, self.preferences, self.root, self.source = spec, preferences, root, source
-        self._models: dict[str, Any] = {}
+        self._models: dict[str, type[BaseModel]] = {}
         self._targets: dict[str, CatalogModel] = {}
 
     @property
-    def spec(self) -> Any:
+    def spec(self) -> AgentSpec | None:
         """The definition's frontmatter (None for an agent known only by its artifacts)."""
         return self._spec()
 
     # -- drivers ---------------------------------------------------------------------------
 
-    def run(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *, complete: Any = None,
+    def run(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *, complete: Complete | None = None,
             messages: list[dict[str, Any]] | None = None) -> Result[Any]:
         """The first model of ``chain`` that answers (blocking)."""
         from rosetta.runtime.drive import drive
@@ -119,14 +124,15 @@ class Runner:
         return drive(self.steps(inputs, chain, options, messages), complete=complete or salvage.completion)
 
     async def arun(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *,
-                   acomplete: Any = None, messages: list[dict[str, Any]] | None = None) -> Result[Any]:
+                   acomplete: AComplete | None = None, messages: list[dict[str, Any]] | None = None) -> Result[Any]:
         """:meth:`run` for asyncio."""
         from rosetta.runtime.drive import adrive
 
         return await adrive(self.steps(inputs, chain, options, messages), acomplete=acomplete or salvage.acompletion)
 
-    def text(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *, complete: Any = None,
-             messages: list[dict[str, Any]] | None = None) -> Generator[str, None, Result[Any]]:
+    def text(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *,
+             complete: Complete | None = None, messages: list[dict[str, Any]] | None = None,
+             ) -> Generator[str, None, Result[Any]]:
         """The first call's text as it arrives, then (as the generator's value) the Result (see
         :func:`~rosetta.runtime.drive.drive_streaming`). Under ``no_secrets_in_output`` the text is
         redacted as it streams, as the Result is (with ``on_secret="fail"`` the Result then raises).
@@ -141,7 +147,7 @@ class Runner:
         return (yield from (_redacted(text) if self._redacts() else text))
 
     async def atext(self, inputs: Mapping[str, Any], chain: list[str], options: RunOptions, *,
-                    acomplete: Any = None, messages: list[dict[str, Any]] | None = None,
+                    acomplete: AComplete | None = None, messages: list[dict[str, Any]] | None = None,
                     ) -> AsyncGenerator[str | Finished, None]:
         """:meth:`text` for asyncio: the text, then one :class:`~rosetta.runtime.stream.Finished`."""
         from rosetta.runtime.drive import adrive, adrive_streaming
@@ -171,7 +177,7 @@ class Runner:
                                         for rule in spec.guardrails.output_rules)
 
     def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], options: RunOptions, *,
-                   complete: Any = None, label: str = "candidate") -> Result[Any]:
+                   complete: Complete | None = None, label: str = "candidate") -> Result[Any]:
         """Answer ``inputs`` with an explicit ``prompt`` on its own model, and no fallback chain:
         the optimizer scores candidates here, so a prompt scores the same at compile time as when
         the runtime later serves it from its artifact."""
@@ -227,7 +233,7 @@ class Runner:
                                      hint="pass model=... or set model_preferences"))
         return chain
 
-    def check_inputs(self, inputs: Mapping[str, Any]) -> Any:
+    def check_inputs(self, inputs: Mapping[str, Any]) -> AgentSpec | None:
         """Apply the agent's input rules (raising GuardrailError); returns its spec."""
         spec = self.spec
         if spec is not None:
@@ -308,7 +314,7 @@ class Runner:
             allowed &= set(spec.capabilities.allowed_tools)
         return ToolBox(schemas, frozenset(allowed), functions, options.max_tool_steps, options.max_tool_errors)
 
-    def finish(self, result: Result[Any], selection: Selection, spec: Any, attempts: list[Attempt],
+    def finish(self, result: Result[Any], selection: Selection, spec: AgentSpec | None, attempts: list[Attempt],
                options: RunOptions) -> Result[Any]:
         """The Result as the caller gets it: earlier attempts first, who answered, output rules
         applied (credentials redacted from every field the model wrote, not only ``raw``), and the
@@ -343,7 +349,7 @@ class Runner:
             self._targets[model_id] = self.selector.target(model_id)
         return self._targets[model_id]
 
-    def output_model(self, selection: Selection) -> Any:
+    def output_model(self, selection: Selection) -> type[BaseModel] | None:
         """The pydantic model typing the selected prompt's answers, once per schema: the agent's
         ``output_type`` (checked against the schema), else one built from the schema."""
         schema = selection.prompt.output_schema
@@ -363,7 +369,7 @@ class Runner:
                 self._models[key] = model_from_schema(schema or {}, name="Output")
         return self._models[key]
 
-    def _record_failure(self, error: Any, selection: Selection, state: _ChainState) -> None:
+    def _record_failure(self, error: ModelCallError, selection: Selection, state: _ChainState) -> None:
         state.attempts += error.attempts
         state.kinds.append(error.kind)
         state.missing += error.missing
@@ -377,7 +383,7 @@ class Runner:
             state.overflow_window = max(state.overflow_window or 0, window)
         log.warning("%s: %s; trying the next model", self.name, error.problems[0].message)
 
-    def _on_invalid(self, result: Any, spec: Any) -> None:
+    def _on_invalid(self, result: Result[Any], spec: AgentSpec | None) -> None:
         from rosetta.runtime.result import ModelCallError
 
         behaviour = spec.guardrails.fallback_behavior.value if spec is not None else "warn_and_retry"
@@ -391,7 +397,7 @@ class Runner:
                     issues, extra={"rosetta_event": INVALID_ANSWER})
 
 
-def _redact_beyond_raw(result: Any, raw: str, on_secret: str, prompt: RenderedPrompt) -> str:
+def _redact_beyond_raw(result: Result[Any], raw: str, on_secret: str, prompt: RenderedPrompt) -> str:
     """Under ``no_secrets_in_output``, the rest of what the model wrote: its tool calls, the
     provider state (reasoning text, thinking blocks) and the decoded answer, where a JSON escape
     (``AKIA\\u0049...``) can hide a key from ``raw``. Redacts them, or raises GuardrailError with
@@ -455,7 +461,7 @@ async def _aredacted(text: AsyncGenerator[str | Finished, None]) -> AsyncGenerat
             yield sent
 
 
-def _traced(current: Any, result: Result[Any]) -> Result[Any]:
+def _traced(current: Span | None, result: Result[Any]) -> Result[Any]:
     """Record a run's outcome on its ``rosetta.run`` span (a no-op without OpenTelemetry)."""
     from rosetta.runtime.tracing import annotate, usage_attributes
 

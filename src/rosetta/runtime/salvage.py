@@ -12,7 +12,7 @@ that are not UTF-8 become U+FFFD, and the attempt says how many (:func:`note`).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 NOTE = "rosetta_note"
@@ -21,15 +21,22 @@ NOTE = "rosetta_note"
 TEXT_PARTS = ("text", "output_text")
 """Content part types that carry the answer's text (Chat Completions, Responses)."""
 
+Complete = Callable[..., Any]
+"""A completion function, called with litellm's keywords: :func:`completion` (the default), or a test's stand-in."""
+AComplete = Callable[..., Coroutine[Any, Any, Any]]
+"""An asynchronous one, :func:`acompletion` or a stand-in: a coroutine function (its calls may run on another loop)."""
+
 
 def completion(**kwargs: Any) -> Any:
     """``litellm.completion(**kwargs)``, or the reply it could not convert."""
     from rosetta.local.litellm_offline import import_litellm
+    from rosetta.third_party import using_litellm
 
     seen: dict[str, Any] = {}
     keeper = _keeper(seen, kwargs.pop("logger_fn", None))
     try:
-        return import_litellm().completion(**kwargs, logger_fn=keeper)
+        with using_litellm():
+            return import_litellm().completion(**kwargs, logger_fn=keeper)
     except Exception as error:
         response = salvaged(error, seen.get("body"))
         if response is None:
@@ -40,11 +47,13 @@ def completion(**kwargs: Any) -> Any:
 async def acompletion(**kwargs: Any) -> Any:
     """:func:`completion` for asyncio (``litellm.acompletion``)."""
     from rosetta.local.litellm_offline import import_litellm
+    from rosetta.third_party import using_litellm
 
     seen: dict[str, Any] = {}
     keeper = _keeper(seen, kwargs.pop("logger_fn", None))
     try:
-        return await import_litellm().acompletion(**kwargs, logger_fn=keeper)
+        with using_litellm():
+            return await import_litellm().acompletion(**kwargs, logger_fn=keeper)
     except Exception as error:
         response = salvaged(error, seen.get("body"))
         if response is None:
@@ -52,13 +61,13 @@ async def acompletion(**kwargs: Any) -> Any:
         return response
 
 
-def note(response: Any) -> str | None:
+def note(response: object) -> str | None:
     """What was repaired to read ``response`` (None for a reply litellm converted itself)."""
     hidden = getattr(response, "_hidden_params", None)
     return hidden.get(NOTE) if isinstance(hidden, Mapping) else None
 
 
-def salvaged(error: BaseException, body: Any) -> Any:
+def salvaged(error: BaseException, body: object) -> Any:
     """The chat completion ``error`` lost, as litellm's ``ModelResponse``: from ``body`` (what
     litellm logged before it failed) or from an undecodable body in the error's chain; None when
     no completion arrived (a timeout, an error status, a body that is not a completion)."""

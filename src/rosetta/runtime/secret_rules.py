@@ -12,10 +12,17 @@ rule starts with (so a rule is searched only from where one has come), and gitle
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from sre_parse import SubPattern
+
+    import regex
+
+T = TypeVar("T")
 
 RULES_FILES = ("secret_rules.toml", "secret_rules_gitleaks.toml")
 """The rule files, in the order their rules are tried: rosetta's own are the more specific."""
@@ -71,15 +78,15 @@ class _Checks:
     lead: Any  # regex.Pattern of the dropped context an allowlist on the match reads, or None
 
 
-class _Lazy:
+class _Lazy(Generic[T]):
     """Each rule's compiled pattern (or checks), made when first needed: most rules never are."""
 
-    def __init__(self, make: Any, count: int) -> None:
+    def __init__(self, make: Callable[[int], T], count: int) -> None:
         self._make = make
         self._made: list[Any] = [_UNMADE] * count
 
-    def __getitem__(self, index: int) -> Any:
-        made = self._made[index]
+    def __getitem__(self, index: int) -> T:
+        made: T = self._made[index]
         if made is _UNMADE:
             made = self._made[index] = self._make(index)
         return made
@@ -93,11 +100,11 @@ class Compiled:
     """The rules compiled, plus what the stream needs to know of them."""
 
     rules: tuple[Rule, ...]
-    each: _Lazy  # regex.Pattern of each rule (one search per rule: each finds its literal start fast)
-    secrets: _Lazy  # each rule's `secret` groups (the first that takes part is redacted)
+    each: _Lazy[regex.Pattern[str]]  # each rule's pattern (one search per rule: each finds its literal start fast)
+    secrets: _Lazy[tuple[int, ...]]  # each rule's `secret` groups (the first that takes part is redacted)
     tails: tuple[Any, ...]  # a run of the rule's tail units, or None
     untils: tuple[Any, ...]
-    checks: _Lazy  # each rule's _Checks, or None
+    checks: _Lazy[_Checks | None]  # each rule's _Checks, or None
     horizon: int  # longest rule match, plus the one character a rule may look past it
     until_horizon: int
     starts: Any  # re.Pattern finding, at each place, the longest literal start there (lower case)
@@ -196,7 +203,7 @@ def _checks(rule: Rule, keyword_id: dict[str, int], shared: dict[str, Any]) -> _
     if rule.entropy is None and not rule.keywords and not rule.allowlists:
         return None
 
-    def compiled(pattern: str) -> Any:
+    def compiled(pattern: str) -> regex.Pattern[str]:
         if pattern not in shared:
             shared[pattern] = regex.compile(pattern)
         return shared[pattern]
@@ -307,15 +314,16 @@ def _fragile(tree: Any) -> bool:
     return walk(list(tree), False)[0]
 
 
-def _parse(pattern: str) -> Any:
+def _parse(pattern: str) -> SubPattern:
     """``pattern`` parsed by ``re`` (which has no public API for it): its widths and literal starts."""
     import re
 
     engine: Any = re
-    return engine._parser.parse(pattern)
+    tree: SubPattern = engine._parser.parse(pattern)
+    return tree
 
 
-def _max_width(tree: Any, rule: str) -> int:
+def _max_width(tree: SubPattern, rule: str) -> int:
     """The longest text the parsed pattern ``tree`` can match (the rules file promises a bound)."""
     import re
 

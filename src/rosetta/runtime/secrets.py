@@ -18,10 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Problem
 from rosetta.runtime.secret_rules import CONTEXT, LITERAL, LOWER, Compiled, Rule, compiled_rules, rules, shannon_entropy
+
+if TYPE_CHECKING:
+    import regex
 
 __all__ = ["Rule", "SecretStream", "find_secrets", "find_secrets_in", "redact", "redact_data", "redact_problems",
            "rules", "shannon_entropy", "strings"]
@@ -38,7 +41,7 @@ def redact(text: str) -> str:
     return SecretStream().flush_text(text)
 
 
-def strings(value: Any) -> Iterator[str]:
+def strings(value: object) -> Iterator[str]:
     """Every string in JSON-like ``value``, mapping keys included."""
     if isinstance(value, str):
         yield value
@@ -51,12 +54,12 @@ def strings(value: Any) -> Iterator[str]:
             yield from strings(item)
 
 
-def find_secrets_in(value: Any) -> list[str]:
+def find_secrets_in(value: object) -> list[str]:
     """The kinds of credentials found in any string of JSON-like ``value``."""
     return list(dict.fromkeys(kind for text in strings(value) for kind in find_secrets(text)))
 
 
-def redact_data(value: Any) -> Any:
+def redact_data(value: object) -> Any:
     """JSON-like ``value`` with every string in it redacted, mapping keys included."""
     if isinstance(value, str):
         return redact(value)
@@ -266,7 +269,7 @@ class SecretStream:
             del found[index]
 
     @staticmethod
-    def _covers(compiled: Compiled, index: int, match: Any, text: str, start: int, end: int) -> bool:
+    def _covers(compiled: Compiled, index: int, match: regex.Match[str], text: str, start: int, end: int) -> bool:
         """Whether rule ``index``'s ``match`` redacts ``text[start:end]``: its secret does, with
         the rest its ``tail`` takes."""
         _, _, match_end, secret_start, secret_end = _span(compiled, index, match, 0)
@@ -312,7 +315,7 @@ class SecretStream:
             self._resume[index] = self._base + first[0]  # nothing can start before it: search from there
         return first
 
-    def _first_from(self, compiled: Compiled, index: int, pattern: Any, text: str, start: int, at: int,
+    def _first_from(self, compiled: Compiled, index: int, pattern: regex.Pattern[str], text: str, start: int, at: int,
                     final: bool, hold: int | None) -> tuple[int, Any] | None:
         """:meth:`_first`, given the rule's pattern and where a fragile rule waits (``hold``)."""
         while True:
@@ -351,7 +354,7 @@ class SecretStream:
         places = [place for place in (lowered.find(literal) for literal in literals) if place >= 0]
         return begin + min(places) if places else None
 
-    def _accepts(self, compiled: Compiled, index: int, match: Any, text: str, offset: int) -> bool:
+    def _accepts(self, compiled: Compiled, index: int, match: regex.Match[str], text: str, offset: int) -> bool:
         """Whether rule ``index``'s checks take ``match`` (of ``text``, which starts ``offset`` into
         the stream's text) for a credential: one of its keywords has come by the match's end, the
         secret's entropy is above the rule's, and no allowlist allows it."""
@@ -415,7 +418,7 @@ def _before(first: tuple[int, Any], best: tuple[int, int, Any]) -> bool:
     return bool(first[1].end() > best[2].end())
 
 
-def _span(compiled: Compiled, index: int, match: Any, offset: int) -> Span:
+def _span(compiled: Compiled, index: int, match: regex.Match[str], offset: int) -> Span:
     """(rule, start, end, start and end of what is redacted) of a rule's ``match``, ``offset`` on:
     the first of its `secret` groups that takes part, or the whole match."""
     group = next((n for n in compiled.secrets[index] if match.start(n) >= 0), 0)

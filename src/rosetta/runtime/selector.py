@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Location, Problem, RolloutError, UsageError
 from rosetta.providers.catalog import catalog_for
@@ -38,6 +38,9 @@ from rosetta.store.artifact import Artifact, ArtifactError
 from rosetta.store.lookup import Shelf
 from rosetta.store.routing import Route
 from rosetta.store.versions import short_id
+
+if TYPE_CHECKING:
+    from rosetta.store.routing import Pins
 
 log = logging.getLogger("rosetta.runtime")
 
@@ -218,8 +221,9 @@ class Selector:
         log.warning("%s on %s: %s", self.name, model, reason)
 
 
-def _pinned_route(target: CatalogModel, pins: Any) -> Route:
+def _pinned_route(target: CatalogModel, pins: Pins) -> Route:
     """The route a rollout file pins: its active version, and an experiment's two arms if one runs."""
+    assert pins.active is not None  # the caller routes by pins that have an active version only
     served, path = pins.active
     reason = f"version {short_id(served.content_sha256)} is active in {pins.file.name}"
     if pins.current not in (None, served.content_sha256) and (

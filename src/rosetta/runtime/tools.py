@@ -16,14 +16,16 @@ import asyncio
 import inspect
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from rosetta.runtime.result import Result
+
+T = TypeVar("T")
 
 RESULT_CHARS = 100_000
 """The most of one tool result sent back to the model (a longer one is cut, saying so)."""
@@ -161,7 +163,7 @@ async def _arun(function: Callable[..., Any], call: ToolCall) -> ToolCall:
     return replace(call, result=value, ran=True)
 
 
-async def _awaited(value: Any) -> Any:
+async def _awaited(value: Awaitable[T]) -> T:
     return await value
 
 

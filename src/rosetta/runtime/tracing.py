@@ -10,12 +10,15 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-_tracer: list[Any] = []  # [] until looked up, then [tracer or None]
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span, Tracer
+
+_tracer: list[Tracer | None] = []  # [] until looked up, then [tracer or None]
 
 
-def _get_tracer() -> Any:
+def _get_tracer() -> Tracer | None:
     if not _tracer:
         try:
             present = importlib.util.find_spec("opentelemetry.trace") is not None
@@ -33,7 +36,7 @@ def _get_tracer() -> Any:
 
 
 @contextmanager
-def span(name: str, **attributes: Any) -> Iterator[Any]:
+def span(name: str, **attributes: Any) -> Iterator[Span | None]:
     """A span named ``name``, current while the block runs (``None`` without OpenTelemetry or when
     nothing records it); ``None`` attributes are left out.
 
@@ -78,15 +81,15 @@ def _owner() -> tuple[int, int | None]:
     return threading.get_ident(), None if task is None else id(task)
 
 
-def annotate(current: Any, **attributes: Any) -> None:
+def annotate(current: Span | None, **attributes: Any) -> None:
     """Add attributes known only after the work (tokens, cost, outcome) to a span from :func:`span`."""
     if current is not None:
         current.set_attributes(_clean(attributes))
 
 
-def usage_attributes(usage: Any, cost: float | None) -> dict[str, Any]:
+def usage_attributes(usage: object, cost: float | None) -> dict[str, Any]:
     """Token counts and cost in the attribute names the GenAI conventions use."""
-    def get(key: str) -> Any:
+    def get(key: str) -> object:
         return usage.get(key) if isinstance(usage, dict) else getattr(usage, key, None)
 
     return {"gen_ai.usage.input_tokens": get("prompt_tokens"), "gen_ai.usage.output_tokens": get("completion_tokens"),

@@ -1,6 +1,6 @@
 """How each behavioral criterion is decided from the verdicts on single runs.
 
-Every run carries :class:`~rosetta.verify.report.Check` verdicts, by rules (schema validation,
+Every run carries :class:`~rosetta.verify.findings.Check` verdicts, by rules (schema validation,
 tool-argument validation, guardrail refusals) or by the judge (binary rubric criteria). A criterion
 fails when any of its checks fails, passes when all pass, and is indeterminate otherwise: an
 indeterminate verdict never fails a criterion on its own. A criterion with nothing to check on an
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rosetta.verify.report import CRITERIA, CaseRun, Check, CriterionResult
+from rosetta.verify.findings import CRITERIA, CaseRun, Check, CriterionResult
 
 if TYPE_CHECKING:
     from rosetta.parts import ToolSpec

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rosetta.verify.report import CRITERIA, ModelResult, VerifyReport
+from rosetta.verify.findings import CRITERIA, ModelResult, VerifyReport
 
 _COLOURS = {"pass": "#1a7f37", "fail": "#cf222e", "indeterminate": "#9a6700", "n/a": "#6e7781"}
 

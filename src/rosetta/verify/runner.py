@@ -43,7 +43,7 @@ from rosetta.errors import RosettaError
 from rosetta.runtime.options import RunOptions
 from rosetta.verify import criteria as rules
 from rosetta.verify.cases import Case, NothingToVerify, adversarial_cases, example_cases
-from rosetta.verify.report import AgentResult, CaseRun, Check, CriterionResult, ModelResult, VerifyReport
+from rosetta.verify.findings import AgentResult, CaseRun, Check, CriterionResult, ModelResult, VerifyReport
 
 
 @dataclass(frozen=True)
