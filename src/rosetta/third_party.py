@@ -16,6 +16,7 @@ datasets settings (and its environment) outside rosetta's calls.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -49,6 +50,9 @@ def _environment(values: Mapping[str, str]) -> Iterator[None]:
 
 def import_litellm() -> ModuleType:
     """litellm (≈3 s and 170 MB the first time), its model map read from its bundled copy."""
+    loaded = sys.modules.get("litellm")
+    if loaded is not None and not getattr(loaded.__spec__, "_initializing", False):  # after the first: as it is
+        return loaded
     with _lock, _environment(LITELLM_IMPORT_ENVIRONMENT):
         import litellm
     return litellm
