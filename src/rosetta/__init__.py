@@ -35,6 +35,8 @@ _LAZY = {
     "RunOptions": "rosetta.runtime.options",
     "Stream": "rosetta.runtime.stream",
     "ModelCallError": "rosetta.runtime.result",
+    "ErrorKind": "rosetta.providers.policy",
+    "Outcome": "rosetta.runtime.result",
     "GuardrailError": "rosetta.runtime.guardrails",
     "Conversation": "rosetta.runtime.conversation",
     "Selection": "rosetta.runtime.selector",
@@ -43,9 +45,10 @@ _LAZY = {
 
 __all__ = [  # written out: type checkers read a literal list (tests/test_import.py checks it against _LAZY)
     "Agent", "AgentDefinition", "AgentSpec", "Attempt", "ConfigError", "Conversation", "DefinitionError",
-    "GuardrailError", "Location", "ModelCallError", "Problem", "Result", "RetryPolicy", "RosettaError", "RunOptions",
-    "Selection", "Settings", "Stream", "UsageError", "__version__", "discover_definitions", "file_reader",
-    "from_dspy", "load", "load_definition", "load_directory", "load_settings", "record_outcome",
+    "ErrorKind", "GuardrailError", "Location", "ModelCallError", "Outcome", "Problem", "Result", "RetryPolicy",
+    "RosettaError", "RunOptions", "Selection", "Settings", "Stream", "UsageError", "__version__",
+    "discover_definitions", "file_reader", "from_dspy", "load", "load_definition", "load_directory",
+    "load_settings", "record_outcome",
 ]
 
 if TYPE_CHECKING:
@@ -58,7 +61,8 @@ if TYPE_CHECKING:
     from rosetta.rollout.outcomes import record_outcome
     from rosetta.runtime.conversation import Conversation
     from rosetta.runtime.guardrails import GuardrailError
-    from rosetta.runtime.result import Attempt, ModelCallError, Result, RetryPolicy
+    from rosetta.providers.policy import ErrorKind
+    from rosetta.runtime.result import Attempt, ModelCallError, Outcome, Result, RetryPolicy
     from rosetta.runtime.options import RunOptions
     from rosetta.runtime.selector import Selection
     from rosetta.runtime.stream import Stream

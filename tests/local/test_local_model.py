@@ -505,3 +505,28 @@ def test_a_missing_extra_says_what_to_install(tmp_path: Path, missing: str, mode
     assert expected in result.stdout, result.stdout + result.stderr
     if missing != "llama_cpp":
         assert "pip install 'rosetta-prompts[local]'" in result.stdout
+
+
+def test_an_agents_own_project_settings_reach_its_local_calls_from_any_directory(
+        tmp_path: Path, gguf: Path, monkeypatch: pytest.MonkeyPatch):
+    """Issue 84: the weights a ``local/`` name means, the cache and the threads are the agent's
+    project's (carried with the call), not those of the directory the process stands in."""
+    from rosetta.runtime.agent import load
+    from rosetta.runtime.result import paid_calls
+
+    project = tmp_path / "project"
+    (project / "signatures").mkdir(parents=True)
+    shutil.copy(REPO / "signatures" / "question-type.md", project / "signatures")
+    (project / "pyproject.toml").write_text(
+        f'[project]\nname = "p"\n[tool.rosetta]\nlocal_threads = 1\n[tool.rosetta.local_models]\ntiny = "{gguf}"\n',
+        encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "pyproject.toml").write_text("[project]\nname = 'other'\n", encoding="utf-8")
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("ROSETTA_ROOT", raising=False)
+    with pytest.raises(litellm.BadRequestError, match="unknown local model 'local/tiny'"):
+        ask("Hello", model="local/tiny")  # a direct litellm call reads the working directory's project
+    result = load("question-type", project=project).run({"question": "Who wrote Hamlet?"}, "local/tiny",
+                                                        fallbacks=[], overrides={"max_tokens": 8})
+    assert result.model == "local/tiny" and paid_calls(result.attempts) == len(result.attempts)  # all answered

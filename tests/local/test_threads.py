@@ -25,20 +25,26 @@ def test_the_default_is_the_free_cpus_and_fewer_on_a_busy_machine(cpus, load, ex
     assert default_threads(cpus, load) == expected
 
 
-def test_the_setting_wins_and_the_default_reads_this_process_cpus_and_the_load(monkeypatch, tmp_path):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("ROSETTA_ROOT", str(tmp_path))
+def test_the_setting_wins_and_the_default_reads_this_process_cpus_and_the_load(monkeypatch):
     monkeypatch.setattr(threads, "available_cpus", lambda: 8)
     monkeypatch.setattr(threads, "current_load", lambda: 1.0)
-    monkeypatch.delenv("ROSETTA_LOCAL_THREADS", raising=False)
-    assert threads.thread_count() == 7
+    assert threads.thread_count(None) == 7
     monkeypatch.setattr(threads, "current_load", lambda: 7.0)
-    assert threads.thread_count() == 1
-    monkeypatch.setenv("ROSETTA_LOCAL_THREADS", "6")  # explicit: taken as given, busy or not
-    assert threads.thread_count() == 6
-    monkeypatch.delenv("ROSETTA_LOCAL_THREADS")
+    assert threads.thread_count(None) == 1
+    assert threads.thread_count(6) == 6  # the project's local_threads: taken as given, busy or not
+
+
+def test_the_setting_is_the_projects_wherever_the_process_stands(monkeypatch, tmp_path):
+    from rosetta.local.project import LocalSettings
+    from rosetta.settings import load_settings
+
     (tmp_path / "pyproject.toml").write_text("[tool.rosetta]\nlocal_threads = 3\n")
-    assert threads.thread_count() == 3
+    monkeypatch.delenv("ROSETTA_LOCAL_THREADS", raising=False)
+    monkeypatch.delenv("ROSETTA_ROOT", raising=False)
+    carried = LocalSettings.of(load_settings(tmp_path)).metadata({"trace": "t"})
+    assert carried["trace"] == "t" and LocalSettings.of_call({"litellm_params": {"metadata": carried}}).local_threads == 3
+    monkeypatch.setenv("ROSETTA_LOCAL_THREADS", "6")  # the environment wins over the project's file
+    assert LocalSettings.of(load_settings(tmp_path)).local_threads == 6
 
 
 def test_the_cpus_counted_are_those_this_process_may_use(monkeypatch):

@@ -22,7 +22,7 @@ from conftest import make_project
 from fault_server import FaultServer
 
 from rosetta.local.litellm_offline import import_litellm
-from rosetta.providers.credentials import MissingCredentials, check_credentials
+from rosetta.providers.credentials import MissingCredentials, check_credentials, credential_variables
 from rosetta.runtime.agent import load
 from rosetta.runtime.drive import drive
 from rosetta.runtime.invoke import classify, plan
@@ -240,6 +240,7 @@ def test_the_sdk_errors_are_classified_from_the_cause_chain():
 def test_a_key_based_host_is_refused_naming_its_variables(model, missing):
     found = check_credentials(model)
     assert found.refused and found.missing == missing
+    assert credential_variables(model) == missing  # what metering reads, asked without this environment
     assert not check_credentials(model, {"model": model, "api_key": "k"}).refused
     assert not check_credentials(model, {"model": model, "mock_response": "hi"}).refused
 

@@ -535,3 +535,15 @@ def test_two_projects_in_one_process_keep_their_own_limits_and_health(tmp_path):
     for _ in range(HealthPolicy().min_calls):
         first.traffic.health.record(endpoint, failed=True)
     assert first.traffic.health.cooling(endpoint) > 900 and second.traffic.health.cooling(endpoint) == 0.0
+
+
+def test_metering_follows_the_variable_litellm_reads_not_a_guessed_one(monkeypatch):
+    """together_ai reads $TOGETHERAI_API_KEY (not TOGETHER_AI_API_KEY), Gemini either of two: two
+    keys in those variables are two budgets."""
+    for model, variable in (("together_ai/meta-llama/Llama-3-8b", "TOGETHERAI_API_KEY"),
+                            ("gemini/gemini-2.5-pro", "GEMINI_API_KEY")):
+        monkeypatch.setenv(variable, "key-one-0123456789")
+        first = credential_key({"model": model})
+        monkeypatch.setenv(variable, "key-two-0123456789")
+        second = credential_key({"model": model})
+        assert first != second and not first.endswith("#-") and "key-" not in first + second, model

@@ -64,14 +64,16 @@ def doctor(ctx: typer.Context, probe: Annotated[list[str] | None, typer.Option(
     local = importlib.util.find_spec("llama_cpp") is not None
     out.print("local model runtime (llama-cpp-python): " + ("[green]installed[/green]" if local else
                                                           "[yellow]not installed[/yellow] (local/ models unavailable)"))
+    from rosetta.local.project import LocalSettings
     from rosetta.local.threads import thread_count
     from rosetta.local.weights import catalog_models, resolve
 
-    out.print(f"  threads per model: {thread_count()} " + escape("(set local_threads in [tool.rosetta] or "
+    local_settings = LocalSettings.of(settings)
+    out.print(f"  threads per model: {thread_count(settings.local_threads)} " + escape("(set local_threads in [tool.rosetta] or "
               "ROSETTA_LOCAL_THREADS; one per process when several share the CPUs)"))
     for model in catalog_models():  # assembles the weights into the cache on first use, then checks them
         try:
-            out.print(f"  {model.id}: [green]weights ok[/green] (sha256 pinned) {escape(str(resolve(model.id).path))}")
+            out.print(f"  {model.id}: [green]weights ok[/green] (sha256 pinned) {escape(str(resolve(model.id, local_settings).path))}")
         except RosettaError as exc:
             out.print(f"  {model.id}: [yellow]weights unavailable[/yellow] {escape(str(exc))}")
     _retiring_artifacts(settings.compiled_dir)

@@ -126,7 +126,7 @@ def _new_model(local: LocalModel, lock: threading.Lock) -> Loaded:
 def new_context(local: LocalModel) -> Any:
     """A llama.cpp context over ``local``'s weights (mapped, so a second one shares them)."""
     llama_cpp = llama_cpp_module(local.id)
-    threads = thread_count()
+    threads = thread_count(local.threads)
     n_ctx = min(local.context_window or CONTEXT_TOKENS, CONTEXT_TOKENS)
     try:
         return llama_cpp.Llama(model_path=str(local.path), n_ctx=n_ctx, n_batch=BATCH, n_ubatch=BATCH,

@@ -46,6 +46,7 @@ from rosetta.errors import Problem, RosettaError, UsageError  # noqa: E402
 from rosetta.local.decoder import ODDS_TOKENS, Piece, Request, TokenOdds, generate  # noqa: E402
 from rosetta.local.grammar import GrammarGate, answer_format, json_grammar  # noqa: E402
 from rosetta.local.models import PROVIDER, hard, load_model  # noqa: E402
+from rosetta.local.project import LocalSettings  # noqa: E402
 from rosetta.local.tool_calls import as_text, read_reply, tool_turns  # noqa: E402
 from rosetta.local.weights import catalog_models, resolve  # noqa: E402
 from rosetta.providers.kinds import ANSWER_CUE  # noqa: E402
@@ -139,7 +140,8 @@ def _errors_as_litellm(function: Callable[..., Any]) -> Callable[..., Any]:
 @_errors_as_litellm
 def _prepare(kwargs: dict[str, Any]) -> Request:
     """Resolve the model, load it, build the prompt and check every parameter."""
-    local = resolve(f"{PROVIDER}/{kwargs['model']}")  # litellm passes the name without its provider
+    local = resolve(f"{PROVIDER}/{kwargs['model']}", LocalSettings.of_call(kwargs))  # the name comes without
+    # its provider; the project's settings with the call (the runtime's), else the working directory's
     model = local.id
     params: Mapping[str, Any] = kwargs.get("optional_params") or {}
     if (params.get("n") or 1) != 1:

@@ -7,24 +7,28 @@ import functools
 import hashlib
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rosetta.local.project import LocalSettings
 
 PACKAGE = Path(__file__).resolve().parent
 """The embedded engine's package: every module in it counts, found by listing it (see :data:`NEUTRAL`)."""
-NEUTRAL = ("__init__.py", "litellm_offline.py", "revision.py", "threads.py", "weights.py")
+NEUTRAL = ("__init__.py", "litellm_offline.py", "project.py", "revision.py", "threads.py", "weights.py")
 """Its modules that take no part in deciding an answer: the package's docstring, registering the
-provider, this digest, the thread count (it changes only the speed) and finding the weights (they
-count by their sha256, not by the code that finds them)."""
+provider, the project settings a call carries, this digest, the thread count (it changes only the
+speed) and finding the weights (they count by their sha256, not by the code that finds them)."""
 
 
-def answerer_revision(model: str) -> str:
+def answerer_revision(model: str, settings: LocalSettings | None = None) -> str:
     """What decides ``model``'s answer besides the request: the engine's code, the llama.cpp build and
-    the model's weights for ``local/`` models; empty for hosted ones (their revision is not visible
-    to us)."""
+    the model's weights (under the project's ``settings``: default, the working directory's) for
+    ``local/`` models; empty for hosted ones (their revision is not visible to us)."""
     if not model.startswith("local/"):
         return ""
     from rosetta.local.weights import weights_sha256
 
-    return hashlib.sha256(f"{engine_revision()}\0{weights_sha256(model)}".encode()).hexdigest()
+    return hashlib.sha256(f"{engine_revision()}\0{weights_sha256(model, settings)}".encode()).hexdigest()
 
 
 def answerer_build(model: str) -> str:

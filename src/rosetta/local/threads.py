@@ -28,14 +28,12 @@ _slow_said: set[str] = set()  # models whose slowness was already explained in t
 _lock = threading.Lock()
 
 
-def thread_count() -> int:
-    """CPU threads per llama.cpp context: ``local_threads`` ([tool.rosetta] or ROSETTA_LOCAL_THREADS)
-    when set, else :func:`default_threads` of the CPUs this process may run on and the machine's
-    load now."""
-    from rosetta.settings import load_settings
-
+def thread_count(configured: int | None) -> int:
+    """CPU threads per llama.cpp context: the project's ``local_threads`` ([tool.rosetta] or
+    ROSETTA_LOCAL_THREADS, ``configured``) when set, else :func:`default_threads` of the CPUs this
+    process may run on and the machine's load now."""
     global _chosen
-    _chosen = load_settings().local_threads or default_threads(available_cpus(), current_load())
+    _chosen = configured or default_threads(available_cpus(), current_load())
     return _chosen
 
 

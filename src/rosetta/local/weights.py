@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rosetta.errors import Problem, UsageError
+from rosetta.local.project import LocalSettings
 
 if TYPE_CHECKING:
     from rosetta.providers.model_entries import CatalogModel, Weights
@@ -46,6 +47,7 @@ class LocalModel:
     prompt_style: str | None = None  # "completion" | "chat" when the catalog says so
     context_window: int | None = None
     max_output: int | None = None
+    threads: int | None = None  # the project's local_threads (None: chosen by the machine's CPUs and load)
 
 
 _verified: set[tuple[str, int, int]] = set()
@@ -53,19 +55,21 @@ _hashed: dict[tuple[str, int, int], str] = {}  # a GGUF named by path: its sha25
 _verify_lock = threading.Lock()
 
 
-def resolve(name: str) -> LocalModel:
-    """The model ``local/<name>`` means (one ``local/`` prefix is optional); a UsageError when there is none."""
+def resolve(name: str, settings: LocalSettings | None = None) -> LocalModel:
+    """The model ``local/<name>`` means (one ``local/`` prefix is optional) under the project's
+    ``settings`` (default: the working directory's); a UsageError when there is none."""
+    settings = settings or LocalSettings.here()
     bare = _bare(name)
     if bare.lower().endswith(".gguf"):
-        return LocalModel(PREFIX + bare, _existing_gguf(Path(bare).expanduser().absolute(), field="model"))
-    catalog = _catalog_model(bare)
+        return LocalModel(PREFIX + bare, _existing_gguf(Path(bare).expanduser().absolute(), field="model"),
+                          threads=settings.local_threads)
+    catalog = _catalog_model(bare, settings)
     if catalog is not None:
         return catalog
-    from rosetta.settings import load_settings
-
-    configured = load_settings().local_models
+    configured = settings.local_models
     if bare in configured:
-        return LocalModel(PREFIX + bare, _existing_gguf(configured[bare], field=f"local_models.{bare}"))
+        return LocalModel(PREFIX + bare, _existing_gguf(configured[bare], field=f"local_models.{bare}"),
+                          threads=settings.local_threads)
     known = sorted({m.id for m in catalog_models()} | {PREFIX + n for n in configured})
     raise UsageError(Problem(
         f"unknown local model {PREFIX + bare!r}",
@@ -75,9 +79,9 @@ def resolve(name: str) -> LocalModel:
     ))
 
 
-def model_path(name: str) -> Path:
+def model_path(name: str, settings: LocalSettings | None = None) -> Path:
     """The verified GGUF file behind ``local/<name>`` (assembled into the cache on first use)."""
-    return resolve(name).path
+    return resolve(name, settings).path
 
 
 def prompt_style(model: LocalModel, metadata: Mapping[str, str]) -> str:
@@ -94,13 +98,14 @@ def catalog_models() -> list[CatalogModel]:
     return [m for m in load_catalog().models if m.provider == "local" and m.weights is not None]
 
 
-def _catalog_model(bare: str) -> LocalModel | None:
+def _catalog_model(bare: str, settings: LocalSettings) -> LocalModel | None:
     """The catalog entry for ``bare`` (id or alias), only if it is a local model with weights."""
     for model in catalog_models():
         if _named(model, bare):
             assert model.weights is not None  # catalog_models keeps only models with weights
-            path = _weights_file(model.weights)
-            return LocalModel(PREFIX + bare, path, model.prompt_style, model.context_window, model.max_output)
+            path = _weights_file(model.weights, settings.cache_dir)
+            return LocalModel(PREFIX + bare, path, model.prompt_style, model.context_window, model.max_output,
+                              settings.local_threads)
     return None
 
 
@@ -115,11 +120,9 @@ def _named(model: CatalogModel, bare: str) -> bool:
     return bare.lower() in (model.name.lower(), *(alias.lower() for alias in model.aliases))
 
 
-def _weights_file(weights: Weights) -> Path:
+def _weights_file(weights: Weights, cache_dir: Path) -> Path:
     """``<cache_dir>/models/<file>``, assembled if missing, always matching the pinned sha256."""
-    from rosetta.settings import load_settings
-
-    target = load_settings().cache_dir / "models" / weights.file
+    target = cache_dir / "models" / weights.file
     if not target.exists():
         _assemble(weights, target)
     _verify(target, weights)
@@ -144,7 +147,7 @@ def _verify(path: Path, weights: Weights) -> None:
         _verified.add(key)
 
 
-def weights_sha256(name: str) -> str:
+def weights_sha256(name: str, settings: LocalSettings | None = None) -> str:
     """The sha256 of the weights ``local/<name>`` runs: the catalog's pin for a catalog model (no file
     is read), else the file's own (hashed once per process)."""
     bare = _bare(name)
@@ -152,7 +155,7 @@ def weights_sha256(name: str) -> str:
         if _named(model, bare):
             assert model.weights is not None  # catalog_models keeps only models with weights
             return model.weights.sha256
-    path = resolve(name).path
+    path = resolve(name, settings).path
     stat = path.stat()
     key = (str(path), stat.st_size, stat.st_mtime_ns)
     with _verify_lock:

@@ -29,6 +29,7 @@ from rosetta.errors import RosettaError
 from rosetta.optimize.cache import Answer, EvalCache, example_key, prompt_key
 from rosetta.optimize.label_odds import TOP_LOGPROBS, LabelField, label_probability
 from rosetta.optimize.metrics import Metric
+from rosetta.providers.policy import ErrorKind
 from rosetta.runtime.runner import default_validation_retries
 
 if TYPE_CHECKING:
@@ -69,6 +70,10 @@ class BudgetExhausted(Exception):
 class HeldBack(BudgetExhausted):
     """Raised before a call that would spend what the race keeps for its later rungs: this rung's
     remaining candidates stop, the leaders' rungs still run."""
+
+
+_NOT_THE_PROMPTS = frozenset({ErrorKind.TRANSIENT, ErrorKind.UNAVAILABLE, ErrorKind.EXHAUSTED, ErrorKind.CREDENTIALS})
+"""Failures that say nothing of the prompt: the search stops rather than score it 0."""
 
 
 @dataclass
@@ -260,19 +265,19 @@ class Evaluator:
         return answer
 
     def _call(self, prompt: RenderedPrompt, example: Example, options: dict[str, Any]) -> Answer:
-        from rosetta.runtime.result import ANSWERED, ModelCallError
+        from rosetta.runtime.result import ModelCallError, paid_calls
 
         try:
             result = self.agent.run_prompt(prompt, example.inputs, complete=self.complete, extra=options,
                                            label=self.call_label)
         except ModelCallError as error:
-            calls = sum(1 for a in error.attempts if a.outcome in ANSWERED)
-            if error.kind in ("transient", "unavailable", "exhausted", "credentials") or not error.attempts:
+            calls = paid_calls(error.attempts)
+            if error.kind in _NOT_THE_PROMPTS or not error.attempts:
                 raise  # not the prompt's fault: stop rather than score the prompt 0
             return Answer(None, "", False, max(calls, 1), 0.0, error=str(error.problems[0].message))
         except RosettaError as error:  # an input guardrail refused the example
             return Answer(None, "", False, 0, 0.0, error=str(error.problems[0].message))
-        calls = sum(1 for a in result.attempts if a.outcome in ANSWERED)
+        calls = paid_calls(result.attempts)
         odds: dict[str, float] | None = None
         if "logprobs" in options and self.label is not None and result.logprobs:
             found = {label: label_probability(result.logprobs, self.label, label) for label in self.label.labels}

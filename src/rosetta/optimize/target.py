@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Location, Problem, UsageError
+from rosetta.local.project import LocalSettings
 from rosetta.local.revision import answerer_build, answerer_revision
 from rosetta.optimize.budget import CallPlan, call_plan
 from rosetta.optimize.context import Context, load_context
@@ -120,7 +121,7 @@ def optimize(request: OptimizeRequest, *, settings: Settings,
         report.cost_usd = _cost_estimate(context, unoptimized, most)
         report.notes.extend([context.data.summary(), *plan.notes])
         return report
-    answerer = answerer_revision(model.id)  # a new decoder build makes recorded scores and trials stale
+    answerer = answerer_revision(model.id, LocalSettings.of(settings))  # a new decoder build: recorded scores stale
     if not request.force and not search.worker and _optimized_already(path, inputs_sha, identity, answerer):
         report.status = "up to date"
         return report
@@ -390,7 +391,7 @@ def _scores(outcome: SearchOutcome, context: Context) -> dict[str, Any]:
         scores["baseline_test"] = rounded(outcome.baseline_test)
     if not outcome.prompt.sampling_params:  # the model cannot decode greedily: an estimate, not a constant
         scores.update({"decoding": "sampled", "repeats": outcome.test_draws})
-    revision = answerer_revision(context.model.id)
+    revision = answerer_revision(context.model.id, LocalSettings.of(context.settings))
     if revision:  # the embedded model: which decoder build gave the scored answers
         scores["answerer_sha256"] = revision
         scores["answerer_build"] = answerer_build(context.model.id)
@@ -542,7 +543,8 @@ def score_differences(artifact: Artifact, context: Context, prompt: RenderedProm
     if compiled_metric != context.metric.describe():
         reasons.append(f"the metric differs: compiled with {_metric_text(compiled_metric)}, scored now with "
                        f"{_metric_text(context.metric.describe())}")
-    recorded_answerer, answerer = provenance.scores.get("answerer_sha256"), answerer_revision(context.model.id)
+    recorded_answerer = provenance.scores.get("answerer_sha256")
+    answerer = answerer_revision(context.model.id, LocalSettings.of(context.settings))
     if answerer and recorded_answerer != answerer:
         reasons.append(
             ("a different decoder build answers now" if recorded_answerer else

@@ -11,32 +11,38 @@ present here. Only variables' names are ever reported, never a value.
 
 from __future__ import annotations
 
+import functools
 import os
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from rosetta.errors import Problem, UsageError
 
 if TYPE_CHECKING:
     from rosetta.providers.policy import CredentialRules
 
 
-class MissingCredentials(Exception):
-    """A call's provider needs a key this environment does not have: found before any request is
-    sent, and classified ``credentials`` (``runtime_policy.yaml``): not retried, the next model of
-    the chain is tried."""
+class MissingCredentials(UsageError):
+    """A call needs a key this environment does not have — a provider's (litellm names its
+    variables) or a declared endpoint's ``api_key_env``: found before any request is sent, and
+    classified ``credentials`` (``runtime_policy.yaml``): not retried, the next model of the chain
+    is tried. ``variables`` names what to set, never a value. The one missing-key error: the
+    runtime, ``rosetta verify`` and ``rosetta doctor`` all read this."""
 
-    def __init__(self, provider: str, variables: tuple[str, ...]) -> None:
+    def __init__(self, provider: str, variables: tuple[str, ...], problem: Problem | None = None) -> None:
         self.provider, self.variables = provider, tuple(variables)
         names = ", ".join(f"${name}" for name in self.variables)
         unset = f"{names} is not set" if len(self.variables) == 1 else f"none of {names} is set"
-        super().__init__(f"no credentials for {provider}: {unset}")
+        super().__init__(problem or Problem(f"no credentials for {provider}: {unset}", hint=fix_hint(self.variables)))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (self.__class__, (self.provider, self.variables))
+        return (self.__class__, (self.provider, self.variables, self.problems[0]))
 
     @property
     def hint(self) -> str:
-        """How to fix it, naming the variable (never a value)."""
+        """What the runtime did and how to fix it, naming the variable (never a value)."""
         return "not retried, nothing was sent; the next model of the chain, if any, was tried; " + \
             fix_hint(self.variables)
 
@@ -102,6 +108,49 @@ def missing_credentials(params: Mapping[str, Any]) -> MissingCredentials | None:
     before it is sent (None: send it; a host that finds credentials elsewhere is never refused here)."""
     found = check_credentials(str(params.get("model", "")), params)
     return MissingCredentials(found.provider, found.missing) if found.refused else None
+
+
+def credential_values(model: str, params: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """The credentials a call to ``model`` carries: its own ``api_key``, else the values of the
+    environment variables litellm reads that provider's credentials from (``TOGETHERAI_API_KEY``
+    for ``together_ai/…``, both of Gemini's). What metering per key is keyed by; never shown."""
+    params = params or {}
+    if params.get("api_key"):
+        return (str(params["api_key"]),)
+    return tuple(os.environ.get(name, "") for name in credential_variables(model))
+
+
+@functools.cache
+def credential_variables(model: str) -> tuple[str, ...]:
+    """The variables holding ``model``'s provider credentials, as litellm names them: what
+    ``validate_environment`` reports missing when it sees an empty environment. Asked through a copy
+    of the function whose ``os`` has no variables, so that the process environment is neither read
+    nor changed (a set variable is not reported, and other threads may be calling)."""
+    from rosetta.providers.policy import credential_rules
+    from rosetta.third_party import using_litellm
+
+    with using_litellm() as litellm:
+        ask = litellm.validate_environment
+        blind = types.FunctionType(ask.__code__, {**ask.__globals__, "os": _NoEnvironment}, ask.__name__,
+                                   ask.__defaults__, ask.__closure__)
+        try:
+            names = blind(model=model).get("missing_keys") or ()
+        except Exception:  # noqa: BLE001  an odd provider: no variable known, the call carries none
+            names = ()
+    rules = credential_rules()
+    return tuple(name for name in names if rules.holds_credential(name))
+
+
+class _NoEnvironment:
+    """``os`` as :func:`credential_variables` shows it to litellm: no variable set."""
+
+    environ: dict[str, str] = {}
+    path = os.path
+    sep = os.sep
+
+    @staticmethod
+    def getenv(name: str, default: str | None = None) -> str | None:
+        return default
 
 
 def _provider(litellm: Any, model: str) -> str:

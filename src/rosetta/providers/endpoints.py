@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from rosetta.errors import Location, Problem, UsageError
+from rosetta.providers.credentials import MissingCredentials
 from rosetta.providers.policy import credential_rules
 
 
@@ -93,21 +94,12 @@ class Endpoint:
             return None
         key = os.environ.get(self.api_key_env)
         if not key:
-            raise MissingKey(Problem(f"{model_id}: ${self.api_key_env} is not set", Location(f"${self.api_key_env}"),
-                                     model_field(model_id, "api_key_env"), "the endpoint's API key",
-                                     f"export {self.api_key_env}=<key>, or remove api_key_env from "
-                                     f'[tool.rosetta.models."{model_id}"] if the endpoint needs none'),
-                             self.api_key_env)
+            raise MissingCredentials(model_id, (self.api_key_env,), Problem(
+                f"{model_id}: ${self.api_key_env} is not set", Location(f"${self.api_key_env}"),
+                model_field(model_id, "api_key_env"), "the endpoint's API key",
+                f"export {self.api_key_env}=<key>, or remove api_key_env from "
+                f'[tool.rosetta.models."{model_id}"] if the endpoint needs none'))
         return key
-
-
-class MissingKey(UsageError):
-    """A declared endpoint's key variable is unset: the runtime moves on to the next model at once,
-    as for a vendor's missing key (``variable`` names it, never a value)."""
-
-    def __init__(self, problem: Problem, variable: str) -> None:
-        super().__init__(problem)
-        self.variable = variable
 
 
 class UntrustedEndpoint(UsageError):

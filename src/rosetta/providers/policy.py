@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 from importlib import resources
 from typing import Any
 
@@ -26,18 +27,38 @@ def validation_retries(model_class: str) -> int:
     return int(table.get(model_class, table["mid"]))
 
 
+class ErrorKind(StrEnum):
+    """Why a run (``ModelCallError.kind``) or one call failed, and so what the runtime does next. The
+    first nine are what :func:`error_kinds`' table makes of a provider's failure; the last four end
+    a run. A ``str``: ``error.kind == "credentials"`` still holds."""
+
+    TRANSIENT = "transient"  # 5xx, 429, a timeout or a dropped connection: retried with backoff, then the next model
+    LOCAL = "local"  # this machine could not open a connection (pool or sockets ran out): retried
+    HARD = "hard"  # the request itself was refused (bad request, content policy): the run ends
+    DENIED = "denied"  # the key was refused, or the endpoint does not serve the model: the next model
+    CREDENTIALS = "credentials"  # no key here: nothing was sent, the next model
+    REFUSED = "refused"  # the model declined to answer: the next model
+    CONTEXT = "context"  # the prompt does not fit the model's window: the next larger model
+    BUSY = "busy"  # no in-flight slot of the endpoint came free in time: the next model
+    UNAVAILABLE = "unavailable"  # the endpoint is cooling down after failing too often: the next model
+    INVALID = "invalid"  # answered, but no answer validated after the corrections
+    EXHAUSTED = "exhausted"  # every model of the chain failed
+    TOOL_STEPS = "tool_steps"  # the model still called tools after max_tool_steps rounds
+    TOOL_ERRORS = "tool_errors"  # more tool calls failed than max_tool_errors allows
+
+
 @dataclass(frozen=True)
 class ErrorKinds:
     """The ``errors`` table: which failures are transient, denied, credentials, hard, context, busy,
     local or refused."""
 
-    statuses: tuple[tuple[re.Pattern[str], str], ...]  # "5xx" matches 500-599
-    classes: dict[str, str]  # exception class name → kind
+    statuses: tuple[tuple[re.Pattern[str], ErrorKind], ...]  # "5xx" matches 500-599
+    classes: dict[str, ErrorKind]  # exception class name → kind
     before_status: frozenset[str]  # class names that decide even when the error carries a status
-    causes: dict[str, str]  # class name → kind, for a link of the cause chain (decides first)
-    said: tuple[tuple[str, str, str], ...] = ()  # (class name, message start, kind): a link of exactly that class
+    causes: dict[str, ErrorKind]  # class name → kind, for a link of the cause chain (decides first)
+    said: tuple[tuple[str, str, ErrorKind], ...] = ()  # (class name, message start, kind): a link of exactly that class
 
-    def of_link(self, link: BaseException) -> str | None:
+    def of_link(self, link: BaseException) -> ErrorKind | None:
         """The kind a link of the cause chain says: by a class of its own (any in its hierarchy), else
         by exactly its class and what its message starts with (an SDK's generic error class)."""
         kind = next((self.causes[cls.__name__] for cls in type(link).__mro__ if cls.__name__ in self.causes), None)
@@ -47,23 +68,23 @@ class ErrorKinds:
                          if type(link).__name__ == name and text.startswith(start)), None)
         return kind
 
-    def by_status(self, status: int) -> str | None:
+    def by_status(self, status: int) -> ErrorKind | None:
         """The kind of an HTTP status: a listed one, else ``hard`` for any other 4xx."""
         for pattern, kind in self.statuses:
             if pattern.fullmatch(str(status)):
                 return kind
-        return "hard" if 400 <= status < 500 else None
+        return ErrorKind.HARD if 400 <= status < 500 else None
 
 
 @functools.cache
 def error_kinds() -> ErrorKinds:
     """The ``errors`` table of ``runtime_policy.yaml``, ready to look up."""
     table = _policy()["errors"]
-    statuses = tuple((re.compile(str(code).replace("x", "[0-9]")), kind)
+    statuses = tuple((re.compile(str(code).replace("x", "[0-9]")), ErrorKind(kind))
                      for kind, codes in table["status"].items() for code in codes)
-    classes = {name: kind for kind, names in table["classes"].items() for name in names}
-    causes = {name: kind for kind, names in table["causes"].items() for name in names if ":" not in name}
-    said = tuple((name, start.strip(), kind) for kind, names in table["causes"].items() for name, _, start in
+    classes = {name: ErrorKind(kind) for kind, names in table["classes"].items() for name in names}
+    causes = {name: ErrorKind(kind) for kind, names in table["causes"].items() for name in names if ":" not in name}
+    said = tuple((name, start.strip(), ErrorKind(kind)) for kind, names in table["causes"].items() for name, _, start in
                  (entry.partition(":") for entry in names if ":" in entry))
     return ErrorKinds(statuses, classes, frozenset(table["classes"].get("context", ())), causes, said)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from rosetta.errors import Location, Problem, RosettaError, UsageError
+from rosetta.local.project import LocalSettings
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime.options import RunOptions, refuse_set
 from rosetta.runtime.runner import Runner
@@ -60,7 +61,8 @@ class Agent(Generic[OutputT]):
         self.selector = Selector(name, definition_path, dirs, strict)
         self.traffic = traffic_for(dirs)
         self.runner = Runner(name, self.selector, self.traffic, spec=lambda: self.spec, preferences=self.model_chain,
-                             root=dirs.root, source=definition_path, output_type=output_type)
+                             root=dirs.root, local=LocalSettings.of(dirs), source=definition_path,
+                             output_type=output_type)
         self._spec: AgentSpec | None = None
 
     def __repr__(self) -> str:

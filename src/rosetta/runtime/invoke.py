@@ -26,7 +26,7 @@ from rosetta.errors import Problem
 if TYPE_CHECKING:
     from pydantic import BaseModel
 from rosetta.providers.credentials import MissingCredentials, check_credentials, missing_credentials
-from rosetta.providers.policy import ErrorKinds
+from rosetta.providers.policy import ErrorKind, ErrorKinds
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime.answers import (
     MAX_ISSUES,
@@ -42,7 +42,7 @@ from rosetta.runtime.answers import (
 from rosetta.runtime.health import ProviderHealth
 from rosetta.runtime.limits import Gate, RateLimiter, credential_key
 from rosetta.runtime.salvage import note
-from rosetta.runtime.result import ANSWERED, Attempt, ModelCallError, Result, RetryPolicy
+from rosetta.runtime.result import ANSWERED, Attempt, ModelCallError, Outcome, Result, RetryPolicy
 from rosetta.runtime.secrets import redact
 from rosetta.runtime.tools import RunTools, ToolBox, ToolCall, assistant_turn, result_turns
 
@@ -70,7 +70,7 @@ class ContentFiltered(Exception):
     content-policy outcome, like a ContentPolicyViolationError (kind ``hard``: the run ends)."""
 
 
-def classify(error: BaseException) -> str:
+def classify(error: BaseException) -> ErrorKind:
     """``transient``, ``local``, ``denied``, ``credentials``, ``hard``, ``context`` or ``busy`` for an
     exception a completion call raised (or a driver sent back), as the ``errors`` table of
     ``providers/runtime_policy.yaml`` says: from the cause chain first (what the SDK raised under
@@ -98,7 +98,7 @@ def classify(error: BaseException) -> str:
     kind = next((kinds.classes[name] for name in names if name in kinds.classes), None)
     if kind is not None:
         return kind
-    return "transient" if isinstance(error, (TimeoutError, ConnectionError)) else "hard"
+    return ErrorKind.TRANSIENT if isinstance(error, (TimeoutError, ConnectionError)) else ErrorKind.HARD
 
 
 def _status(error: BaseException) -> int | None:
@@ -109,7 +109,7 @@ def _status(error: BaseException) -> int | None:
     return status if isinstance(status, int) and not isinstance(status, bool) else None
 
 
-def _cause_kind(error: BaseException, kinds: ErrorKinds) -> str | None:
+def _cause_kind(error: BaseException, kinds: ErrorKinds) -> ErrorKind | None:
     """The kind of the first link of the chain a traceback shows (litellm re-raises inside
     ``except``, so its links are implicit contexts) that ``kinds.causes`` names, or that is an OS
     error in :data:`LOCAL_ERRNOS` (``local``); None when no link is."""
@@ -119,7 +119,7 @@ def _cause_kind(error: BaseException, kinds: ErrorKinds) -> str | None:
         seen.add(id(link))
         kind = kinds.of_link(link)
         if kind is None and isinstance(link, OSError) and link.errno in LOCAL_ERRNOS:
-            kind = "local"
+            kind = ErrorKind.LOCAL
         if kind is not None:
             return kind
         link = link.__cause__ if link.__cause__ is not None else (
@@ -207,8 +207,8 @@ def plan(
     refused = missing_credentials(kwargs)
     if refused is not None:  # nothing to send: no request, no retry, no wait, no health record
         kind = classify(refused)
-        raise ModelCallError(Problem(f"{prompt.model}: {refused}", field="model", hint=refused.hint),
-                             [Attempt(prompt.model, kind, _safe_message(refused), 0.0)], kind, refused.variables)
+        raise ModelCallError(Problem(f"{prompt.model}: {refused.problems[0].message}", field="model", hint=refused.hint),
+                             [Attempt(prompt.model, Outcome(kind), _safe_message(refused), 0.0)], kind, refused.variables)
     endpoint = credential_key(kwargs)
     prompt_tokens = prompt.tokens.get("total", 0) if messages is None else _estimate_tokens(messages)
     attempts: list[Attempt] = []
@@ -234,7 +234,7 @@ def plan(
                 raise ModelCallError(Problem(f"{prompt.model}: still calling tools after {rounds} of tool results; "
                                              "stopped", field="max_tool_steps",
                                              hint="raise max_tool_steps, or check that the tools return what the "
-                                                  "model needs to answer"), attempts, "tool_steps")
+                                                  "model needs to answer"), attempts, ErrorKind.TOOL_STEPS)
             ran = yield RunTools(tuple(toolbox.check(call) for call in asked), toolbox.functions, policy.timeout)
             called += [call.to_dict() for call in ran]
             tool_errors += sum(call.error is not None for call in ran)
@@ -243,13 +243,13 @@ def plan(
                 raise ModelCallError(Problem(f"{prompt.model}: {tool_errors} tool calls failed (the last, "
                                              f"{failed.name}: {failed.error})", field="max_tool_errors",
                                              hint="fix the tool or its declared schema, or raise max_tool_errors"),
-                                     attempts, "tool_errors")
+                                     attempts, ErrorKind.TOOL_ERRORS)
             exchanged += [assistant_turn(answer.raw, asked), *result_turns(list(ran))]
             kwargs["messages"] = [*kwargs["messages"], *exchanged[-1 - len(ran):]]
             continue
         called += [call.to_dict() for call in asked]
         if requested and not (answer.valid and answer.raw.strip()):  # no answer beside the calls: the caller
-            attempts[-1] = replace(attempts[-1], outcome="tool_calls")  # answers them (send_tool_results)
+            attempts[-1] = replace(attempts[-1], outcome=Outcome.TOOL_CALLS)  # answers them (send_tool_results)
             answer = Answer(answer.raw, None)
             break
         if answer.valid:
@@ -258,7 +258,7 @@ def plan(
         shown = ([cut] if cut else []) + list(answer.issues[:MAX_ISSUES])
         issues = redact("; ".join(f"{i.path}: {i.message}" for i in shown)
                         + (f"; and {len(answer.issues) - MAX_ISSUES} more" if len(answer.issues) > MAX_ISSUES else ""))
-        attempts[-1] = Attempt(prompt.model, "cut_off" if cut else "invalid", issues, attempts[-1].latency_s,
+        attempts[-1] = Attempt(prompt.model, Outcome.CUT_OFF if cut else Outcome.INVALID, issues, attempts[-1].latency_s,
                                attempts[-1].waited_s)
         if corrections == validation_retries:
             if cut:
@@ -270,8 +270,8 @@ def plan(
         if prompt.sampling_params:  # a model that rejects temperature gets the correction alone
             kwargs["temperature"] = min(kwargs.get("temperature", retry_temperature), retry_temperature)
     output, answer = typed(output_model, answer)
-    if not answer.valid and attempts[-1].outcome == "ok":  # the typed model refused what the schema took
-        attempts[-1] = replace(attempts[-1], outcome="invalid", error=answer.issues[0].message)
+    if not answer.valid and attempts[-1].outcome is Outcome.OK:  # the typed model refused what the schema took
+        attempts[-1] = replace(attempts[-1], outcome=Outcome.INVALID, error=answer.issues[0].message)
     return Result(output=output, raw=answer.raw, data=answer.data, model=prompt.model, artifact=artifact,
                   attempts=attempts, usage=usage, cost=cost, latency_s=time.monotonic() - started,
                   issues=answer.issues, state=provider_state(outcome), tool_calls=called, tool_messages=exchanged,
@@ -287,11 +287,11 @@ def _respond(prompt: RenderedPrompt, kwargs: dict[str, Any], *, artifact: str, p
     for number in range(1, policy.attempts + 1):
         cooling = health.cooling(endpoint) if health is not None else 0.0
         if cooling:
-            attempts.append(Attempt(prompt.model, "unavailable", f"provider cooling down ({cooling:.1f}s left)",
+            attempts.append(Attempt(prompt.model, Outcome.UNAVAILABLE, f"provider cooling down ({cooling:.1f}s left)",
                                     0.0, waited))
             raise ModelCallError(Problem(f"{prompt.model}: skipped, {endpoint.split('#')[0]} failed too often "
                                          f"recently; cooling down for {cooling:.1f}s more", field="model",
-                                         hint=_HINTS["unavailable"]), attempts, "unavailable")
+                                         hint=_HINTS[ErrorKind.UNAVAILABLE]), attempts, ErrorKind.UNAVAILABLE)
         reservation = limiter.reserve(kwargs, prompt_tokens) if limiter is not None else None
         if reservation is not None and reservation.wait > 0:
             waited += reservation.wait
@@ -305,20 +305,20 @@ def _respond(prompt: RenderedPrompt, kwargs: dict[str, Any], *, artifact: str, p
         if isinstance(outcome, BaseException):
             kind = classify(outcome)
             message = _safe_message(outcome)
-            asked = retry_after(outcome) if kind == "transient" else None
+            asked = retry_after(outcome) if kind is ErrorKind.TRANSIENT else None
             if asked is not None and asked > policy.cap:  # said, not cut short silently
                 message += f" (the server asked to wait {asked:.0f}s; RetryPolicy.cap allows {policy.cap:g}s)"
-            attempts.append(Attempt(prompt.model, kind, message, time.monotonic() - began, waited))
+            attempts.append(Attempt(prompt.model, Outcome(kind), message, time.monotonic() - began, waited))
             if limiter is not None:
-                limiter.settle(reservation, 0 if kind != "transient" else None)
-            if health is not None and kind == "transient":
+                limiter.settle(reservation, 0 if kind is not ErrorKind.TRANSIENT else None)
+            if health is not None and kind is ErrorKind.TRANSIENT:
                 health.record(endpoint, failed=True, started=started)
-            if kind == "credentials":  # the SDK found no key: name the variables, as before a call
+            if kind is ErrorKind.CREDENTIALS:  # the SDK found no key: name the variables, as before a call
                 found = check_credentials(prompt.model, kwargs)
                 raise ModelCallError(Problem(f"{prompt.model}: {message}", field="model", hint=(
                     MissingCredentials(found.provider, found.missing).hint if found.missing
                     else _HINTS[kind])), attempts, kind, found.missing)
-            if kind not in ("transient", "local") or number == policy.attempts:
+            if kind not in (ErrorKind.TRANSIENT, ErrorKind.LOCAL) or number == policy.attempts:
                 raise ModelCallError(Problem(f"{prompt.model}: {message}", field="model",
                                              hint=_HINTS.get(kind)), attempts, kind)
             waited = policy.delay(number, asked)
@@ -326,7 +326,7 @@ def _respond(prompt: RenderedPrompt, kwargs: dict[str, Any], *, artifact: str, p
                 "%s: %s; retrying in %.2fs", prompt.model, message, waited)
             yield Wait(waited)
             continue
-        attempts.append(Attempt(prompt.model, "ok", note(outcome), time.monotonic() - began, waited))
+        attempts.append(Attempt(prompt.model, Outcome.OK, note(outcome), time.monotonic() - began, waited))
         if prompt.model.startswith("local/"):  # an embedded model's slow answer: say how to set its threads
             from rosetta.local.threads import slow_call
 
@@ -424,23 +424,23 @@ def _unusable(response: object, prompt: RenderedPrompt) -> Exception | None:
     return EmptyResponse("the model's answer is empty: no text and no tool call")
 
 
-_HINTS = {
-    "credentials": "not retried: no credentials for this provider were found (its SDK looked in the environment, "
+_HINTS: dict[ErrorKind, str] = {
+    ErrorKind.CREDENTIALS: "not retried: no credentials for this provider were found (its SDK looked in the environment, "
                    "its profiles and the machine's role); the next model of the chain, if any, was tried; "
                    "`rosetta doctor` shows which providers have credentials here",
-    "hard": "not retried, and no other model is tried: fix the request (bad request, content policy)",
-    "denied": "not retried: this endpoint refused the key, or does not serve the model (401, 402, 403, 404); "
+    ErrorKind.HARD: "not retried, and no other model is tried: fix the request (bad request, content policy)",
+    ErrorKind.DENIED: "not retried: this endpoint refused the key, or does not serve the model (401, 402, 403, 404); "
               "the next model of the chain, if any, was tried; check this provider's API key, its "
               "permissions and the model id",
-    "transient": "the provider kept failing; the next model in the fallback chain is tried",
-    "busy": "every in-flight slot of this endpoint stayed taken (rate_limits.<provider>.max_in_flight): calls "
+    ErrorKind.TRANSIENT: "the provider kept failing; the next model in the fallback chain is tried",
+    ErrorKind.BUSY: "every in-flight slot of this endpoint stayed taken (rate_limits.<provider>.max_in_flight): calls "
             "that hang, or streams neither read to the end nor closed, hold them; close streams you stop "
             "reading (stream.close()), or raise max_in_flight or RetryPolicy.queue_timeout",
-    "local": "no connection could be opened in time (this machine's pool or sockets ran out); lower "
+    ErrorKind.LOCAL: "no connection could be opened in time (this machine's pool or sockets ran out); lower "
              "rate_limits.<provider>.max_in_flight, or raise the timeout",
-    "context": "the prompt does not fit this model's context window",
-    "refused": "not retried: the model declined to answer; the next model of the chain, if any, was tried",
-    "unavailable": "the next model in the fallback chain is tried; the provider is called again after the cool-down",
+    ErrorKind.CONTEXT: "the prompt does not fit this model's context window",
+    ErrorKind.REFUSED: "not retried: the model declined to answer; the next model of the chain, if any, was tried",
+    ErrorKind.UNAVAILABLE: "the next model in the fallback chain is tried; the provider is called again after the cool-down",
 }
 
 

@@ -22,7 +22,6 @@ between Router instances. Pacing per key is what a client needs, hence these few
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 import time
 from collections import deque
@@ -30,6 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rosetta.providers.credentials import credential_values
 from rosetta.settings import Limit
 
 if TYPE_CHECKING:
@@ -269,6 +269,6 @@ def credential_key(kwargs: Mapping[str, Any]) -> str:
     """``provider@endpoint#fingerprint``: who is metered, without keeping the key itself."""
     model = str(kwargs.get("model", ""))
     provider = model.split("/", 1)[0]  # canonical ids always carry their provider
-    key = kwargs.get("api_key") or os.environ.get(f"{provider.upper()}_API_KEY", "")
-    fingerprint = hashlib.sha256(str(key).encode()).hexdigest()[:12] if key else "-"
+    keys = [value for value in credential_values(model, kwargs) if value]
+    fingerprint = hashlib.sha256("\0".join(keys).encode()).hexdigest()[:12] if keys else "-"
     return f"{provider}@{kwargs.get('api_base') or kwargs.get('base_url') or 'default'}#{fingerprint}"

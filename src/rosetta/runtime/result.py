@@ -7,9 +7,11 @@ valid answer, and the :class:`RetryPolicy`. Their own module, below everything t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from rosetta.errors import Problem, RosettaError
+from rosetta.providers.policy import ErrorKind
 from rosetta.runtime.secrets import redact_problems
 
 @dataclass(frozen=True)
@@ -35,7 +37,26 @@ class RetryPolicy:
         return min(self.base * self.multiplier ** (retry - 1), self.cap)
 
 
-ANSWERED = frozenset({"ok", "invalid", "cut_off", "tool_calls"})
+class Outcome(StrEnum):
+    """How one call ended: answered (the first four) or failed as a provider's failure is
+    classified (:class:`~rosetta.providers.policy.ErrorKind`'s first nine, same values). A ``str``."""
+
+    OK = "ok"  # a valid answer (perhaps repaired to read it: the attempt's ``error`` says how)
+    INVALID = "invalid"  # an answer that does not validate: corrected up to validation_retries times
+    CUT_OFF = "cut_off"  # an invalid answer cut off at the token limit (corrected like INVALID; issues say so)
+    TOOL_CALLS = "tool_calls"  # the model asked for tools the run had no functions for: the caller answers them
+    TRANSIENT = "transient"
+    LOCAL = "local"
+    HARD = "hard"
+    DENIED = "denied"
+    CREDENTIALS = "credentials"  # found before the call: never sent
+    REFUSED = "refused"
+    CONTEXT = "context"
+    BUSY = "busy"  # never sent
+    UNAVAILABLE = "unavailable"  # never sent
+
+
+ANSWERED = frozenset({Outcome.OK, Outcome.INVALID, Outcome.CUT_OFF, Outcome.TOOL_CALLS})
 """Attempt outcomes of calls the provider answered: each one paid for (budgets count them)."""
 
 
@@ -44,14 +65,18 @@ class Attempt:
     """One call: which model, how it ended, and how long it took."""
 
     model: str
-    outcome: str  # "ok" | "invalid" | "cut_off" | "tool_calls" | "transient" | "local" | "hard" | "denied" |
-    # "credentials" | "refused" | "context" | "busy" | "unavailable" (the last two, and "credentials" found before
-    # the call, were never sent); "tool_calls": the model asked for tools the run had no functions for;
-    # "cut_off": an answer that does not validate, cut off at the token limit (corrected like "invalid", and the
-    # Result's issues say it was cut off)
+    outcome: Outcome  # a plain string or an ErrorKind of the same value is taken as its Outcome
     error: str | None  # what went wrong; for an "ok" answer, what was repaired to read it (salvage.note)
     latency_s: float
     waited_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcome", Outcome(self.outcome))  # ValueError on a kind no call ends with
+
+
+def paid_calls(attempts: list[Attempt]) -> int:
+    """How many of ``attempts`` the provider answered: what budgets and call counts charge."""
+    return sum(1 for attempt in attempts if attempt.outcome in ANSWERED)
 
 
 OutputT = TypeVar("OutputT")
@@ -100,18 +125,17 @@ class Result(Generic[OutputT]):
         """The run ended where the model asked for tools it was given no functions for: the calls
         are in ``tool_calls`` (the last ones without a ``result``), for the caller to answer
         (``Conversation.send_tool_results``). Not an invalid answer: no correction was spent."""
-        return bool(self.attempts) and self.attempts[-1].outcome == "tool_calls"
+        return bool(self.attempts) and self.attempts[-1].outcome is Outcome.TOOL_CALLS
 
 
 class ModelCallError(RosettaError):
     """A model could not produce a valid answer; ``attempts`` says what happened each time."""
 
     def __init__(self, problems: Problem | list[Problem] | str, attempts: list[Attempt] | None = None,
-                 kind: str = "hard", missing: tuple[str, ...] = ()) -> None:
+                 kind: ErrorKind | str = ErrorKind.HARD, missing: tuple[str, ...] = ()) -> None:
         super().__init__(redact_problems(problems))  # they quote provider errors and answers
         self.attempts = list(attempts or [])
-        self.kind = kind  # "hard" | "denied" | "credentials" | "transient" | "local" | "context" | "busy" |
-        # "refused" | "unavailable" | "invalid" | "exhausted" | "tool_steps" | "tool_errors"
+        self.kind = ErrorKind(kind)
         self.missing = tuple(missing)  # the unset variables holding the keys it lacked (kind "credentials")
 
     def __reduce__(self) -> tuple[Any, ...]:

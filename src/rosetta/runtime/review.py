@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rosetta.errors import Location, Problem, UsageError
+from rosetta.providers.policy import ErrorKind
 from rosetta.runtime.rubric import Rubric
 
 if TYPE_CHECKING:
@@ -202,18 +203,18 @@ class Reviewer:
         parts.append(f"Answer to grade:\n{as_text(work)}")
         if reference is not None:
             parts.append(f"Reference answer (what a correct answer says):\n{as_text(reference)}")
-        from rosetta.runtime.result import ANSWERED, ModelCallError
+        from rosetta.runtime.result import ModelCallError, paid_calls
 
         try:
             result = self.agent().run({"artifact": "\n\n".join(parts), "rubric": rubric.text()}, self.model,
                                       fallbacks=[], complete=self.complete, **self.connection)
         except ModelCallError as error:
-            if error.kind != "invalid":  # the judge could not be reached: not a verdict
+            if error.kind is not ErrorKind.INVALID:  # the judge could not be reached: not a verdict
                 raise
             attempts, data, valid, model = error.attempts, None, False, self.model
         else:
             attempts, data, valid, model = result.attempts, result.data, result.valid, result.model
-        calls = sum(1 for a in attempts if a.outcome in ANSWERED)
+        calls = paid_calls(attempts)
         with self._lock:
             self.calls += calls
         from rosetta.runtime.secrets import redact_data

@@ -18,11 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Problem, UsageError
-from rosetta.providers.endpoints import MissingKey
+from rosetta.local.project import LocalSettings
+from rosetta.providers.credentials import MissingCredentials
 from rosetta.providers.model_entries import CatalogModel
+from rosetta.providers.policy import ErrorKind
 from rosetta.render.prompt import RenderedPrompt
 from rosetta.runtime import salvage
 from rosetta.runtime.options import RunOptions
+from rosetta.runtime.result import Attempt, ModelCallError, Outcome, Result
 from rosetta.runtime.selector import Selection, Selector
 from rosetta.runtime.stream import Finished
 from rosetta.runtime.traffic import Traffic
@@ -32,7 +35,6 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from rosetta.definition.models import AgentSpec
-    from rosetta.runtime.result import Attempt, ModelCallError, Result
     from rosetta.runtime.salvage import AComplete, Complete
     from rosetta.runtime.tools import ToolBox
 
@@ -61,20 +63,19 @@ class _ChainState:
     missing: list[str] = field(default_factory=list)  # the unset key variables of models skipped for them
     overflow_window: int | None = None  # the largest window that overflowed
 
-    def error(self, agent: str, kind: str) -> Exception:
+    def error(self, agent: str, kind: ErrorKind) -> Exception:
         """The ModelCallError that ends the run: what happened to every model tried, in order; when
         no model had credentials here, of kind ``credentials``, naming every variable to set."""
         from rosetta.providers.credentials import fix_hint
-        from rosetta.runtime.result import ModelCallError
 
         missing = tuple(dict.fromkeys(self.missing))
-        if kind == "hard" and len(self.failures) == 1:
+        if kind is ErrorKind.HARD and len(self.failures) == 1:
             return ModelCallError(self.failures, self.attempts, kind)
         hint = "each model's failure follows, first to last"
-        if kind == "hard":
+        if kind is ErrorKind.HARD:
             headline = f"{agent}: the last model refused the request, after {len(self.failures) - 1} failed before it"
-        elif set(self.kinds) == {"credentials"}:
-            kind, headline = "credentials", f"{agent}: no model of the chain has credentials here" + (
+        elif set(self.kinds) == {ErrorKind.CREDENTIALS}:
+            kind, headline = ErrorKind.CREDENTIALS, f"{agent}: no model of the chain has credentials here" + (
                 f" ({', '.join(f'${name}' for name in missing)} not set)" if missing else "")
         else:
             headline = f"{agent}: every model of the chain failed"
@@ -98,14 +99,15 @@ class _ChainState:
 class Runner:
     """Runs one agent, from what that takes: its ``name``, its ``selector`` (each model's prompt),
     its project's ``traffic`` (rate limits and health), its definition's ``spec`` and model
-    ``preferences`` (read when first needed), the project ``root`` and the definition file
-    (``source``, named by input-rule errors)."""
+    ``preferences`` (read when first needed), the project ``root``, the project settings its
+    embedded-model calls carry (``local``) and the definition file (``source``, named by input-rule
+    errors)."""
 
     def __init__(self, name: str, selector: Selector, traffic: Traffic, *, spec: Callable[[], AgentSpec | None],
-                 preferences: Callable[[], list[str]], root: Path, source: Path | None,
+                 preferences: Callable[[], list[str]], root: Path, local: LocalSettings, source: Path | None,
                  output_type: type | None = None) -> None:
         self.name, self.selector, self.traffic, self.output_type = name, selector, traffic, output_type
-        self._spec, self.preferences, self.root, self.source = spec, preferences, root, source
+        self._spec, self.preferences, self.root, self.local, self.source = spec, preferences, root, local, source
         self._models: dict[str, type[BaseModel]] = {}
         self._targets: dict[str, CatalogModel] = {}
 
@@ -202,7 +204,6 @@ class Runner:
         from rosetta.runtime.answers import read_answer
         from rosetta.fileio import encodable
         from rosetta.runtime.invoke import typed
-        from rosetta.runtime.result import Attempt, Result
 
         spec = self.spec  # the input rules ran when the chain was made
         selection = self.selector.select(chain[0], None, options.user_id)
@@ -217,7 +218,7 @@ class Runner:
             answer = Path(answer_file).read_text(encoding="utf-8") if answer_file else sys.stdin.read()
         output, parsed = typed(self.output_model(selection), read_answer(answer, selection.prompt))
         result = Result(output=output, raw=answer, data=parsed.data, model="manual", artifact=selection.artifact_id,
-                        attempts=[Attempt("manual", "ok" if parsed.valid else "invalid", None, 0.0)],
+                        attempts=[Attempt("manual", Outcome.OK if parsed.valid else Outcome.INVALID, None, 0.0)],
                         issues=parsed.issues)
         return self.finish(result, selection, spec, [], options)
 
@@ -248,7 +249,6 @@ class Runner:
         """The whole run as plan steps: each model of ``chain`` in turn, on its own selected prompt,
         until one answers; returns the finished Result or raises ModelCallError."""
         from rosetta.runtime.invoke import plan
-        from rosetta.runtime.result import ModelCallError
         from rosetta.runtime.log_redaction import redacting_logs
         from rosetta.runtime.tracing import span
 
@@ -266,14 +266,13 @@ class Runner:
                     self._record_failure(error, selection, state)
                     continue
                 return _traced(current, self.finish(result, selection, spec, state.attempts, options))
-            raise state.error(self.name, "exhausted")
+            raise state.error(self.name, ErrorKind.EXHAUSTED)
 
     def plan_options(self, selection: Selection, options: RunOptions,
                      messages: list[dict[str, Any]] | None) -> dict[str, Any]:
         """The keyword arguments of :func:`~rosetta.runtime.invoke.plan` for one model: the model's
         own endpoint and key (the caller's ``api_base`` / ``api_key`` win), ``extra`` where it
         replaces nothing the compiled prompt set, then ``overrides``."""
-        from rosetta.runtime.result import ModelCallError
         from rosetta.runtime.options import request_params
 
         retries = options.validation_retries
@@ -281,11 +280,13 @@ class Runner:
             retries = default_validation_retries(selection.prompt)
         params = request_params(options, selection.prompt.request_parameters())
         model = self.model(selection.model)
+        if model.provider == "local":  # the project's weights, cache and threads, wherever the process stands
+            params["metadata"] = self.local.metadata(params.get("metadata"))
         try:
             connection = model.connection()
-        except MissingKey as missing:
+        except MissingCredentials as missing:
             if options.api_key is None:  # nothing was sent: the next model of the chain is tried
-                raise ModelCallError(missing.problems, [], "credentials", (missing.variable,)) from None
+                raise ModelCallError(missing.problems, [], ErrorKind.CREDENTIALS, missing.variables) from None
             base = model.endpoint.url(model.id) if model.endpoint is not None else None
             connection = {"api_base": base} if base else {}
         return {"artifact": selection.artifact_id, "policy": options.retry_policy(), "validation_retries": retries,
@@ -376,22 +377,21 @@ class Runner:
         state.failures.append(Problem(error.problems[0].message if error.problems[0].message.startswith(
             selection.model) else f"{selection.model}: {error.problems[0].message}", field="model",
             hint=error.problems[0].hint))
-        if error.kind == "hard":  # the request itself was refused: another model would not fix it
-            raise state.error(self.name, "hard") from None
-        if error.kind == "context":
+        if error.kind is ErrorKind.HARD:  # the request itself was refused: another model would not fix it
+            raise state.error(self.name, ErrorKind.HARD) from None
+        if error.kind is ErrorKind.CONTEXT:
             window = self.model(selection.model).context_window
             state.overflow_window = max(state.overflow_window or 0, window)
         log.warning("%s: %s; trying the next model", self.name, error.problems[0].message)
 
     def _on_invalid(self, result: Result[Any], spec: AgentSpec | None) -> None:
-        from rosetta.runtime.result import ModelCallError
 
         behaviour = spec.guardrails.fallback_behavior.value if spec is not None else "warn_and_retry"
         issues = "; ".join(f"{i.path}: {i.message}" for i in result.issues)
         if behaviour == "warn_and_halt":
             raise ModelCallError(Problem(f"{self.name} on {result.model}: the answer never validated: {issues}",
                                          hint="guardrails.fallback_behavior is warn_and_halt"),
-                                 result.attempts, "invalid")
+                                 result.attempts, ErrorKind.INVALID)
         result.escalated = behaviour == "escalate_to_user"
         log.warning("%s on %s: returning an answer that does not validate (%s)", self.name, result.model,
                     issues, extra={"rosetta_event": INVALID_ANSWER})

@@ -40,7 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from rosetta.errors import RosettaError
+from rosetta.providers.policy import ErrorKind
 from rosetta.runtime.options import RunOptions
+from rosetta.runtime.result import ModelCallError, Outcome
 from rosetta.verify import criteria as rules
 from rosetta.verify.cases import Case, NothingToVerify, adversarial_cases, example_cases
 from rosetta.verify.findings import AgentResult, CaseRun, Check, CriterionResult, ModelResult, VerifyReport
@@ -130,17 +132,13 @@ def _verify_agent(path: Path, options: VerifyOptions, settings: Any, reviewer: A
     return result
 
 
-class NoCredentials(Exception):
-    """A model this environment has no key for: it is reported "not run: no credentials", its
-    criteria n/a, instead of failing PV-011 and scoring a quality of 0 on calls never made."""
-
-    @classmethod
-    def of(cls, error: Any, model: str) -> NoCredentials:
-        """From the runtime's ``credentials`` failure on ``model``: the variables it names (never a
-        value), or what the cloud SDK that found no credentials anywhere said."""
-        text = error.problems[0].message.removeprefix(f"{model}: ")
-        text = text if text.startswith("no credentials") else f"no credentials: {text}"
-        return cls(text + (" (export it, or see `rosetta doctor`)" if error.missing else " (see `rosetta doctor`)"))
+def _no_credentials(error: ModelCallError, model: str) -> str:
+    """Why ``model`` is "not run" (the runtime's ``credentials`` failure: a model this environment
+    has no key for is reported so, its criteria n/a, instead of failing PV-011 and scoring 0 on
+    calls never made): the variables it names (never a value), or what the cloud SDK said."""
+    text = error.problems[0].message.removeprefix(f"{model}: ")
+    text = text if text.startswith("no credentials") else f"no credentials: {text}"
+    return text + (" (export it, or see `rosetta doctor`)" if error.missing else " (see `rosetta doctor`)")
 
 
 @dataclass
@@ -168,15 +166,19 @@ class _AgentContext:
         try:
             return self.run_model(model, selection.prompt, ModelResult(model=model, prompt_source=source), options,
                                   progress)
-        except NoCredentials as missing:
+        except ModelCallError as error:
+            if error.kind is not ErrorKind.CREDENTIALS:
+                raise
+            missing = _no_credentials(error, model)
             reason = f"not run: {missing}"
-            return ModelResult(model=model, prompt_source=source, not_run=str(missing),
+            return ModelResult(model=model, prompt_source=source, not_run=missing,
                                criteria=[rules.not_applicable(criterion, reason) for criterion in rules.CRITERIA])
 
     def run_model(self, model: str, prompt: Any, result: ModelResult, options: VerifyOptions,
                   progress: Progress) -> ModelResult:
         """Every case, probe and variant on ``model``, and the criteria they decide (raising
-        NoCredentials at the first call refused for want of a key: nothing is run on it)."""
+        the runtime's ``credentials`` ModelCallError at the first call refused for want of a key:
+        nothing is run on it)."""
         for number, case in enumerate(self.examples, start=1):
             progress(f"{self.spec.name} × {model}: example {number}/{len(self.examples)}")
             run = self.run(prompt, case)
@@ -224,7 +226,6 @@ class _AgentContext:
 
     def run(self, prompt: Any, case: Case, kind: str | None = None) -> CaseRun:
         from rosetta.runtime.guardrails import GuardrailError
-        from rosetta.runtime.result import ModelCallError
 
         run = CaseRun(case_id=case.id, kind=kind or case.kind, inputs=case.inputs, expected=case.expected,
                       probe=case.probe)
@@ -235,13 +236,13 @@ class _AgentContext:
         except GuardrailError as error:
             run.error, run.refused_by_guardrail = _first_line(error), True
         except ModelCallError as error:
-            if error.kind == "credentials":  # no call was possible: not the model's failure
-                raise NoCredentials.of(error, prompt.model) from None
+            if error.kind is ErrorKind.CREDENTIALS:  # no call was possible: not the model's failure
+                raise
             run.error, run.attempts = _first_line(error), len(error.attempts)
         else:
             run.output, run.raw, run.valid = answer.data, answer.raw, answer.valid
             run.attempts = len(answer.attempts)
-            run.first_attempt_valid = bool(answer.attempts) and answer.attempts[0].outcome == "ok"
+            run.first_attempt_valid = bool(answer.attempts) and answer.attempts[0].outcome is Outcome.OK
             run.cost_usd, run.tool_calls = float(answer.cost or 0.0), list(answer.tool_calls)
         run.latency_s = time.monotonic() - started
         run.checks += self.tool_checks(run)
