@@ -33,7 +33,7 @@ def test_lazy_names_resolve():
 
 
 def test_reading_compiled_prompts_and_the_catalog_needs_no_pydantic():
-    loaded = _modules_after("import rosetta.render.prompt, rosetta.providers.catalog as c; c.resolve_model('sonnet')")
+    loaded = _modules_after("import rosetta.render.prompt, rosetta.providers.catalog as c; c.load_catalog().resolve('sonnet')")
     assert "pydantic" not in loaded and not loaded & {"litellm", "dspy", "jsonschema"}
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from rosetta.errors import UsageError
 from rosetta.providers.adapter import load_adapters
-from rosetta.providers.catalog import load_catalog, resolve_model
+from rosetta.providers.catalog import load_catalog
 from rosetta.providers.kinds import StructuredOutput
 
 REQUIRED_ALIASES = {
@@ -40,8 +40,8 @@ REQUIRED_ALIASES = {
 
 @pytest.mark.parametrize("alias", sorted(REQUIRED_ALIASES))
 def test_required_aliases_resolve(alias):
-    assert resolve_model(alias).id == REQUIRED_ALIASES[alias]
-    assert resolve_model(alias.upper()).id == REQUIRED_ALIASES[alias]
+    assert load_catalog().resolve(alias).id == REQUIRED_ALIASES[alias]
+    assert load_catalog().resolve(alias.upper()).id == REQUIRED_ALIASES[alias]
 
 
 def test_every_catalog_model_names_an_existing_adapter():
@@ -57,7 +57,7 @@ def test_ollama_models_route_through_ollama_chat():
 
 def test_unknown_name_lists_the_nearest_known_names():
     with pytest.raises(UsageError) as caught:
-        resolve_model("sonet")
+        load_catalog().resolve("sonet")
     assert "sonnet" in caught.value.problems[0].hint
 
 
@@ -73,8 +73,8 @@ def announcements():
 
 def test_a_model_outside_the_catalog_takes_litellms_map_and_is_noted_once(caplog, announcements):
     with caplog.at_level(logging.INFO, logger="rosetta.providers.catalog"):
-        model = resolve_model("deepseek/deepseek-chat")
-        resolve_model("deepseek/deepseek-chat")
+        model = load_catalog().resolve("deepseek/deepseek-chat")
+        load_catalog().resolve("deepseek/deepseek-chat")
     assert not model.known and model.adapter == "open-source" and model.context_window >= 64000
     assert [r.levelname for r in caplog.records] == ["INFO"] and "litellm's model map" in caplog.text
 
@@ -82,8 +82,8 @@ def test_a_model_outside_the_catalog_takes_litellms_map_and_is_noted_once(caplog
 def test_an_id_neither_list_knows_runs_with_one_warning_naming_its_defaults(caplog, announcements):
     """Issue 54: the catalog refines, it does not gate; a typo still says what it likely meant."""
     with caplog.at_level(logging.WARNING, logger="rosetta.providers.catalog"):
-        typo = resolve_model("openai/gpt-4oo")
-        resolve_model("openai/gpt-4oo")
+        typo = load_catalog().resolve("openai/gpt-4oo")
+        load_catalog().resolve("openai/gpt-4oo")
     assert typo.adapter == "openai" and typo.context_window == 8192 and not typo.capabilities.structured_output
     assert len(caplog.records) == 1
     assert "8,192-token window" in caplog.text and "did you mean openai/gpt-4o?" in caplog.text
@@ -91,26 +91,26 @@ def test_an_id_neither_list_knows_runs_with_one_warning_naming_its_defaults(capl
 
 def test_the_strict_gate_refuses_ids_its_patterns_do_not_name():
     with pytest.raises(UsageError) as typo:
-        resolve_model("openai/gpt-4oo", unlisted=[])
+        load_catalog().resolve("openai/gpt-4oo", unlisted=[])
     assert "outside rosetta's catalog" in str(typo.value) and "openai/gpt-4o" in typo.value.problems[0].hint
     assert "unlisted_models" in typo.value.problems[0].hint
-    assert resolve_model("deepseek/deepseek-chat", unlisted=["openai/*", "DeepSeek/*"]).id == "deepseek/deepseek-chat"
+    assert load_catalog().resolve("deepseek/deepseek-chat", unlisted=["openai/*", "DeepSeek/*"]).id == "deepseek/deepseek-chat"
     with pytest.raises(UsageError):
-        resolve_model("deepseek/deepseek-chat", unlisted=["openai/*"])
-    assert resolve_model("sonnet", unlisted=[]).id == "anthropic/claude-sonnet-5-5"  # the catalog is never gated
+        load_catalog().resolve("deepseek/deepseek-chat", unlisted=["openai/*"])
+    assert load_catalog().resolve("sonnet", unlisted=[]).id == "anthropic/claude-sonnet-5-5"  # the catalog is never gated
 
 
 @pytest.mark.parametrize("name", ["nonesuch/model-x", "sonet", "azure/", "ollama/"])
 def test_a_name_litellm_cannot_route_is_an_error_naming_the_nearest(name):
     with pytest.raises(UsageError) as unknown:
-        resolve_model(name)
+        load_catalog().resolve(name)
     assert f"unknown model {name!r}" in str(unknown.value)
     if name == "sonet":
         assert "sonnet" in unknown.value.problems[0].hint
 
 
 def test_a_bare_name_litellm_knows_gets_its_provider_prefix():
-    assert resolve_model("gpt-4o-mini-2024-07-18").id == "openai/gpt-4o-mini-2024-07-18"
+    assert load_catalog().resolve("gpt-4o-mini-2024-07-18").id == "openai/gpt-4o-mini-2024-07-18"
 
 
 @pytest.mark.parametrize(("model", "adapter", "mechanism"), [
@@ -126,18 +126,18 @@ def test_a_bare_name_litellm_knows_gets_its_provider_prefix():
     ("mistral/mistral-large-latest", "open-source", StructuredOutput.RESPONSE_SCHEMA),
 ])
 def test_a_hosted_model_gets_its_vendors_adapter_and_its_hosts_mechanism(model, adapter, mechanism):
-    resolved = resolve_model(model)
+    resolved = load_catalog().resolve(model)
     assert (resolved.adapter, resolved.structured_output) == (adapter, mechanism)
 
 
 def test_families_of_hosted_models_drop_the_hosts_vendor_prefix():
-    assert resolve_model("bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0").family == "claude"
-    assert resolve_model("together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo").family == "llama"
-    assert resolve_model("vertex_ai/gemini-2.5-pro").family == "gemini"
+    assert load_catalog().resolve("bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0").family == "claude"
+    assert load_catalog().resolve("together_ai/meta-llama/Llama-3.3-70B-Instruct-Turbo").family == "llama"
+    assert load_catalog().resolve("vertex_ai/gemini-2.5-pro").family == "gemini"
 
 
 def test_unknown_ollama_model_falls_back_to_the_open_source_adapter():
-    model = resolve_model("ollama/qwen2.5", unlisted=["ollama_chat/*"])  # the gate sees the routed id
+    model = load_catalog().resolve("ollama/qwen2.5", unlisted=["ollama_chat/*"])  # the gate sees the routed id
     assert model.id == "ollama_chat/qwen2.5" and model.adapter == "open-source" and model.model_class == "open"
 
 
@@ -163,7 +163,7 @@ def test_capabilities_agree_with_litellm_where_it_knows(monkeypatch):
 
 
 def test_custom_openai_name_uses_the_openai_adapter_with_conservative_limits():
-    model = resolve_model("openai/my-company-finetune", unlisted=True)
+    model = load_catalog().resolve("openai/my-company-finetune", unlisted=True)
     assert model.adapter == "openai" and not model.known and model.context_window == 8192
 
 

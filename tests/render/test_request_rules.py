@@ -11,7 +11,7 @@ from conftest import REPO
 
 from rosetta.definition import load_definition
 from rosetta.errors import RenderError, UsageError
-from rosetta.providers.catalog import load_catalog, resolve_model
+from rosetta.providers.catalog import load_catalog
 from rosetta.providers.kinds import StructuredOutput
 from rosetta.render import render
 from rosetta.render.prompt import RenderedPrompt
@@ -54,7 +54,7 @@ def test_models_that_reject_sampling_parameters_never_get_them(triage, name):
 def test_thinking_by_default_gets_room_in_max_tokens(triage):
     asked = triage.generation_params["default"].max_output_tokens
     for name in ("sonnet", "gpt", "gemini/2.5-pro"):
-        model = resolve_model(name)
+        model = load_catalog().resolve(name)
         assert render(triage, name).generation["max_tokens"] == asked + model.thinking_reserve, name
     assert render(triage, "openai/gpt-4.1").generation["max_tokens"] == asked  # no thinking by default
 
@@ -72,7 +72,7 @@ def test_a_retired_model_is_refused_on_the_date_the_caller_passes_with_its_repla
 def test_an_unlisted_claude_model_takes_its_rules_from_litellms_map(triage):
     new = render(triage, "anthropic/claude-opus-5", unlisted=True)  # native structured output, no sampling
     assert new.structured_output is StructuredOutput.OUTPUT_CONFIG and "temperature" not in new.generation
-    older = resolve_model("anthropic/claude-opus-4-1-20250805", unlisted=True)  # not in the map: no claims
+    older = load_catalog().resolve("anthropic/claude-opus-4-1-20250805", unlisted=True)  # not in the map: no claims
     assert older.structured_output is StructuredOutput.FORCED_TOOL and older.capabilities.sampling_params
 
 

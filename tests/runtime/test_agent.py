@@ -40,7 +40,7 @@ def optimized(tree, model_id, **knobs):
     from dataclasses import replace
 
     from rosetta.definition.loader import load_definition
-    from rosetta.providers.catalog import resolve_model
+    from rosetta.providers.catalog import load_catalog
     from rosetta.render.prompt import Knobs
     from rosetta.render.renderer import render
     from rosetta.signature import lower
@@ -48,7 +48,7 @@ def optimized(tree, model_id, **knobs):
     from rosetta.store.artifact import artifact_path, dump_artifact
 
     definition = load_definition(tree / "signatures" / "vuln-triage.md", root=tree)
-    model = resolve_model(model_id)
+    model = load_catalog().resolve(model_id)
     adapter = load_adapters()[model.adapter]
     chosen = Knobs(**knobs)
     provenance = replace(verify.expected_provenance(definition, model, adapter, tree, {}), knobs=chosen.to_dict())

@@ -453,10 +453,10 @@ def _schema_output(model: str | None) -> bool:
     """Whether ``model`` takes a JSON Schema ``response_format`` (unknown models: no)."""
     if not model:
         return False
-    from rosetta.providers.catalog import resolve_model
+    from rosetta.providers.catalog import load_catalog
 
     try:
-        return bool(resolve_model(model, unlisted=True).capabilities.structured_output)
+        return bool(load_catalog().resolve(model, unlisted=True).capabilities.structured_output)
     except Exception:  # a name the catalog cannot place: ask in plain text
         return False
 
@@ -465,10 +465,10 @@ def base_model(model: str | None) -> str | None:
     """Why ``model`` cannot propose instructions (it is a base model), or None."""
     if not model:
         return None
-    from rosetta.providers.catalog import resolve_model
+    from rosetta.providers.catalog import load_catalog
 
     try:
-        style = resolve_model(model, unlisted=True).prompt_style
+        style = load_catalog().resolve(model, unlisted=True).prompt_style
     except Exception:  # a name the catalog cannot place: ask it
         return None
     if style != "completion":

@@ -341,13 +341,10 @@ def served_names(models: Iterable[CatalogModel], vendors: Vendors) -> dict[str, 
     return {key: by_id[next(iter(ids))] for key, ids in claims.items() if len(ids) == 1}
 
 
-def load_catalog(declared: Mapping[str, Any] | None = None, file: str | Path | None = None) -> Catalog:
-    """The bundled catalog, with a project's declared models merged in when there are any
-    (``Settings.models`` or ``Settings.models``; ``file`` is their pyproject.toml). Built once per
-    distinct declaration table."""
-    if not declared:
-        return _bundled()
-    return _with_declared(json.dumps(declared, sort_keys=True, default=str), str(file) if file else None)
+def load_catalog() -> Catalog:
+    """The bundled catalog (parsed once per process); a project's, with its declared models, is
+    :func:`catalog_for`. Either resolves a name the one way, :meth:`Catalog.resolve`."""
+    return _bundled()
 
 
 def catalog_for(root: str | Path, declared: Mapping[str, Any]) -> Catalog:
@@ -382,10 +379,3 @@ def _bundled() -> Catalog:
                                 for entry in entries),
                    default_targets=tuple(data["default_targets"]), retirements=retirements,
                    reviewed=dict(data.get("reviewed") or {}), vendors=vendors)
-
-
-def resolve_model(name: str, *, unlisted: bool | Iterable[str] = ANY_MODEL, declared: Mapping[str, Any] | None = None,
-                  file: str | Path | None = None) -> CatalogModel:
-    """Resolve a model name against the catalog (with ``declared`` models merged in), and litellm's
-    map for others the gate accepts."""
-    return load_catalog(declared, file).resolve(name, unlisted=unlisted)
