@@ -19,7 +19,7 @@ redact_logs()  # no log record of a rosetta logger carries a credential, whateve
 _LAZY = {
     "load": "rosetta.runtime.agent",
     "Agent": "rosetta.runtime.agent",
-    "AgentDefinition": "rosetta.definition.models",
+    "AgentDefinition": "rosetta.definition.document",
     "AgentSpec": "rosetta.definition.models",
     "load_definition": "rosetta.definition.loader",
     "load_directory": "rosetta.definition.loader",
@@ -56,7 +56,8 @@ if TYPE_CHECKING:
     from rosetta.settings import Settings, load_settings
     from rosetta.definition.discovery import discover_definitions
     from rosetta.definition.loader import load_definition, load_directory
-    from rosetta.definition.models import AgentDefinition, AgentSpec
+    from rosetta.definition.document import AgentDefinition
+    from rosetta.definition.models import AgentSpec
     from rosetta.optimize.dspy_backend import from_dspy
     from rosetta.rollout.outcomes import record_outcome
     from rosetta.runtime.conversation import Conversation

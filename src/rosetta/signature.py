@@ -16,14 +16,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from rosetta.definition.document import AgentDefinition, Section
 from rosetta.definition.models import (
     DEFAULT_INPUT,
-    AgentDefinition,
     BodyFormat,
     Feature,
     GenerationParams,
     ReasoningStrategy,
-    Section,
 )
 from rosetta.definition.vocabulary import RCCFRole
 from rosetta.definition.yaml_source import format_path

@@ -22,8 +22,9 @@ from test_optimize import ARTIFACT, scripted  # noqa: F401  (scripted: the autou
 
 from rosetta.settings import load_settings
 from rosetta.optimize.evaluation import interval95
+from rosetta.optimize.rescore import evaluate
 from rosetta.optimize.study import SearchSettings
-from rosetta.optimize.target import OptimizeRequest, evaluate, optimize
+from rosetta.optimize.target import OptimizeRequest, optimize
 from rosetta.store.artifact import parse_artifact, read_artifact
 
 STRONG = {"trials": 12, "max_calls": 200, "proposer": "scripted/proposer", "nearest_demos": False}

@@ -15,7 +15,7 @@ from fault_server import FaultServer
 from rosetta.optimize.cache import EvalCache
 from rosetta.optimize.context import load_context
 from rosetta.optimize.evaluation import Budget, Evaluator
-from rosetta.optimize.target import evaluate
+from rosetta.optimize.rescore import evaluate
 from rosetta.settings import load_settings
 
 

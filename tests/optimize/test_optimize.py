@@ -19,8 +19,9 @@ from scripted_model import RULEBOOK, write_toy_project
 from rosetta.settings import load_settings
 from rosetta.errors import RosettaError
 from rosetta.optimize.context import load_context
+from rosetta.optimize.rescore import evaluate, score_differences
 from rosetta.optimize.study import SearchSettings
-from rosetta.optimize.target import OptimizeRequest, evaluate, optimize, score_differences
+from rosetta.optimize.target import OptimizeRequest, optimize
 from rosetta.store.artifact import parse_artifact
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -599,11 +600,13 @@ def test_an_artifact_names_the_decoder_build_it_was_scored_on(toy: Path, monkeyp
     """Greedy answers of the embedded model depend on the llama.cpp build (kernels compiled for other
     instructions round differently): the artifact records the build, evaluate names a changed one as
     the reason a score differs, and --optimize does not call an artifact of another build up to date."""
-    from rosetta.optimize import target
+    from rosetta.optimize import provenance, rescore, target
 
     def decoder(revision: str, build: str) -> None:  # the scripted model stands in for a local/ one
-        monkeypatch.setattr(target, "answerer_revision", lambda model: revision)
-        monkeypatch.setattr(target, "answerer_build", lambda model: build)
+        for module in (target, provenance, rescore):  # the up-to-date check, the recorded scores, evaluate's reasons
+            monkeypatch.setattr(module, "answerer_revision", lambda model, settings=None: revision)
+        for module in (provenance, rescore):
+            monkeypatch.setattr(module, "answerer_build", lambda model: build)
 
     decoder("a" * 64, "llama-cpp-python 0.3.36; CPU : AVX2 = 1")
     assert run(toy, trials=3, proposer=None).status == "written"

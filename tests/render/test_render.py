@@ -10,7 +10,7 @@ from conftest import REPO
 from rosetta.definition import load_definition
 from rosetta.errors import RenderError, UsageError
 from rosetta.render import Knobs, render
-from rosetta.definition.models import Section
+from rosetta.definition.document import Section
 from rosetta.signature import Demo, lower
 
 ADAPTER_MODELS = {"anthropic": "sonnet", "openai": "openai/gpt-4o", "google": "gemini/2.5-pro",

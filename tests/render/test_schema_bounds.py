@@ -11,7 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from rosetta.definition import load_definition
-from rosetta.definition.models import GenerationParams, Section
+from rosetta.definition.document import Section
+from rosetta.definition.models import GenerationParams
 from rosetta.errors import Problem, RenderError
 from rosetta.parts import Demo
 from rosetta.render import render

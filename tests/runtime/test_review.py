@@ -15,7 +15,7 @@ from scripted_model import write_toy_project
 
 from rosetta.errors import UsageError
 from rosetta.runtime.agent import load
-from rosetta.runtime.review import read_review
+from rosetta.runtime.verdicts import read_review
 from rosetta.runtime.rubric import Criterion, Rubric
 
 
@@ -148,3 +148,27 @@ def test_the_judge_grading_the_model_that_answered_uses_the_calls_endpoint_and_k
                          api_base=server.url, api_key="sk-test-the-callers-key")
     assert result.review.verdict == "pass" and len(server.requests) == 2
     assert [r["authorization"] for r in server.requests] == ["Bearer sk-test-the-callers-key"] * 2
+
+
+def test_a_retry_that_cannot_run_returns_the_first_answer_with_its_failed_review(toy, caplog) -> None:
+    """Issue 84: Results are frozen, so the review is attached to a new Result, never to the one a
+    stage already handed on; when the regeneration after a failed review fails, the first answer
+    comes back with the review that failed it (not ungraded, not lost)."""
+    from rosetta.local.litellm_offline import import_litellm
+
+    litellm, answered = import_litellm(), []
+
+    def complete(**kwargs: object) -> object:
+        if kwargs["model"] == "scripted/toy":
+            answered.append(kwargs["model"])
+            if len(answered) == 2:
+                raise litellm.BadRequestError(message="the retry is refused", model="toy", llm_provider="scripted")
+        return litellm.completion(**kwargs)
+
+    result = toy.run({"text": "a note about apples"}, model="scripted/toy", review=["The label is gamma"],
+                     review_model="scripted/judge", retry_once=True, complete=complete)
+    assert len(answered) == 2 and result.data == {"label": "alpha"} and not result.retried
+    assert result.review is not None and result.review.verdict == "fail" and result.review.judge_valid
+    assert "the retry after a failed review could not run" in caplog.text
+    with pytest.raises(AttributeError):
+        result.raw = "changed"  # type: ignore[misc]  # frozen: what a caller holds never changes

@@ -100,7 +100,7 @@ def evaluate_command(
     labeled split, through the runtime's own call path; compare with the score the artifact recorded.
 
     With --cross: the cross-model matrix, each model's prompt sent as is to every model."""
-    from rosetta.optimize.target import evaluate
+    from rosetta.optimize.rescore import evaluate
 
     loaded = load_agent(ctx, agent)
     if loaded.definition_path is None:

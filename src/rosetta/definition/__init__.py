@@ -16,12 +16,12 @@ _LAZY = {
     "load_definition": "rosetta.definition.loader",
     "load_directory": "rosetta.definition.loader",
     "load_many": "rosetta.definition.loader",
-    "AgentDefinition": "rosetta.definition.models",
-    "AgentFormat": "rosetta.definition.models",
+    "AgentDefinition": "rosetta.definition.document",
+    "AgentFormat": "rosetta.definition.vocabulary",
     "AgentSpec": "rosetta.definition.models",
-    "BodyFormat": "rosetta.definition.models",
-    "RCCFRole": "rosetta.definition.models",
-    "Section": "rosetta.definition.models",
+    "BodyFormat": "rosetta.definition.vocabulary",
+    "RCCFRole": "rosetta.definition.vocabulary",
+    "Section": "rosetta.definition.document",
     "frontmatter_json_schema": "rosetta.definition.models",
 }
 __all__ = list(_LAZY)
@@ -34,12 +34,8 @@ if TYPE_CHECKING:
         load_directory,
         load_many,
     )
-    from rosetta.definition.models import (
-        AgentDefinition,
-        AgentSpec,
-        Section,
-        frontmatter_json_schema,
-    )
+    from rosetta.definition.document import AgentDefinition, Section
+    from rosetta.definition.models import AgentSpec, frontmatter_json_schema
     from rosetta.definition.vocabulary import AgentFormat, BodyFormat, RCCFRole
 
 

@@ -15,13 +15,13 @@ from typing import Any
 
 from rosetta.definition.discovery import discover_many
 from rosetta.definition.formats import RawDefinition, read_definition
-from rosetta.definition.models import (
+from rosetta.definition.document import (
     TEMPLATE_SUFFIXES,
     AgentDefinition,
-    AgentSpec,
     DefinitionSource,
     MissingReference,
 )
+from rosetta.definition.models import AgentSpec
 from rosetta.definition.paths import find_project_root, resolve_reference
 from rosetta.definition.sections import split_sections
 from rosetta.definition.spec_errors import locate_field, validate_spec

@@ -1,8 +1,8 @@
 """The portable agent schema (ADR-003, 38 fields) as frozen pydantic models.
 
 :class:`AgentSpec` is exactly the frontmatter a user writes; ``rosetta schema`` publishes its JSON
-Schema for editors. :class:`AgentDefinition` is what the loader returns: the spec plus the body,
-its RCCF sections, and where everything came from. Types are checked here; portability rules
+Schema for editors. What the loader returns, the spec with its body and provenance, is
+:class:`~rosetta.definition.document.AgentDefinition`. Types are checked here; portability rules
 (PV-001…PV-010) are judged by ``rosetta.lint`` so that a definition can load and still be
 reported on, with line numbers.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from datetime import date, time
 from enum import StrEnum
 from functools import cached_property
@@ -23,7 +22,6 @@ from rosetta.definition.input_rules import InputRule, rules_by_input
 from rosetta.definition.patterns import PatternError, compile_pattern, shown
 from rosetta.definition.spec_base import SpecSection
 from rosetta.definition.vocabulary import (
-    AgentFormat,
     BodyFormat,
     CognitiveMode,
     FallbackBehavior,
@@ -444,157 +442,11 @@ def _unknown_fields(model: BaseModel, path: tuple[str | int, ...]) -> Iterator[t
                 yield from _unknown_fields(item, (*here, key))
 
 
-class Section(BaseModel):
-    """A named piece of the body, tagged with the RCCF role it plays. ``content`` is verbatim."""
-
-    model_config = ConfigDict(frozen=True)
-
-    key: str
-    """Normalized name used for role lookup, e.g. output_format."""
-    title: str
-    """The heading, tag or label as written; empty for text before the first one."""
-    role: RCCFRole
-    """Which RCCF part this section belongs to."""
-    content: str
-    """The text inside the section, without its heading or tags."""
-    line: int
-    """1-based line in the body file where the section starts."""
-    level: int = 0
-    """Heading level for markdown (1–6), 0 otherwise."""
-
-
-@dataclass(frozen=True)
-class OffListValue:
-    """A value outside a field's known set, and what rosetta does with it instead of refusing the file."""
-
-    path: tuple[str | int, ...]
-    value: Any
-    known: tuple[str, ...]
-    used: str
-    """What rosetta does with it, in words: "uses 'warn_and_retry'", "ignores it", or :data:`KEPT_AS_WRITTEN`."""
-
-
-@dataclass(frozen=True)
-class UnreadValue:
-    """A known field written in a shape rosetta does not read: set aside so that the agent loads,
-    kept as written (compiled artifacts carry it with the extensions), and reported by lint."""
-
-    path: tuple[str | int, ...]
-    value: Any
-    found: str
-    """The shape found, in words: "a mapping", "a list", "'high'"."""
-    expected: str
-    """The shapes rosetta reads there, in words."""
-    used: str
-    """What rosetta does instead: "uses 'adaptive'", "ignores it"."""
-
-
-KEPT_AS_WRITTEN = "keeps it as written"
-"""How descriptive values outside their known set are handled: rendered as the author wrote them."""
-
-
 OPEN_VALUE_SETS: dict[tuple[str, ...], type[StrEnum]] = {
     ("identity", "cognitive_mode"): CognitiveMode,
     ("output", "levels"): OutputLevel,
 }
 """Descriptive fields whose known values are suggestions: other values are rendered as written."""
-
-
-@dataclass(frozen=True)
-class MissingReference:
-    """A file a definition names that is in none of the places looked in, or that is not used."""
-
-    path: tuple[str | int, ...]
-    reference: str
-    tried: tuple[str, ...]
-    why: str = ""
-    """Why a file that was found is not used (empty: it was found nowhere)."""
-
-
-TEMPLATE_SUFFIXES = (".md", ".markdown", ".txt", ".rst", ".adoc", ".html", ".tmpl", ".template", ".j2", ".jinja",
-                     ".jinja2", ".mustache", ".hbs")
-"""What an output template may be: a text document. Its text goes into every prompt, to hosted
-models too, so a definition naming ``.env`` or ``id_rsa`` as its template gets nothing rendered."""
-
-
-class DefinitionSource(BaseModel):
-    """Where a definition came from; paths as given to the loader."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    format: AgentFormat
-    """Which of the supported formats it was read as."""
-    path: str
-    """The main file (the .md, or the .agent.yaml of a pair)."""
-    files: tuple[str, ...]
-    """Every file the definition is built from: those merged into it (main file first), then the files
-    it references (``examples_ref``, ``output.template``), so that editing any of them changes its hash."""
-    body_path: str
-    """The file holding the body."""
-    body_line: int
-    """Line of ``body_path`` where the body starts."""
-    detected_body_format: BodyFormat
-    """Body format as detected from the text."""
-    raw: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
-    """The merged frontmatter exactly as parsed (lint reads it for PV-001)."""
-    locations: dict[tuple[str | int, ...], tuple[str, int, int]] = Field(default_factory=dict, exclude=True, repr=False)
-    """Field path → (file, line, column) of every frontmatter value."""
-    off_list: tuple[OffListValue, ...] = ()
-    """Values outside their field's known set, tolerated at load (lint reports them)."""
-    unread: tuple[UnreadValue, ...] = ()
-    """Known fields in a shape rosetta does not read, set aside at load (lint reports them)."""
-    references: dict[str, str] = {}
-    """Each referenced file found (field, e.g. ``output.template`` → path), wherever it was found."""
-    missing_references: tuple[MissingReference, ...] = ()
-    """Referenced files found nowhere (``output.template``): the agent renders without them."""
-
-
-class AgentDefinition(BaseModel):
-    """A loaded agent: its spec, its body split into RCCF sections, and its provenance."""
-
-    model_config = ConfigDict(frozen=True)
-
-    spec: AgentSpec
-    """The frontmatter."""
-    body: str
-    """The prompt body as written (line endings normalized)."""
-    sections: tuple[Section, ...]
-    """The body split into named sections, in source order."""
-    source: DefinitionSource
-    """Where it came from."""
-
-    @property
-    def name(self) -> str:
-        """The agent's name."""
-        return self.spec.name
-
-    @property
-    def body_format(self) -> BodyFormat:
-        """The declared body format, or the detected one when none is declared."""
-        return self.spec.portability.body_format or self.source.detected_body_format
-
-    @property
-    def portable(self) -> bool:
-        """Whether the definition opted into multi-provider use."""
-        return self.spec.portability.enabled
-
-    def input_rule_path(self, index: int) -> tuple[str | int, ...]:
-        """Where input rule ``index`` is written: at its list index, or under its input's name when
-        the rules are written as a mapping."""
-        guardrails = self.source.raw.get("guardrails")
-        written = guardrails.get("input_validation") if isinstance(guardrails, dict) else None
-        rule = self.spec.guardrails.input_validation[index]
-        if isinstance(written, dict) and rule.field is not None:
-            return ("guardrails", "input_validation", rule.field)
-        return ("guardrails", "input_validation", index)
-
-    def locate(self, *path: str | int) -> tuple[str, int | None, int | None]:
-        """(file, line, column) of a frontmatter field, or of its nearest located ancestor."""
-        for end in range(len(path), -1, -1):
-            found = self.source.locations.get(tuple(path[:end]))
-            if found:
-                return found
-        return (self.source.path, None, None)
 
 
 def frontmatter_json_schema() -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from rosetta.definition.vocabulary import BodyFormat, RCCFRole
 
 if TYPE_CHECKING:
-    from rosetta.definition.models import Section
+    from rosetta.definition.document import Section
 
 R = RCCFRole
 SECTION_ROLES: dict[str, RCCFRole] = {
@@ -97,7 +97,7 @@ def split_sections(
         raw = _split_rccf(body)
     else:
         raw = _split_markdown(body)
-    from rosetta.definition.models import Section  # pydantic: only where sections are built
+    from rosetta.definition.document import Section  # pydantic: only where sections are built
 
     sections = []
     for index, (title, content, line, level) in enumerate(raw):

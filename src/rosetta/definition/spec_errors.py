@@ -20,14 +20,8 @@ from pydantic import BaseModel, ValidationError
 
 from rosetta.definition.formats import RawDefinition
 from rosetta.definition.input_rules import rules_by_input
-from rosetta.definition.models import (
-    KEPT_AS_WRITTEN,
-    OPEN_VALUE_SETS,
-    AgentSpec,
-    OffListValue,
-    UnreadValue,
-    inputs_by_name,
-)
+from rosetta.definition.document import KEPT_AS_WRITTEN, OffListValue, UnreadValue
+from rosetta.definition.models import OPEN_VALUE_SETS, AgentSpec, inputs_by_name
 from rosetta.definition.yaml_source import FieldPath, format_path
 from rosetta.errors import DefinitionError, Location, Problem
 

@@ -10,19 +10,14 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from rosetta.definition.document import KEPT_AS_WRITTEN, AgentDefinition
 from rosetta.definition.formats import CLAUDE_CODE_FIELDS, SIDECAR_SUFFIXES, stem_of
-from rosetta.definition.models import (
-    KEPT_AS_WRITTEN,
-    PROVIDER_API_PARAMS,
-    AgentDefinition,
-    AgentFormat,
-    Feature,
-    ReasoningStrategy,
-)
+from rosetta.definition.models import PROVIDER_API_PARAMS, Feature, ReasoningStrategy
 from rosetta.definition.patterns import PatternError, shown
 from rosetta.definition.schema_shape import subschemas
 from rosetta.definition.sections import lines_outside_fences
 from rosetta.definition.spec_errors import known_fields, nested_fields
+from rosetta.definition.vocabulary import AgentFormat
 from rosetta.definition.yaml_source import format_path
 from rosetta.lint.metaschema import metaschema_errors
 from rosetta.lint.reasoning import reasoning_instructions

@@ -4,7 +4,7 @@ agents that have not opted into portability)."""
 
 from __future__ import annotations
 
-from rosetta.definition.models import AgentDefinition
+from rosetta.definition.document import AgentDefinition
 from rosetta.definition.yaml_source import format_path
 from rosetta.lint import checks  # noqa: F401  (registers the rules)
 from rosetta.lint.registry import RULES, Finding, Hit, Rule, Severity

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from rosetta.definition.models import AgentDefinition
+from rosetta.definition.document import AgentDefinition
 from rosetta.definition.yaml_source import FieldPath
 
 

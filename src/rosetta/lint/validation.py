@@ -16,7 +16,7 @@ from typing import Any
 from rosetta.__about__ import __version__
 from rosetta.definition.discovery import discover_many
 from rosetta.definition.loader import LoadResult, load_definition, project_roots
-from rosetta.definition.models import AgentDefinition
+from rosetta.definition.document import AgentDefinition
 from rosetta.definition.yaml_source import format_path
 from rosetta.errors import DefinitionError, RosettaError
 from rosetta.lint.engine import lint_definition

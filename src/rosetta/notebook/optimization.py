@@ -333,7 +333,7 @@ def evaluate(agent: Any, model: str, *, split: str = "test", prompt: Any = None,
     project's evaluation cache, so a variant the search already scored costs nothing."""
     import pandas as pd
 
-    from rosetta.optimize.target import evaluate as run_evaluate
+    from rosetta.optimize.rescore import evaluate as run_evaluate
 
     loaded, _, settings = _definition(agent, project)
     if prompt is None:

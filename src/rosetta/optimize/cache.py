@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rosetta.fileio import NotRegularFile, trusted_path
+from rosetta.local.project import LocalSettings
 from rosetta.local.revision import answerer_revision
 from rosetta.signing import NoSecret, project_secret, sign, verifies
 
@@ -58,12 +59,14 @@ same request share one answer. ``demo_pool`` appears only in prompts that have o
 all other prompts are what they were before it existed."""
 
 
-def prompt_key(prompt: RenderedPrompt, options: dict[str, Any] | None = None) -> str:
+def prompt_key(prompt: RenderedPrompt, options: dict[str, Any] | None = None, *,
+               local: LocalSettings | None = None) -> str:
     """sha256 over what the model is sent (model and parameters included), how it is checked, and
-    which build answers it where that is known (the embedded decoder's, for ``local/`` models)."""
+    which build answers it where that is known (the embedded decoder's, for ``local/`` models, whose
+    weights the project's ``local`` settings name)."""
     data = prompt.to_dict()
     payload: dict[str, Any] = {"prompt": {key: data[key] for key in SENT if key in data}, "options": options or {}}
-    revision = answerer_revision(str(data["model"]))
+    revision = answerer_revision(str(data["model"]), local)
     if revision:
         payload["answerer"] = revision
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()

@@ -14,7 +14,8 @@ from rosetta.optimize.metrics import Metric, resolve_metric
 from rosetta.settings import ProjectState, Settings
 
 if TYPE_CHECKING:
-    from rosetta.definition.models import AgentDefinition, Evaluation
+    from rosetta.definition.document import AgentDefinition
+    from rosetta.definition.models import Evaluation
     from rosetta.providers.adapter import Adapter
     from rosetta.providers.model_entries import CatalogModel
     from rosetta.runtime.agent import Agent

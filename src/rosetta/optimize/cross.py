@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Problem, UsageError
 from rosetta.optimize.context import Context, load_context
-from rosetta.optimize.target import score_split
+from rosetta.optimize.rescore import score_split
 from rosetta.store.cross import UNCOMPILED  # the matrix's last row: each model's own uncompiled render
 
 if TYPE_CHECKING:

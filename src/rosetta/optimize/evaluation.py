@@ -14,6 +14,7 @@ probability as well as by the plain metric.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from rosetta.datasets import Example
 from rosetta.errors import RosettaError
 from rosetta.optimize.cache import Answer, EvalCache, example_key, prompt_key
+from rosetta.local.project import LocalSettings
 from rosetta.optimize.label_odds import TOP_LOGPROBS, LabelField, label_probability
 from rosetta.optimize.metrics import Metric
 from rosetta.providers.policy import ErrorKind
@@ -243,6 +245,15 @@ class Evaluator:
         self.odds_seen = False  # whether any race score was a label's probability
         self.call_label = call_label  # what the runtime's log and trace call the prompt
 
+    @functools.cached_property
+    def local(self) -> LocalSettings:
+        """The agent's project's embedded-model settings: which weights a ``local/`` name means."""
+        return LocalSettings.of(self.agent.dirs)
+
+    def prompt_key(self, prompt: RenderedPrompt, options: dict[str, Any] | None = None) -> str:
+        """:func:`~rosetta.optimize.cache.prompt_key` under this agent's project settings."""
+        return prompt_key(prompt, options, local=self.local)
+
     def answer(self, prompt: RenderedPrompt, example: Example, prompt_hash: str | None = None, draw: int = 0,
                odds: bool = False) -> Answer:
         """The model's answer to one example (from the cache when it was paid for before); ``draw``
@@ -250,7 +261,7 @@ class Evaluator:
         ``odds`` asks for log-probabilities too and keeps each label's probability."""
         seed = sampling_seed(prompt, example.id + (f"#{draw}" if draw else ""))
         options = {"label_odds": TOP_LOGPROBS} if odds else None
-        key = EvalCache.key(prompt_hash or prompt_key(prompt, options),
+        key = EvalCache.key(prompt_hash or self.prompt_key(prompt, options),
                             example_key(example) + (f"#seed{seed['seed']}" if seed else "")
                             + (f"#draw{draw}" if draw else ""))
         extra = {"logprobs": True, "top_logprobs": TOP_LOGPROBS} if odds else {}
@@ -286,7 +297,7 @@ class Evaluator:
 
     def answers(self, prompt: RenderedPrompt, examples: Sequence[Example], draw: int = 0) -> list[Answer]:
         """Answers in example order; ``jobs`` calls run at once."""
-        prompt_hash = prompt_key(prompt)
+        prompt_hash = self.prompt_key(prompt)
         if self.jobs == 1 or len(examples) == 1:
             return [self.answer(prompt, example, prompt_hash, draw) for example in examples]
         with ThreadPoolExecutor(max_workers=self.jobs) as pool:
@@ -308,7 +319,7 @@ class Evaluator:
     def race_key(self, prompt: RenderedPrompt) -> tuple[str, bool]:
         """The cache key of ``prompt``'s race answers, and whether they are asked with log-probabilities."""
         odds = bool(self.asks_odds(prompt))
-        return prompt_key(prompt, {"label_odds": TOP_LOGPROBS} if odds else None), odds
+        return self.prompt_key(prompt, {"label_odds": TOP_LOGPROBS} if odds else None), odds
 
     def race_score(self, prompt: RenderedPrompt, example: Example, key: tuple[str, bool]) -> Scored:
         """One example's scores, ``key`` being :meth:`race_key`'s: the race score is the correct

@@ -7,8 +7,9 @@ choice is made on dev; test is scored by the caller, once every choice is made (
 
 A study's trials are the race's units: one candidate answering one rung's rows. The main process
 enqueues each rung's units, every process (it and any ``--worker``) takes them from the study's
-queue, and once a rung is done the main process promotes its leaders. Scores of rows a candidate
-answered in an earlier rung are carried in the unit, never asked again.
+queue and answers them (:mod:`rosetta.optimize.race_units`), and once a rung is done the main
+process promotes its leaders. Scores of rows a candidate answered in an earlier rung are carried in
+the unit, never asked again.
 
 :class:`_Search` holds what the steps share (the study, the budget, the evaluator, the live
 status); :func:`run_search` runs them, or joins the study as a worker.
@@ -17,20 +18,18 @@ status); :func:`run_search` runs them, or joins the study as a worker.
 from __future__ import annotations
 
 import math
-import os
-import socket
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rosetta.optimize.budget import CallPlan, call_plan
-from rosetta.optimize.cache import EvalCache, prompt_key
-from rosetta.optimize.evaluation import Budget, BudgetExhausted, Evaluator, HeldBack, Scored, interval95
+from rosetta.optimize.cache import EvalCache
+from rosetta.optimize.evaluation import Budget, Evaluator, interval95
 from rosetta.optimize.label_odds import label_field
 from rosetta.optimize.metrics import Metric
 from rosetta.optimize.race import CONFIDENCE, Plan, Standing, leaders, replaces, split_dev, tie_order, winner
+from rosetta.optimize.race_units import IDLE_S, answer_next, rung_units, work
 from rosetta.optimize.space import SEEDED, SPACE_VERSION, build_space, label_function
 from rosetta.optimize.study import (
     SearchOutcome,
@@ -52,7 +51,7 @@ from rosetta.datasets import LabeledData
 from rosetta.errors import Problem, UsageError
 
 if TYPE_CHECKING:
-    from optuna.trial import FrozenTrial, Trial
+    from optuna.trial import FrozenTrial
 
     from rosetta.providers.adapter import Adapter
     from rosetta.providers.model_entries import CatalogModel
@@ -63,9 +62,6 @@ if TYPE_CHECKING:
 
 PRIOR_RUNG = -1
 """The units of the prior's candidates answering all of dev, before the challengers' rung 0."""
-
-IDLE_S = 0.5
-"""How long a process waits before looking again for units another process is still answering."""
 
 
 def run_search(agent: Agent[Any], signature: Signature, model: CatalogModel, adapter: Adapter, data: LabeledData,
@@ -94,7 +90,7 @@ def _run(agent: Agent[Any], signature: Signature, model: CatalogModel, adapter: 
     name = study_name(signature.name, model.id, {**(identity or {}), **settings.identity(), "space": SPACE_VERSION})
     search.set_up(name, default_storage, proposer_complete, fresh=fresh, calls=calls)
     if settings.worker:
-        search.work()
+        work(search)
         search.report("done")
         return None
     search.race()
@@ -216,7 +212,7 @@ class _Search:
         chosen: list[dict[str, Any]] = []
         seen: set[str] = set()
         for params in self.space.candidates(self.settings.seed):
-            digest = prompt_key(self.render(self.searchable, self.space.knobs(params)))
+            digest = self.evaluator.prompt_key(self.render(self.searchable, self.space.knobs(params)))
             if digest not in seen:
                 seen.add(digest)
                 chosen.append(params)
@@ -318,7 +314,7 @@ class _Search:
         import optuna
 
         study = self.study
-        units = self._units(rung)
+        units = rung_units(self.study, rung)
         for candidate in sorted(alive):
             unit = units.get(candidate)
             if unit is None or (unit.state == optuna.trial.TrialState.FAIL and not unit.user_attrs.get("stopped")):
@@ -329,8 +325,8 @@ class _Search:
                                                 "knobs_text": self.space.describe_knobs(self.candidates[candidate])})
         while True:
             if not self.stopped:
-                self._answer_next()
-            units = self._units(rung)
+                answer_next(self)
+            units = rung_units(self.study, rung)
             pending = [c for c in alive if c in units and units[c].state in (
                 optuna.trial.TrialState.WAITING, optuna.trial.TrialState.RUNNING)]
             if not pending or (self.stopped and all(units[c].state == optuna.trial.TrialState.WAITING
@@ -349,154 +345,6 @@ class _Search:
     def _phase(self, rung: int) -> str:
         """What a rung's units are, in words: the prior's pass over dev, a rung of the race, or the confirmation."""
         return "prior" if rung == PRIOR_RUNG else f"rung {rung}" if rung < len(self.plan.rows) else "confirmation"
-
-    def _units(self, rung: int) -> dict[int, FrozenTrial]:
-        """This rung's units by candidate: the finished one where there is one, else the latest."""
-        units: dict[int, FrozenTrial] = {}
-        for trial in self.study.get_trials(deepcopy=False):
-            if trial.user_attrs.get("rung") != rung or "candidate" not in trial.user_attrs:
-                continue
-            candidate = int(trial.user_attrs["candidate"])
-            held = units.get(candidate)
-            if held is None or held.state.name != "COMPLETE":
-                units[candidate] = trial
-        return units
-
-    def work(self) -> None:
-        """A worker's share: answer units until the main process says the race is over (or no unit
-        appears for 15 minutes)."""
-        idle_since = time.monotonic()
-        self.report("racing")
-        while not self.stopped:
-            if self._answer_next():
-                idle_since = time.monotonic()
-                continue
-            attrs = self.study._storage.get_study_user_attrs(self.study._study_id)
-            if attrs.get("race_done") or time.monotonic() - idle_since > 900:
-                break
-            time.sleep(IDLE_S)
-
-    def _answer_next(self) -> bool:
-        """Take the waiting units from the study (all this process gets) and answer them together;
-        False when there were none. Their answers run ``--jobs`` at a time and take turns in unit
-        and row order (:meth:`Budget.turn`), so the answers admitted, and the scores recorded,
-        are those of one answer at a time, on any machine."""
-        import optuna
-
-        study = self.study
-        waiting = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,))
-        trials: list[Trial] = []
-        for _ in waiting[:max(1, self.settings.jobs)]:  # at most --jobs units: --worker processes get their share
-            trial = study.ask()
-            if "candidate" not in trial.user_attrs:  # another process took the waiting unit first: optuna made a
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)  # new, empty trial
-                break
-            trials.append(trial)
-        if not trials:
-            return False
-        trials.sort(key=lambda t: (int(t.user_attrs["rung"]), int(t.user_attrs["candidate"])))
-        try:
-            units = self._answer(trials)
-        except BaseException:
-            for trial in trials:
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
-            raise
-        for trial, unit in zip(trials, units, strict=True):
-            if unit.refused is None:
-                study.tell(trial, sum(unit.race) / len(unit.race))
-                continue
-            trial.set_user_attr("stopped", unit.refused.reason)
-            if isinstance(unit.refused, HeldBack):  # this rung's share is spent; the race goes on with those that finished
-                trial.set_user_attr("held_back", True)
-            elif unit.refused.reason not in self.stopped:
-                self.stopped.append(unit.refused.reason)
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
-        self.seal()
-        self.report()
-        return True
-
-    def _answer(self, trials: list[Trial]) -> list[_Unit]:
-        """The units ``trials`` hold: each candidate's prompt answers its rung's new rows (the
-        earlier rows' scores come from its unit of the rung before); records per-row scores, calls
-        and cost on each trial."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        budget = self.budget
-        self.mine.update(trial.number for trial in trials)
-        everyone = self.study.get_trials(deepcopy=False)
-        budget.carried_calls = sum(int(t.user_attrs.get("calls", 0)) for t in everyone
-                                   if t.state.name in ("COMPLETE", "FAIL") and t.number not in self.mine)
-        units = [self._unit(trial, everyone) for trial in trials]
-        turns = [(unit, row) for unit in units for row in range(unit.answered, unit.rows)]
-
-        def take(number: int) -> None:
-            unit, row = turns[number]
-            try:
-                with budget.turn(number, unit.reserve, unit.held, unit=unit.trial.number):
-                    unit.scored[row] = self.evaluator.race_score(unit.prompt, self.dev[row], unit.key)
-            except BudgetExhausted as refused:
-                unit.refused = unit.refused or refused
-
-        rung = int(trials[0].user_attrs["rung"])
-        budget.start_turns(self._rate([t for t in everyone if t.user_attrs.get("rung") != rung]), rung)
-        try:
-            if self.settings.jobs > 1 and len(turns) > 1:
-                with ThreadPoolExecutor(max_workers=self.settings.jobs) as pool:
-                    list(pool.map(take, range(len(turns))))  # started in turn order: no turn waits on one not started
-            else:
-                for number in range(len(turns)):
-                    take(number)
-        finally:
-            for unit in units:
-                unit.record()
-        best = max((sum(unit.plain) / len(unit.plain) for unit in units if unit.plain), default=None)
-        if best is not None and (self.status.best is None or best > self.status.best):
-            self.status.best = best
-        return units
-
-    def _unit(self, trial: Trial, everyone: list[FrozenTrial]) -> _Unit:
-        """One unit made ready to answer: its prompt, the rows it answered in the rung before, and
-        the calls kept for later rungs while it answers."""
-        attrs = trial.user_attrs
-        candidate, rung, rows = int(attrs["candidate"]), int(attrs["rung"]), int(attrs["rows"])
-        trial.set_user_attr("host", socket.gethostname())
-        trial.set_user_attr("pid", os.getpid())
-        params = self.candidates[candidate]
-        self.space.suggest(trial)  # records the enqueued params on the trial (notebooks plot them)
-        prompt = self.render(self.searchable, self.space.knobs(params))
-        trial.set_user_attr("prompt_sha256", prompt_key(prompt))
-        trial.set_user_attr("prompt_tokens", prompt.tokens.get("total", 0))
-        for mark, anchor in (("default", self.space.default_params()), ("few_shot", self.space.few_shot_params()),
-                             ("nearest", self.space.nearest_params())):
-            if params == anchor:
-                trial.set_user_attr(mark, True)
-        earlier = self._units(rung - 1).get(candidate) if rung > 0 else None
-        race = list(earlier.user_attrs["race"]) if earlier is not None else []
-        plain = list(earlier.user_attrs["plain"]) if earlier is not None else []
-        return _Unit(trial, prompt, self.evaluator.race_key(prompt), race, plain, rows,
-                     self.evaluator.worst_case(prompt), self._held(rung, everyone, candidate))
-
-    def _held(self, rung: int, trials: list[FrozenTrial], candidate: int) -> int:
-        """Calls kept for the rungs after ``rung`` while ``candidate``'s unit answers: the answers
-        they need for the challengers of this rung up to this one (in candidate order, however the
-        rung is split into batches), and the retries those take at the rate seen in ``trials``.
-        Without it, retries in the wide first rungs would spend what the finalists need, and the
-        winner would be chosen on a fraction of dev; with it, the first rung's last challengers stop."""
-        if not 0 <= rung < len(self.plan.rows):  # the prior's pass comes first; the confirmation is the last
-            return 0
-        before = {int(t.user_attrs["candidate"]) for t in trials
-                  if "candidate" in t.user_attrs and t.user_attrs.get("rung") == rung}
-        later = self.plan.answers_after(rung, 1 + sum(1 for other in before if other < candidate))
-        return math.ceil(later * self._rate([t for t in trials if t.user_attrs.get("rung") != rung]))
-
-    def _rate(self, trials: list[FrozenTrial]) -> float:
-        """Calls per answer in the finished ``trials`` (retries and a judge's verdicts included),
-        or the plain calls of one answer before any finished."""
-        done = [t.user_attrs for t in trials if "candidate" in t.user_attrs and t.state.name in ("COMPLETE", "FAIL")
-                and t.user_attrs.get("answers")]
-        answers = sum(int(attrs["answers"]) for attrs in done)
-        return sum(int(attrs.get("calls", 0)) for attrs in done) / answers if answers else \
-            (2.0 if self.planned.judge else 1.0)
 
     def _promoted(self, rung: int, ranked: list[int]) -> list[int]:
         """The leaders that go on to ``rung`` (``ranked``: those that finished the rung before, best
@@ -607,42 +455,6 @@ class _Search:
                 "prior": self.prior.candidate if self.prior is not None else None, "prior_kind": kind(self.prior),
                 "challenger": self.challenger.candidate if self.challenger is not None else None,
                 "challenger_kind": kind(self.challenger), "confirmation": self.confirmation, "tie_order": self.ties}
-
-
-@dataclass
-class _Unit:
-    """A unit being answered: its trial, prompt and scores so far, the rows it answers up to, the
-    worst case of one answer, the calls kept for later rungs meanwhile, and why it stopped short."""
-
-    trial: Trial
-    prompt: RenderedPrompt
-    key: tuple[str, bool]
-    race: list[float]
-    plain: list[float]
-    rows: int
-    reserve: int
-    held: int
-    answered: int = 0  # rows answered in earlier rungs
-    scored: dict[int, Scored] = field(default_factory=dict)
-    refused: BudgetExhausted | None = None  # the first refusal (later rows of the unit are refused too)
-
-    def __post_init__(self) -> None:
-        self.answered = len(self.race)
-
-    def record(self) -> None:
-        """The rows answered in a row (up to a refused one, or one whose call failed) onto the trial."""
-        new: list[Scored] = []
-        for row in range(self.answered, self.rows):
-            if row not in self.scored:
-                break
-            new.append(self.scored[row])
-        self.race += [s.race for s in new]
-        self.plain += [s.plain for s in new]
-        self.trial.set_user_attr("calls", sum(s.calls for s in new))
-        self.trial.set_user_attr("answers", len(new))
-        self.trial.set_user_attr("cost", sum(s.cost for s in new))
-        self.trial.set_user_attr("race", self.race)
-        self.trial.set_user_attr("plain", self.plain)
 
 
 def _first(standing: Standing, rows: int) -> Standing:

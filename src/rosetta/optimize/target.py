@@ -1,9 +1,11 @@
-"""``rosetta compile --optimize`` and ``rosetta evaluate`` for one agent on one model.
+"""``rosetta compile --optimize`` for one agent on one model (``rosetta evaluate``, which re-scores
+what it wrote, is :mod:`rosetta.optimize.rescore`).
 
 An optimized artifact has the same ``inputs_sha256`` as the plain render of the same definition,
 adapter and model — so a plain ``rosetta compile`` keeps it while those are unchanged — and records
 in its provenance what the search used (dataset hash, metric, seed, settings) and found (knobs,
-dev and test scores, calls and cost). ``--optimize`` re-runs only when one of those changed.
+dev and test scores, calls and cost: :mod:`rosetta.optimize.provenance`). ``--optimize`` re-runs
+only when one of those changed.
 
 Every choice is made on dev: the prior answers all of it, challengers are screened on a third, and
 the other two thirds (rows that chose nothing) decide, by a one-sided paired test, both whether the
@@ -16,32 +18,28 @@ next rows' (``optimizer.chosen_on``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Location, Problem, UsageError
 from rosetta.local.project import LocalSettings
-from rosetta.local.revision import answerer_build, answerer_revision
+from rosetta.local.revision import answerer_revision
 from rosetta.optimize.budget import CallPlan, call_plan
 from rosetta.optimize.context import Context, load_context
-from rosetta.optimize.evaluation import draws_for, interval95, sampling_seed
-from rosetta.optimize.metrics import Metric
+from rosetta.optimize.evaluation import draws_for
+from rosetta.optimize.provenance import budget_of, knobs_of, optimizer_of, scores_of
 from rosetta.optimize.search import run_search
-from rosetta.optimize.space import origin
 from rosetta.optimize.study import SearchOutcome, SearchSettings, SearchStatus
 from rosetta.settings import ProjectState, Settings
 
 if TYPE_CHECKING:
     from optuna.study import Study
 
-    from rosetta.datasets import Example
     from rosetta.optimize.cache import EvalCache
     from rosetta.render.prompt import RenderedPrompt
-    from rosetta.runtime.agent import Agent
     from rosetta.runtime.salvage import Complete
-    from rosetta.store.artifact import Artifact
 
 OPTIMIZERS = ("rosetta", "dspy-mipro", "dspy-bootstrap")
 
@@ -150,8 +148,8 @@ def optimize(request: OptimizeRequest, *, settings: Settings,
     report.wall_s = time.monotonic() - started
     provenance = replace(
         expected_provenance(context.definition, model, adapter, settings.root, options.section_roles, source_sha),
-        knobs=_chosen_knobs(outcome), dataset_sha256=context.data.sha256, scores=_scores(outcome, context),
-        budget=_budget(outcome), optimizer=_optimizer(request.optimizer, identity, outcome))
+        knobs=knobs_of(outcome), dataset_sha256=context.data.sha256, scores=scores_of(outcome, context),
+        budget=budget_of(outcome), optimizer=optimizer_of(request.optimizer, identity, outcome))
     artifact = artifact_of(signature, adapter, provenance, outcome.prompt)
     text = dump_artifact(artifact)
     report.outcome = outcome
@@ -346,63 +344,6 @@ def _optimized_already(path: Path, inputs_sha: str, identity: dict[str, Any], an
         and existing.provenance.scores.get("answerer_sha256", "") == answerer
 
 
-def _budget(outcome: SearchOutcome) -> dict[str, Any]:
-    return {"calls": outcome.calls, "cost_usd": round(outcome.cost, 6), "test_calls": outcome.test_calls,
-            **({"phases": outcome.phases} if outcome.phases else {}),
-            **({"stopped": outcome.stopped} if outcome.stopped else {})}
-
-
-def _optimizer(name: str, identity: dict[str, Any], outcome: SearchOutcome) -> dict[str, Any]:
-    """How the winner was found: by whom, on which split (always dev: test chose nothing), what kind
-    of candidate it is, and the race behind it."""
-    return {"name": name, "identity": identity, "chosen_on": "dev",
-            **({"kind": outcome.kind, "origin": origin(outcome.kind)} if outcome.kind else {}),
-            "study": outcome.study, "trials": outcome.trials,
-            "pruned": outcome.pruned, **({"cut_short": outcome.cut_short} if outcome.cut_short else {}),
-            **({"race": outcome.race, "scoring": outcome.scoring} if outcome.race else {}),
-            "space": outcome.space, "proposer": outcome.proposals.describe(),
-            **({"notes": outcome.notes} if outcome.notes else {})}
-
-
-def _chosen_knobs(outcome: SearchOutcome) -> dict[str, Any]:
-    knobs = outcome.prompt.knobs.to_dict()
-    if knobs.get("instructions") is None:
-        knobs.pop("instructions", None)
-    return {key: value for key, value in knobs.items() if value is not None}
-
-
-def _scores(outcome: SearchOutcome, context: Context) -> dict[str, Any]:
-    def rounded(value: float | None) -> float | None:
-        return None if value is None else round(value, 6)
-
-    scores: dict[str, Any] = {"metric": context.metric.name, "dev": rounded(outcome.dev_score),
-                              "test": rounded(outcome.test_score), "dev_examples": len(context.data.dev),
-                              "test_examples": len(context.data.test)}
-    if outcome.dev_examples and outcome.dev_examples != len(context.data.dev):  # the budget cut the final rung
-        scores["dev_scored"] = outcome.dev_examples
-    if outcome.dev_interval is not None:  # named for what it is: dev chose the winner, so it is optimistic
-        scores[SELECTED_DEV_CI] = list(outcome.dev_interval)
-    test_interval = interval95(outcome.test_per_example)
-    if test_interval is not None:  # test chose nothing: the honest estimate of the next rows' score
-        scores["test_ci95"] = list(test_interval)
-    if outcome.baseline_dev is not None:
-        scores["baseline_dev"] = rounded(outcome.baseline_dev)
-    if outcome.baseline_test is not None:
-        scores["baseline_test"] = rounded(outcome.baseline_test)
-    if not outcome.prompt.sampling_params:  # the model cannot decode greedily: an estimate, not a constant
-        scores.update({"decoding": "sampled", "repeats": outcome.test_draws})
-    revision = answerer_revision(context.model.id, LocalSettings.of(context.settings))
-    if revision:  # the embedded model: which decoder build gave the scored answers
-        scores["answerer_sha256"] = revision
-        scores["answerer_build"] = answerer_build(context.model.id)
-    return scores
-
-
-SELECTED_DEV_CI = "dev_ci95_ignoring_selection"
-"""The winner's dev score's 95% interval, under a name that says what it leaves out: the race chose
-the winner for scoring high on those rows, so the interval is optimistic (``test_ci95`` is not)."""
-
-
 def _rescored_rows(path: Path, plan: CallPlan) -> tuple[int, str]:
     """Dev answers the active artifact at ``path`` gives before a new one may replace it (see
     :func:`_compare_with_active`), at most, and why: the confirmation rows; none when there is no
@@ -429,147 +370,3 @@ def _cost_estimate(context: Context, prompt: RenderedPrompt, calls: int) -> floa
     except Exception:  # litellm does not know the model's price
         return 0.0
     return round(calls * per_call, 4)
-
-
-# -- rosetta evaluate -----------------------------------------------------------------------------------
-
-
-@dataclass
-class EvaluationReport:
-    agent: str
-    model: str
-    split: str
-    metric: str
-    score: float
-    examples: int
-    valid: int
-    calls: int
-    selection: str  # what the runtime used: artifact path, or "uncompiled: why"
-    recorded: float | None  # the artifact's recorded score for this split
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    differences: list[str] = field(default_factory=list)  # why the score may not match ``recorded``
-    interval: tuple[float, float] | None = None  # the recorded 95% interval of a sampled score
-    draws: int = 1  # answers per example behind ``score``
-
-    @property
-    def reproduced(self) -> bool | None:
-        """Whether ``score`` matches the recorded one: exactly for a model that decodes greedily,
-        within the recorded 95% interval for one whose answers are sampled."""
-        if self.recorded is None:
-            return None
-        if self.interval is not None:
-            return self.interval[0] - 5e-7 <= self.score <= self.interval[1] + 5e-7
-        return abs(self.recorded - self.score) < 5e-7
-
-
-def evaluate(definition: Path, model_name: str, *, settings: Settings, split: str = "test",
-             metric: str | None = None, dataset: str | None = None, uncompiled: bool = False, jobs: int = 1,
-             complete: Complete | None = None, on_progress: Callable[[int, int], None] | None = None,
-             repeats: int | None = None) -> EvaluationReport:
-    """Score what the runtime would send for ``model`` (its artifact, or the fallback render) on a
-    split. A model that cannot decode greedily answers each example ``repeats`` times (default: as
-    many as the artifact's score was measured with) and is compared within its recorded interval."""
-    context = load_context(definition, model_name, settings=settings, metric=metric, dataset=dataset)
-    agent, examples = context.agent, context.data.split(split)
-    selection = agent.explain(context.model.id)
-    if uncompiled:
-        prompt = agent.selector.render_uncompiled(context.model)
-        used = "uncompiled render (--uncompiled)"
-    else:
-        prompt = selection.prompt
-        used = selection.artifact or f"uncompiled: {selection.reason}"
-    recorded, artifact = None, None
-    if selection.artifact and not uncompiled:
-        from rosetta.store.artifact import read_artifact
-
-        artifact = read_artifact(Path(selection.artifact))
-        recorded = artifact.provenance.scores.get(split)
-    scores_then = artifact.provenance.scores if artifact is not None else {}
-    draws = draws_for(prompt, repeats or int(scores_then.get("repeats", 1)))
-    recorded_interval = scores_then.get(SELECTED_DEV_CI if split == "dev" else "") or scores_then.get(f"{split}_ci95")
-    interval = recorded_interval if scores_then.get("decoding") == "sampled" else None  # how far a draw may move it
-    rows = score_split(agent, prompt, context.metric, examples, draws=draws, jobs=jobs, complete=complete, label=used,
-                       on_progress=on_progress)
-    score = sum(r["score"] for r in rows) / len(rows) if rows else 0.0
-    report = EvaluationReport(context.signature.name, context.model.id, split, context.metric.name, score,
-                              len(examples), sum(1 for r in rows if r["valid"]), sum(r["calls"] for r in rows), used,
-                              recorded, rows, interval=tuple(interval) if interval else None, draws=draws)
-    if artifact is not None and report.reproduced is False:
-        report.differences = score_differences(artifact, context, prompt, split, len(examples))
-    return report
-
-
-def score_split(agent: Agent[Any], prompt: RenderedPrompt, metric: Metric, examples: Sequence[Example], *,
-                draws: int = 1, jobs: int = 1, complete: Complete | None = None, label: str,
-                on_progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
-    """One scored row per example and draw, scored as the search scores (:class:`Evaluator`: the same
-    call, the same failures counted against the prompt or stopping the run, the same calls counted),
-    each answer asked afresh; ``jobs`` answers at a time, ``on_progress(done, total)`` after each."""
-    from rosetta.optimize.cache import EvalCache
-    from rosetta.optimize.evaluation import Budget, Evaluator
-
-    done, total = 0, draws * len(examples)
-
-    def answered() -> None:
-        nonlocal done
-        done += 1
-        if on_progress is not None:
-            on_progress(done, total)
-
-    evaluator = Evaluator(agent, metric, EvalCache(None), Budget(), jobs=jobs, complete=complete, on_answer=answered,
-                          call_label=label)
-    rows = []
-    for draw in range(draws):
-        for answer, example in zip(evaluator.answers(prompt, examples, draw), examples, strict=True):
-            rows.append({"id": example.id, "score": evaluator.score(answer, example), "valid": answer.valid,
-                         "calls": answer.calls, "output": answer.data, "expected": example.output,
-                         **({"draw": draw} if draws > 1 else {}), **({"error": answer.error} if answer.error else {})})
-    return rows
-
-
-def score_differences(artifact: Artifact, context: Context, prompt: RenderedPrompt, split: str,
-                      examples: int) -> list[str]:
-    """What differs between the artifact's compile-time scoring and this one, most likely first; one
-    line saying so when nothing known differs (the provider then answered the same prompt differently)."""
-    provenance = artifact.provenance
-    reasons = []
-    if provenance.dataset_sha256 and provenance.dataset_sha256 != context.data.sha256:
-        recorded = provenance.scores.get(f"{split}_examples")
-        reasons.append("the labeled data changed since the artifact was compiled"
-                       + (f" ({recorded} {split} examples then, {examples} now)" if recorded != examples else "")
-                       + ": compile --optimize again to score the new data")
-    compiled_metric = (provenance.optimizer.get("identity") or {}).get("metric") or {
-        "name": provenance.scores.get("metric")}
-    if compiled_metric != context.metric.describe():
-        reasons.append(f"the metric differs: compiled with {_metric_text(compiled_metric)}, scored now with "
-                       f"{_metric_text(context.metric.describe())}")
-    recorded_answerer = provenance.scores.get("answerer_sha256")
-    answerer = answerer_revision(context.model.id, LocalSettings.of(context.settings))
-    if answerer and recorded_answerer != answerer:
-        reasons.append(
-            ("a different decoder build answers now" if recorded_answerer else
-             "the artifact does not record which decoder build answered at compile time")
-            + f" (now {answerer_build(context.model.id)}"
-            + (f"; then {provenance.scores.get('answerer_build')}" if provenance.scores.get("answerer_build") else "")
-            + "; rosetta's decoding code counts too): greedy answers can differ between builds, so compile "
-              "--optimize --force on this one to record scores it reproduces")
-    if context.metric.needs_model:
-        reasons.append("the judge metric grades with a model, whose verdicts may vary between runs")
-    generation = prompt.generation
-    if generation.get("temperature") != 0 and "seed" not in generation:
-        temperature = generation.get("temperature", "the provider's default")
-        seeded = bool(sampling_seed(prompt, ""))
-        reasons.append(f"the prompt samples (temperature {temperature}), so runs can draw different answers"
-                       + (" unless the provider honors the seed rosetta sends with each example"
-                          if seeded else "; this provider takes no seed")
-                       + ": set temperature: 0 in generation_params for exact reproduction")
-    if not reasons:
-        reasons.append(f"the same prompt, data and metric: {context.model.id} answered differently than at "
-                       "compile time (its provider is not deterministic even at temperature 0, or its weights "
-                       "changed); see --format json for each example's answer")
-    return reasons
-
-
-def _metric_text(metric: dict[str, Any]) -> str:
-    settings = {k: v for k, v in metric.items() if k != "name"}
-    return str(metric.get("name")) + (f" {settings}" if settings else "")

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
-from rosetta.definition.models import Section
+from rosetta.definition.document import Section
 from rosetta.definition.vocabulary import RCCFRole
 from rosetta.parts import InputField
 from rosetta.providers.kinds import Delimiter

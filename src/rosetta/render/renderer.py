@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, replace
 from typing import Any
 
-from rosetta.definition.models import Section
+from rosetta.definition.document import Section
 from rosetta.definition.vocabulary import Feature, RCCFRole, ReasoningStrategy
 from rosetta.errors import Problem, RenderError
 from rosetta.parts import Demo, ToolSpec

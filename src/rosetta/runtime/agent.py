@@ -226,7 +226,8 @@ class Agent(Generic[OutputT]):
         ended asking for tools (no answer yet to grade), ``result``."""
         if options.review is None or result.wants_tools:
             return result
-        from rosetta.runtime.review import review_and_retry, unreviewed
+        from rosetta.runtime.review import review_and_retry
+        from rosetta.runtime.verdicts import unreviewed
         from rosetta.runtime.rubric import Rubric
 
         model = options.review_model or result.model
@@ -239,9 +240,7 @@ class Agent(Generic[OutputT]):
         except RosettaError as error:  # the answer is paid for: it is returned, ungraded, saying why
             reason = f"the review could not run: {str(error).strip().splitlines()[0]}"
             log.warning("%s: %s", self.name, reason)
-            if result.review is None:
-                result.review = unreviewed(rubric, reason)
-            return result
+            return replace(result, review=unreviewed(rubric, reason))
 
     def check_review(self, options: RunOptions) -> None:
         """A UsageError before any call when ``options`` asks for a review the project has no judge

@@ -87,14 +87,17 @@ _FILTER = CallRecords()  # on the call's libraries' loggers, while calls run
 _OWN = RedactingFilter()  # on rosetta's own loggers, always
 _calls = 0  # calls running now, in every thread and event loop
 _filtered: list[logging.Logger] = []
+_raised: dict[logging.Logger, int] = {}  # the call libraries' top loggers raised to WARNING, and their own levels
 _lock = threading.Lock()
 
 
 @contextmanager
 def redacting_logs(names: tuple[str, ...] = CALL_LOGGERS) -> Iterator[None]:
     """While the block runs, redact the records of ``names`` and their children, whatever their
-    level and handlers: every logger of theirs that exists when the block starts (one a library
-    creates during the block, as httpcore does on its first request, is covered from the next on).
+    level and handlers: every logger of theirs that exists when the block starts gets the filter;
+    one a library creates during the block (openai's and httpcore's, on a process's first request)
+    inherits its top logger's level, raised to WARNING for the block unless the user keeps DEBUG
+    records (:data:`PROVIDER_DEBUG_LOGS`), so its records below WARNING are dropped too.
 
     A filter on each logger, attached when the first concurrent call starts and removed when the
     last one ends: no global state outside calls (:class:`RedactingFilter` on a handler covers
@@ -107,6 +110,12 @@ def redacting_logs(names: tuple[str, ...] = CALL_LOGGERS) -> Iterator[None]:
             if _FILTER not in logger.filters:  # first: a library's own filter (litellm's) may redact a key's
                 logger.filters.insert(0, _FILTER)  # name and leave its value, which no rule finds without it
                 _filtered.append(logger)
+        if os.environ.get(PROVIDER_DEBUG_LOGS) != "1":  # a logger created during the call (openai's, imported
+            for name in names:  # on the first request) has no filter yet: its parent's level drops its DEBUG
+                logger = logging.getLogger(name)
+                if logger not in _raised and logger.getEffectiveLevel() < logging.WARNING:
+                    _raised[logger] = logger.level
+                    logger.setLevel(logging.WARNING)
     try:
         yield
     finally:
@@ -116,6 +125,9 @@ def redacting_logs(names: tuple[str, ...] = CALL_LOGGERS) -> Iterator[None]:
                 for logger in _filtered:
                     logger.removeFilter(_FILTER)
                 _filtered.clear()
+                for logger, level in _raised.items():
+                    logger.setLevel(level)
+                _raised.clear()
 
 
 def _loggers(names: tuple[str, ...]) -> list[logging.Logger]:

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from rosetta.errors import Problem, RosettaError
 from rosetta.providers.policy import ErrorKind
 from rosetta.runtime.secrets import redact_problems
+
+if TYPE_CHECKING:
+    from rosetta.runtime.answers import Issue
+    from rosetta.runtime.verdicts import Review
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -84,9 +88,11 @@ OutputT = TypeVar("OutputT")
 ``Result`` is ``Result[Any]``)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Result(Generic[OutputT]):
-    """A model's answer and how it was obtained."""
+    """A model's answer and how it was obtained. Frozen: each stage that adds to it (who answered,
+    output rules, a review) makes a new one with :func:`dataclasses.replace`, so a Result a caller
+    holds never changes under them."""
 
     output: OutputT  # when valid: an instance of the agent's output type (structured agents) or the text;
     # when not, what could be read of the answer, untyped (as ``data``)
@@ -98,12 +104,12 @@ class Result(Generic[OutputT]):
     usage: dict[str, int] = field(default_factory=dict)
     cost: float | None = None
     latency_s: float = 0.0
-    issues: tuple[Any, ...] = ()
+    issues: tuple[Issue, ...] = ()
     escalated: bool = False
     post_checks: list[str] = field(default_factory=list)  # output rules left for the caller to check
     state: dict[str, Any] = field(default_factory=dict)  # provider state a next turn passes back
-    review: Any = None  # a rosetta.runtime.review.Review when run(..., review=...) graded the answer
-    first_review: Any = None  # the review of the first answer, when a failed review made it retry
+    review: Review | None = None  # when run(..., review=...) graded the answer
+    first_review: Review | None = None  # the review of the first answer, when a failed review made it retry
     retried: bool = False  # regenerated once after a failed review (retry_once=True)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # the agent's own tools called, every attempt
     # (id, name, arguments, and the result or error of each that ran)

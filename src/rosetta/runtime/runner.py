@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -324,25 +324,21 @@ class Runner:
         from rosetta.runtime.guardrails import NO_SECRETS, apply_output_rules
         from rosetta.runtime.invoke import typed
 
-        result.attempts = attempts + result.attempts
-        result.agent, result.version = self.name, selection.version
-        result.project = str(self.root)
-        result.arm, result.experiment = selection.arm, selection.experiment
-        result.overrides = dict(options.overrides)
         rules = spec.guardrails.output_rules if spec is not None else ()
         on_secret = options.on_secret
-        raw, result.post_checks = apply_output_rules(rules, result.raw, on_secret=on_secret)
+        raw, post_checks = apply_output_rules(rules, result.raw, on_secret=on_secret)
+        result = replace(result, attempts=attempts + result.attempts, agent=self.name, version=selection.version,
+                         project=str(self.root), arm=selection.arm, experiment=selection.experiment,
+                         overrides=dict(options.overrides), post_checks=post_checks)
         if any(rule.rule == NO_SECRETS for rule in rules):
-            raw = _redact_beyond_raw(result, raw, on_secret, selection.prompt)
+            raw, result = _redact_beyond_raw(result, raw, on_secret, selection.prompt)
         if raw != result.raw and result.wants_tools:  # the text beside a request for tools: no answer to read
-            result.raw, result.logprobs = raw, None
+            result = replace(result, raw=raw, logprobs=None)
         elif raw != result.raw:
-            result.output, redacted = typed(self.output_model(selection), read_answer(raw, selection.prompt))
-            result.raw, result.data, result.issues = raw, redacted.data, redacted.issues
-            result.logprobs = None  # its tokens spell what was redacted
-        if not result.valid:
-            self._on_invalid(result, spec)
-        return result
+            output, redacted = typed(self.output_model(selection), read_answer(raw, selection.prompt))
+            result = replace(result, output=output, raw=raw, data=redacted.data, issues=redacted.issues,
+                             logprobs=None)  # its tokens spell what was redacted
+        return result if result.valid else self._on_invalid(result, spec)
 
     def model(self, model_id: str) -> CatalogModel:
         """``model_id``'s entry in the project's catalog, as the selector resolved it."""
@@ -384,7 +380,7 @@ class Runner:
             state.overflow_window = max(state.overflow_window or 0, window)
         log.warning("%s: %s; trying the next model", self.name, error.problems[0].message)
 
-    def _on_invalid(self, result: Result[Any], spec: AgentSpec | None) -> None:
+    def _on_invalid(self, result: Result[Any], spec: AgentSpec | None) -> Result[Any]:
 
         behaviour = spec.guardrails.fallback_behavior.value if spec is not None else "warn_and_retry"
         issues = "; ".join(f"{i.path}: {i.message}" for i in result.issues)
@@ -392,17 +388,18 @@ class Runner:
             raise ModelCallError(Problem(f"{self.name} on {result.model}: the answer never validated: {issues}",
                                          hint="guardrails.fallback_behavior is warn_and_halt"),
                                  result.attempts, ErrorKind.INVALID)
-        result.escalated = behaviour == "escalate_to_user"
         log.warning("%s on %s: returning an answer that does not validate (%s)", self.name, result.model,
                     issues, extra={"rosetta_event": INVALID_ANSWER})
+        return replace(result, escalated=behaviour == "escalate_to_user")
 
 
-def _redact_beyond_raw(result: Result[Any], raw: str, on_secret: str, prompt: RenderedPrompt) -> str:
+def _redact_beyond_raw(result: Result[Any], raw: str, on_secret: str,
+                       prompt: RenderedPrompt) -> tuple[str, Result[Any]]:
     """Under ``no_secrets_in_output``, the rest of what the model wrote: its tool calls, the
     provider state (reasoning text, thinking blocks) and the decoded answer, where a JSON escape
     (``AKIA\\u0049...``) can hide a key from ``raw``. Redacts them, or raises GuardrailError with
     ``on_secret="fail"``; returns the answer text to keep (re-encoded from the redacted data when
-    only the decoded data showed a key)."""
+    only the decoded data showed a key) and the Result with those fields redacted."""
     import json
 
     from rosetta.runtime.answers import decode_json, read_answer
@@ -413,16 +410,15 @@ def _redact_beyond_raw(result: Result[Any], raw: str, on_secret: str, prompt: Re
     written = [call.get("arguments") for call in result.tool_calls]  # what the model wrote, not what tools returned
     kinds = find_secrets_in([decoded, written, result.state])
     if not kinds:
-        return raw
+        return raw, result
     if on_secret == "fail":
         raise GuardrailError(Problem(f"the answer contains credentials ({', '.join(kinds)})",
                                      field="guardrails.output_filtering",
                                      hint="the answer was discarded; nothing was returned"))
-    result.tool_calls, result.state = redact_data(result.tool_calls), redact_data(result.state)
-    result.logprobs = None
+    result = replace(result, tool_calls=redact_data(result.tool_calls), state=redact_data(result.state), logprobs=None)
     if isinstance(decoded, str) or not find_secrets_in(read_answer(raw, prompt).data):
-        return raw  # the data is the text, or what `raw` decodes to now that its keys are redacted
-    return json.dumps(redact_data(decoded), ensure_ascii=False)
+        return raw, result  # the data is the text, or what `raw` decodes to now that its keys are redacted
+    return json.dumps(redact_data(decoded), ensure_ascii=False), result
 
 
 def _redacted(text: Generator[str, None, Any]) -> Generator[str, None, Any]:

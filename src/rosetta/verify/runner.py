@@ -259,7 +259,7 @@ class _AgentContext:
                                                 for tool in self.spec.tools})
 
     def check_example(self, run: CaseRun, case: Case) -> None:
-        from rosetta.runtime.review import failed_review
+        from rosetta.runtime.verdicts import failed_review
         from rosetta.runtime.rubric import Rubric
 
         rubric = Rubric.of(rules.quality_rubric(self.spec, has_reference=run.expected is not None))
