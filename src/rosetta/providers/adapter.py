@@ -49,6 +49,21 @@ class PerClass(BaseModel):
         return value
 
 
+class PromptCache(BaseModel):
+    """How the provider caches a prompt's prefix (issue 85): ``explicit`` hosts cache only up to a
+    breakpoint the request marks (Anthropic's ``cache_control``; litellm writes Bedrock Converse's
+    ``cachePoint`` from it), ``automatic`` ones any long identical prefix on their own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    mode: Literal["explicit", "automatic"]
+    """Whether the request must mark where the cached prefix ends."""
+    breakpoints: int = Field(default=0, ge=0)
+    """Most breakpoints one request may mark (explicit hosts)."""
+    min_tokens: int = Field(ge=1)
+    """The shortest prefix the host caches: a shorter one is sent unmarked."""
+
+
 class Budget(BaseModel):
     """Shares of the context window; they must add up to 1."""
 
@@ -110,6 +125,8 @@ class Adapter(BaseModel):
     """Output-schema rewrites applied, in order, before sending."""
     budget: Budget
     """Context window shares."""
+    prompt_cache: PromptCache | None = None
+    """How its hosts cache a prompt's stable prefix (none: not known to)."""
     unknown_model_class: ModelClass = "mid"
     """Class assumed for a model of this adapter's providers that is not in the catalog."""
     sha256: str = Field(default="", exclude=True)

@@ -125,6 +125,19 @@ class Message:
 
 
 @dataclass(frozen=True)
+class CacheBreakpoint:
+    """Where the stable prefix ends — the system text, or the fixed demos after it — marked for a
+    host that caches only up to a mark, and how many tokens (estimated) the prefix holds."""
+
+    after: Literal["system", "demos"]
+    tokens: int
+
+
+CACHE_CONTROL = {"type": "ephemeral"}
+"""The mark on the last block of the stable prefix (Anthropic's; litellm turns it into Bedrock's cachePoint)."""
+
+
+@dataclass(frozen=True)
 class DemoPool:
     """Demos chosen per request: ``count`` of ``demos`` by their nearness to each request's inputs,
     under the ``policy`` (None: the nearest, the most similar last)."""
@@ -178,6 +191,7 @@ class RenderedPrompt:
     warnings: tuple[str, ...] = ()
     sampling_params: bool = True  # False: the model rejects temperature / top_p, so none is ever sent
     knobs: Knobs = field(default_factory=Knobs)
+    cache_breakpoint: CacheBreakpoint | None = None  # set: the host caches only up to a mark, put here
 
     # -- plain data --------------------------------------------------------------------------
 
@@ -193,6 +207,8 @@ class RenderedPrompt:
             del data["demo_pool"]["policy"]
         if self.sampling_params:
             del data["sampling_params"]
+        if self.cache_breakpoint is None:
+            del data["cache_breakpoint"]
         return data
 
     @classmethod
@@ -217,6 +233,8 @@ class RenderedPrompt:
             values["dropped"] = tuple(values.get("dropped", ()))
             values["warnings"] = tuple(values.get("warnings", ()))
             values["knobs"] = Knobs(**values.get("knobs", {}))
+            if values.get("cache_breakpoint") is not None:
+                values["cache_breakpoint"] = CacheBreakpoint(**values["cache_breakpoint"])
             return cls(**values)
         except (KeyError, TypeError, ValueError, UsageError) as exc:
             raise ValueError(f"not a rendered prompt: {exc}") from None
@@ -247,8 +265,9 @@ class RenderedPrompt:
             blocks.append(_PLACEHOLDER.sub(lambda m: text if m.group(1) == name else m.group(0), template))
         return "\n\n".join(blocks)
 
-    def messages(self, inputs: Mapping[str, Any]) -> list[dict[str, str]]:
-        """Chat messages for litellm (system placement applied).
+    def messages(self, inputs: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Chat messages for litellm (system placement applied), the stable prefix's last message
+        marked where the host caches only up to a mark (:attr:`cache_breakpoint`).
 
         A base model (``completion`` placement) gets one plain text instead: instructions, each
         example as request + ``Answer:`` + answer, then the request, ending where the answer begins.
@@ -260,7 +279,7 @@ class RenderedPrompt:
             parts += [f"{user.content}\n{ANSWER_CUE} {answer.content}" for user, answer in pairs]
             parts.append(f"{self.user_message(inputs)}\n{ANSWER_CUE}")
             return [{"role": "user", "content": "\n\n".join(parts)}]
-        messages = [{"role": m.role, "content": m.content} for m in demos]
+        messages: list[dict[str, Any]] = [{"role": m.role, "content": m.content} for m in demos]
         messages.append({"role": "user", "content": self.user_message(inputs)})
         if self.system:
             if self.system_placement is SystemPlacement.FIRST_USER_TURN:
@@ -268,6 +287,11 @@ class RenderedPrompt:
                 messages[0] = {"role": "user", "content": f"{self.system}\n\n{first['content']}"}
             else:
                 messages.insert(0, {"role": "system", "content": self.system})
+        mark = self.cache_breakpoint
+        if mark is not None and self.system_placement is not SystemPlacement.FIRST_USER_TURN:
+            at = len(self.demos) if mark.after == "demos" else 0  # the system message is first
+            messages[at] = {**messages[at], "content": [{"type": "text", "text": messages[at]["content"],
+                                                         "cache_control": dict(CACHE_CONTROL)}]}
         return messages
 
     def demos_for(self, inputs: Mapping[str, Any]) -> tuple[Message, ...]:

@@ -29,7 +29,16 @@ from rosetta.render.assemble import (
     section_text,
 )
 from rosetta.render.mechanisms import MECHANISMS, Request
-from rosetta.render.prompt import DemoPool, Knobs, Message, RenderedPrompt, Retrieval, demo_turns, tool_envelope
+from rosetta.render.prompt import (
+    CacheBreakpoint,
+    DemoPool,
+    Knobs,
+    Message,
+    RenderedPrompt,
+    Retrieval,
+    demo_turns,
+    tool_envelope,
+)
 from rosetta.render.schemas import check_shape, gemini_subset, inline_refs, sanitize
 from rosetta.signature import Signature
 
@@ -148,11 +157,26 @@ def render(
         dropped=tuple(dropped),
         warnings=tuple(warnings),
         sampling_params=model.capabilities.sampling_params,
+        cache_breakpoint=_cache_breakpoint(adapter, placement, system, tokens, bool(demo_messages)),
         knobs=replace(knobs, delimiter=delimiter, section_order=tuple(order), reasoning=reasoning,
                       demo_ids=tuple(d.id for d in demos), demo_count=pool.count if pool else len(demos),
                       structured_output=mechanism, demo_selection="nearest" if pool else "fixed",
                       retrieval=pool.policy if pool else None),
     )
+
+
+def _cache_breakpoint(adapter: Adapter, placement: SystemPlacement, system: str, tokens: dict[str, int],
+                      fixed_demos: bool) -> CacheBreakpoint | None:
+    """Where a host that caches only up to a mark gets one: after the stable prefix — the tools and
+    system text, and the fixed demos when there are some (retrieved demos differ per request) —
+    when that prefix is long enough to be cached; None for other hosts, a short prefix, or a system
+    text that is no message of its own."""
+    cache = adapter.prompt_cache
+    if cache is None or cache.mode != "explicit" or not system or placement not in (
+            SystemPlacement.SEPARATE, SystemPlacement.SYSTEM_MESSAGE):
+        return None
+    stable = tokens.get("tools", 0) + tokens["system"] + (tokens["demos"] if fixed_demos else 0)
+    return CacheBreakpoint("demos" if fixed_demos else "system", stable) if stable >= cache.min_tokens else None
 
 
 def _retrieval(signature: Signature, knobs: Knobs) -> Retrieval | None:

@@ -101,7 +101,8 @@ class Result(Generic[OutputT]):
     model: str
     artifact: str
     attempts: list[Attempt] = field(default_factory=list)
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=dict)  # prompt, completion and total tokens; cached_tokens
+    # (read from the provider's prompt cache) and cache_write_tokens (written to it) when the cache was at work
     cost: float | None = None
     latency_s: float = 0.0
     issues: tuple[Issue, ...] = ()
