@@ -137,3 +137,11 @@ def test_anthropic_and_bedrock_bodies_carry_the_mark_exactly_when_it_is_due(serv
     assert points == ([{"cachePoint": {"type": "default"}}] if marked else [])
     if marked:
         assert "cachePoint" in converse["system"][-1] and "text" in converse["system"][0]  # after the system text
+
+
+def test_render_shows_the_mark_where_the_cached_prefix_ends_and_keeps_the_text_readable() -> None:
+    prompt = _prompt("vuln-triage", "anthropic/claude-sonnet-4-6")
+    shown = prompt.request_text()
+    system = shown.split("--- system ---\n", 1)[1].split("\n--- ", 1)[0]
+    assert system == f"{prompt.system}\n[cache_control: ephemeral — the cached prefix ends here]"
+    assert "cache_control" not in _prompt("release-notes", "anthropic/claude-sonnet-4-6").request_text()

@@ -333,9 +333,7 @@ class RenderedPrompt:
         kwargs = self.to_litellm(filled)
         parts = [f"model: {kwargs.pop('model')}"]
         for message in kwargs.pop("messages"):
-            content = message.get("content")
-            parts.append(f"--- {message['role']} ---\n"
-                         + (content if isinstance(content, str) else json.dumps(content, indent=2, ensure_ascii=False)))
+            parts.append(f"--- {message['role']} ---\n" + _readable(message.get("content")))
         plain = {key: value for key, value in sorted(kwargs.items()) if not isinstance(value, (dict, list))}
         for key, value in sorted(kwargs.items()):
             if key not in plain:
@@ -351,7 +349,7 @@ class RenderedPrompt:
         A completion-style prompt is shown exactly as the model receives it.
         """
         if self.system_placement is SystemPlacement.COMPLETION and inputs is not None:
-            return self.messages(inputs)[0]["content"] + "\n"
+            return str(self.messages(inputs)[0]["content"]) + "\n"
         parts = []
         if self.system:
             parts.append("=== SYSTEM CONTEXT ===\n" + self.system)
@@ -388,6 +386,19 @@ and wait: its result comes back as a message starting RESULT <tool name>:. Call 
 one per reply; then give your final answer."""
 """How a copy/paste prompt explains tools: the person pasting runs each call and pastes its result
 back into the chat, then gives rosetta the final answer (``rosetta run --manual`` says so too)."""
+
+
+def _readable(content: Any) -> str:
+    """A message's content as :meth:`RenderedPrompt.request_text` shows it: text as written (text
+    blocks one after another, a cache mark as its own line where the cached prefix ends), anything
+    else as JSON."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in content):
+        return "\n".join(str(block["text"]) + (f"\n[cache_control: {block['cache_control']['type']} — the cached "
+                                               "prefix ends here]" if block.get("cache_control") else "")
+                         for block in content)
+    return json.dumps(content, indent=2, ensure_ascii=False)
 
 
 def demo_turns(demo: Demo, user_blocks: tuple[tuple[str, str], ...]) -> tuple[Message, Message]:

@@ -9,7 +9,8 @@ import time
 from collections.abc import AsyncGenerator, Callable, Generator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from rosetta.runtime.invoke import Call, Wait, classify, response_cost
+from rosetta.runtime.invoke import Call, Wait, classify
+from rosetta.runtime.usage import response_cost
 from rosetta.runtime.limits import GateTimeout
 from rosetta.runtime.stream import Finished
 from rosetta.runtime.tools import RunTools, arun_tools, run_tools

@@ -45,6 +45,7 @@ from rosetta.runtime.salvage import note
 from rosetta.runtime.result import ANSWERED, Attempt, ModelCallError, Outcome, Result, RetryPolicy
 from rosetta.runtime.secrets import redact
 from rosetta.runtime.tools import RunTools, ToolBox, ToolCall, assistant_turn, result_turns
+from rosetta.runtime.usage import add_usage, response_cost
 
 log = logging.getLogger("rosetta.runtime")
 
@@ -221,7 +222,7 @@ def plan(
     while True:
         outcome = yield from _respond(prompt, kwargs, artifact=artifact, policy=policy, attempts=attempts,
                                       limiter=limiter, health=health, endpoint=endpoint, prompt_tokens=prompt_tokens)
-        _add_usage(usage, outcome)
+        add_usage(usage, outcome)
         cost += response_cost(outcome)
         reply = outcome.choices[0].message
         asked = [ToolCall(**call) for call in tool_calls(reply)]
@@ -448,38 +449,6 @@ def _safe_message(error: BaseException) -> str:
     """The error's first line, with anything that looks like a key removed."""
     text = redact(str(error)).strip()  # the whole message first: a private key spans lines
     return f"{type(error).__name__}: {text.splitlines()[0] if text else type(error).__name__}"[:300]
-
-
-def _add_usage(total: dict[str, int], response: object) -> None:
-    """Add a response's token counts to ``total``: prompt, completion and total, and of the prompt's
-    the ``cached_tokens`` read from the provider's prompt cache (OpenAI's
-    ``prompt_tokens_details.cached_tokens``, Anthropic's ``cache_read_input_tokens``: litellm gives
-    both) and the ``cache_write_tokens`` written to it (Anthropic's ``cache_creation_input_tokens``).
-    A count the provider did not give is left out, never guessed."""
-    usage = getattr(response, "usage", None)
-    if usage is None:
-        return
-    details = getattr(usage, "prompt_tokens_details", None)
-    found = {key: getattr(usage, key, None) for key in ("prompt_tokens", "completion_tokens", "total_tokens")}
-    read = getattr(details, "cached_tokens", None)
-    found["cached_tokens"] = read if isinstance(read, int) else getattr(usage, "cache_read_input_tokens", None)
-    found["cache_write_tokens"] = getattr(usage, "cache_creation_input_tokens", None)
-    for key, value in found.items():
-        if isinstance(value, int) and not isinstance(value, bool) and (value or key not in _CACHE_COUNTS):
-            total[key] = total.get(key, 0) + value
-
-
-_CACHE_COUNTS = ("cached_tokens", "cache_write_tokens")
-"""Usage keys kept only when the provider reported a cache at work (a zero says nothing new)."""
-
-
-def response_cost(response: object) -> float:
-    try:
-        from rosetta.local.litellm_offline import import_litellm
-
-        return float(import_litellm().completion_cost(completion_response=response) or 0.0)
-    except Exception:  # unknown price (local and custom models): cost is simply not known
-        return 0.0
 
 
 def provider_state(response: Any) -> dict[str, Any]:
