@@ -129,3 +129,14 @@ def test_a_cpu_spinning_now_is_seen_as_busy():
     finally:
         spinner.kill()
         spinner.wait()
+
+
+def test_settings_a_call_carries_in_another_shape_are_a_clear_error():
+    import pytest
+
+    from rosetta.errors import UsageError
+    from rosetta.local.project import KEY, LocalSettings
+
+    with pytest.raises(UsageError, match="metadata.rosetta_local is not what rosetta's runtime writes"):
+        LocalSettings.of_call({"litellm_params": {"metadata": {KEY: {"local_threads": 2}}}})  # no cache_dir
+

@@ -48,10 +48,17 @@ class LocalSettings:
         carried = metadata.get(KEY) if isinstance(metadata, Mapping) else None
         if not isinstance(carried, Mapping):
             return cls.here()
-        threads = carried.get("local_threads")
-        return cls(Path(carried["cache_dir"]), {str(name): Path(path) for name, path in
-                                                (carried.get("local_models") or {}).items()},
-                   int(threads) if threads is not None else None)
+        try:
+            threads = carried.get("local_threads")
+            return cls(Path(carried["cache_dir"]), {str(name): Path(path) for name, path in
+                                                    (carried.get("local_models") or {}).items()},
+                       int(threads) if threads is not None else None)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            from rosetta.errors import Problem, UsageError
+
+            raise UsageError(Problem(f"metadata.{KEY} is not what rosetta's runtime writes ({error!r})",
+                                     field=f"metadata.{KEY}", expected="cache_dir, local_models, local_threads",
+                                     hint="leave it out: the runtime sets it for local/ models")) from None
 
     def metadata(self, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """litellm's ``metadata`` for a call: the caller's own (``given``) with these added."""

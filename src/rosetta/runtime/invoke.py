@@ -42,7 +42,7 @@ from rosetta.runtime.answers import (
 from rosetta.runtime.health import ProviderHealth
 from rosetta.runtime.limits import Gate, RateLimiter, credential_key
 from rosetta.runtime.salvage import note
-from rosetta.runtime.result import ANSWERED, Attempt, ModelCallError, Outcome, Result, RetryPolicy
+from rosetta.runtime.result import Attempt, ModelCallError, Outcome, Result, RetryPolicy
 from rosetta.runtime.secrets import redact
 from rosetta.runtime.tools import RunTools, ToolBox, ToolCall, assistant_turn, result_turns
 from rosetta.runtime.usage import add_usage, response_cost

@@ -16,14 +16,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rosetta.errors import Location, Problem, RosettaError, UsageError
 from rosetta.providers.policy import ErrorKind
 from rosetta.runtime.rubric import Rubric
-from rosetta.runtime.verdicts import Review, read_review, unreviewed
+from rosetta.runtime.verdicts import Review, read_review
 
 if TYPE_CHECKING:
     from rosetta.definition.models import AgentSpec
