@@ -41,16 +41,16 @@ def spiking_agent(tree: Path) -> Agent:
 
 
 def spike(agent: Agent, run: int, calls: int = 500, *, faults: list[tuple] = FAULTS, rate: float = 0.3,
-          success_s: float = 0.0) -> tuple[int | float, ...]:
-    """One spike of ``calls`` concurrent calls, a share ``rate`` of the provider's answers one of
-    ``faults`` and its successes ``success_s`` late; asserts that none was lost, swapped or held
+          success_s: float = 0.0, timeout: float = 2.0) -> tuple[int | float, ...]:
+    """One spike of ``calls`` concurrent calls with a ``timeout`` per attempt, a share ``rate`` of the
+    provider's answers one of ``faults`` and its successes ``success_s`` late; asserts that none was lost, swapped or held
     against a healthy endpoint, and returns the run's row of :data:`ROW`. Needs the providers' keys set; sets
     their endpoints (each provider's endpoint comes from its environment, so the two models reach two
     servers)."""
     from rosetta.runtime.result import RetryPolicy
     from rosetta.runtime.limits import credential_key
 
-    policy = RetryPolicy(attempts=2, base=0.01, multiplier=2.0, cap=0.1, timeout=2.0)  # one call in ~11 falls back
+    policy = RetryPolicy(attempts=2, base=0.01, multiplier=2.0, cap=0.1, timeout=timeout)  # one call in ~11 falls back
     health = agent.traffic.health
     endpoints = {model: credential_key({"model": model}) for model in (PRIMARY, FALLBACK)}
     with FaultServer([("flaky", rate, faults, success_s)]) as faulty, FaultServer([("flaky", 0.0)]) as healthy:

@@ -1,5 +1,5 @@
 """The package's layer order (DESIGN: definition → signature → providers → local → render → store → runtime
-→ compile → optimize / rollout / verify → cli), checked on the source: every import, function-local ones
+→ compile → optimize / rollout / verify / export → cli), checked on the source: every import, function-local ones
 and those only for type checkers (``if TYPE_CHECKING:``) included, goes down the order (or stays in its
 own package); no import cycle between modules, counting those too (a cycle a lazy or type-only import
 hides is still one module needing the other); no import of another package's underscore names."""
@@ -26,7 +26,8 @@ LAYERS = (
     {"runtime"},
     {"lint", "compile"},
     {"optimize"},  # the search: the only stage of a build that runs models
-    {"rollout", "verify", "notebook"},  # verify and the notebook helpers build on the optimizer
+    {"rollout", "verify", "notebook", "export"},  # verify, the notebook helpers and the exports build on the
+    # optimizer
     {"cli"},
     {""},  # the package's own __init__: lazy exports of everything
 )

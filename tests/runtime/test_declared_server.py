@@ -11,17 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import jsonschema
 import pytest
 from conftest import LOCAL_MODEL, REPO
+from llama_server import CONTEXT, Server
 
 import rosetta
 from rosetta.runtime.result import RetryPolicy
@@ -29,7 +25,6 @@ from rosetta.store.artifact import read_header
 
 SERVED = "gemma-270m-server"
 MODEL = f"openai/{SERVED}"
-CONTEXT = 16384
 
 EXTRACTOR = """\
 ---
@@ -70,46 +65,6 @@ QUESTIONS = ["What is the capital of France?", "Who wrote Hamlet?", "How many le
              "When did the Berlin Wall fall?", "What is a prime number?"]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class Server:
-    """llama-cpp-python's OpenAI-compatible server on 127.0.0.1, serving the embedded GGUF."""
-
-    def __init__(self, gguf: Path, log: Path) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        self.log = log.open("wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--chat_format", "gemma",
-             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(CONTEXT), "--model_alias", SERVED,
-             "--logits_all", "false"],  # the default keeps n_ctx × vocabulary logits: 16 GiB at this window
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, log.read_text(errors="replace")[-3000:]
-            try:
-                if httpx.get(f"{self.url}/models", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        self.stop()
-        raise AssertionError("the llama.cpp server did not start in 180 s:\n" + log.read_text(errors="replace")[-3000:])
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
-
-
 @pytest.fixture(scope="module")
 def server(local_model_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     from rosetta.local.weights import model_path
@@ -117,7 +72,7 @@ def server(local_model_cache: Path, tmp_path_factory: pytest.TempPathFactory) ->
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ROSETTA_CACHE_DIR", str(local_model_cache))
         gguf = model_path(LOCAL_MODEL)
-    running = Server(gguf, tmp_path_factory.mktemp("server") / "server.log")
+    running = Server(gguf, tmp_path_factory.mktemp("server") / "server.log", alias=SERVED)
     yield running
     running.stop()
 

@@ -15,6 +15,7 @@ One module per group of commands, registered below in the order ``rosetta --help
 - :mod:`~rosetta.cli.trials`: trials
 - :mod:`~rosetta.cli.verify`: verify
 - :mod:`~rosetta.cli.rollout`: versions, experiment start|report|promote|stop
+- :mod:`~rosetta.cli.export`: export promptfoo
 
 and two shared ones that register nothing: :mod:`~rosetta.cli.common` (consoles, error reporting,
 settings, agents) and :mod:`~rosetta.cli.optimize_targets` (the prompt search behind ``optimize`` and
@@ -35,6 +36,7 @@ from rosetta.cli import (
     build,
     definitions,
     doctor,
+    export,
     optimize,
     prompts,
     rollout,
@@ -102,6 +104,7 @@ app.command("trials")(trials.trials)
 app.command("verify")(verify.verify_command)
 app.command("versions")(rollout.versions_command)
 app.add_typer(rollout.experiment_app, name="experiment")
+app.add_typer(export.export_app, name="export")
 
 
 def _first_sentence(doc: str | None) -> str | None:

@@ -169,13 +169,15 @@ class Agent(Generic[OutputT]):
                       lambda result: self.areviewed(result, inputs, opts, acomplete=acomplete))
 
     def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], options: RunOptions | None = None, *,
-                   complete: Complete | None = None, label: str = "candidate", **keywords: Any) -> Result[OutputT]:
+                   complete: Complete | None = None, label: str = "candidate",
+                   messages: list[dict[str, Any]] | None = None, **keywords: Any) -> Result[OutputT]:
         """Answer ``inputs`` with an explicit ``prompt`` on its own model, and no fallback chain (nor
-        recording: ``record_dir`` is refused)."""
+        recording: ``record_dir`` is refused). ``messages`` replaces the messages rendered from
+        ``inputs`` (an eval tool's own, e.g. promptfoo's); the prompt's parameters still apply."""
         opts = RunOptions.of(options, keywords)
         refuse_set(opts, ("fallbacks", "record_dir", "raw_transcripts"), "run_prompt",
                    "run_prompt sends one prompt to its own model and records nothing: use run() for {name}")
-        return self.runner.run_prompt(prompt, inputs, opts, complete=complete, label=label)
+        return self.runner.run_prompt(prompt, inputs, opts, complete=complete, label=label, messages=messages)
 
     def run_manual(self, inputs: Mapping[str, Any], options: RunOptions | None = None, *,
                    prompt_file: str | os.PathLike[str] | None = None, answer: str | None = None,

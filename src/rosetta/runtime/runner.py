@@ -179,7 +179,8 @@ class Runner:
                                         for rule in spec.guardrails.output_rules)
 
     def run_prompt(self, prompt: RenderedPrompt, inputs: Mapping[str, Any], options: RunOptions, *,
-                   complete: Complete | None = None, label: str = "candidate") -> Result[Any]:
+                   complete: Complete | None = None, label: str = "candidate",
+                   messages: list[dict[str, Any]] | None = None) -> Result[Any]:
         """Answer ``inputs`` with an explicit ``prompt`` on its own model, and no fallback chain:
         the optimizer scores candidates here, so a prompt scores the same at compile time as when
         the runtime later serves it from its artifact."""
@@ -189,7 +190,7 @@ class Runner:
         spec = self.check_inputs(inputs)
         selection = Selection(model=prompt.model, kind=label, artifact=None, reason=label, prompt=prompt,
                               artifact_id=label)
-        result = drive(plan(prompt, inputs, **self.plan_options(selection, options, None)),
+        result = drive(plan(prompt, inputs, **self.plan_options(selection, options, messages)),
                        complete=complete or salvage.completion)
         return self.finish(result, selection, spec, [], options)
 
