@@ -30,7 +30,8 @@ CATALOG = load_catalog()
 LIVE = [m for m in CATALOG.models if CATALOG.status(m).state != "retired" and m.weights is None]
 CLAUDES = sorted(m.id for m in LIVE if m.adapter == "anthropic")
 OTHERS = sorted(m.id for m in LIVE if m.adapter in ("openai", "google"))
-MINIMUM = bundled_adapters()["anthropic"].prompt_cache.min_tokens  # type: ignore[union-attr]
+ADAPTER_MINIMUM = {name: adapter.prompt_cache.min_tokens for name, adapter in bundled_adapters().items()
+                   if adapter.prompt_cache is not None}
 FAST = RetryPolicy(attempts=1, base=0.01, cap=0.01, timeout=10.0)
 TEXT = ("CVE-2024-12345: SQL injection in the login form of the customer portal lets an unauthenticated "
         "attacker dump the users table.")
@@ -58,16 +59,24 @@ def _stable(prompt: RenderedPrompt) -> int:
     return prompt.tokens.get("tools", 0) + prompt.tokens["system"] + (prompt.tokens["demos"] if prompt.demos else 0)
 
 
+def _minimum(model: str) -> int:
+    """The model's own cache minimum from the catalog, else its adapter's."""
+    entry = CATALOG.resolve(model)
+    return entry.cache_min_tokens or ADAPTER_MINIMUM[entry.adapter]
+
+
 @pytest.mark.parametrize("model", CLAUDES)
 @pytest.mark.parametrize("agent", AGENTS)
 def test_every_claude_gets_one_mark_at_the_stable_prefix_when_it_is_long_enough(agent: str, model: str) -> None:
     prompt = _prompt(agent, model)
     messages = _messages(prompt)
     marks = _marks(messages)
-    if _stable(prompt) < MINIMUM:
-        assert prompt.cache_breakpoint is None and not marks, f"{agent}@{model}: a short prefix is never marked"
+    prefix = prompt.cache_prefix
+    assert prefix is not None and prefix.tokens == _stable(prompt) and prefix.minimum == _minimum(model)
+    if _stable(prompt) < _minimum(model):
+        assert not prefix.marked and not marks, f"{agent}@{model}: a short prefix is never marked"
         return
-    assert prompt.cache_breakpoint is not None and prompt.cache_breakpoint.tokens == _stable(prompt)
+    assert prefix.marked and prefix.cached
     assert marks == [len(prompt.demos) if prompt.demos else 0]  # the system text, or the last fixed demo
     assert messages[0]["role"] == "system"
     assert all(not isinstance(m["content"], list) for m in messages[marks[0] + 1:])  # the request is never marked
@@ -75,8 +84,30 @@ def test_every_claude_gets_one_mark_at_the_stable_prefix_when_it_is_long_enough(
 
 def test_both_lengths_occur_among_the_bundled_agents() -> None:
     """The test above decides both ways: some bundled agent is long enough on Claude, some is not."""
-    stables = {_stable(_prompt(agent, CLAUDES[0])) >= MINIMUM for agent in AGENTS}
+    stables = {_stable(_prompt(agent, "anthropic/claude-sonnet-4-6")) >= _minimum("anthropic/claude-sonnet-4-6")
+               for agent in AGENTS}
     assert stables == {True, False}
+
+
+def test_each_model_has_its_own_minimum(portable) -> None:
+    """A ~3,000-token prefix: cached on Sonnet 4.6 (1,024 tokens), too short for Haiku 5.5 (4,096),
+    where it is sent unmarked; a model the catalog gives no minimum takes its adapter's."""
+    from rosetta.definition.loader import load_definition
+    from rosetta.render.renderer import render
+    from rosetta.signature import lower
+
+    context = "\n".join(f"- Rule {n}: a ticket naming system {n} goes to the team that owns system {n}."
+                        for n in range(140))
+    path = portable(body_extra=f"\n## Context\n{context}\n")
+    signature = lower(load_definition(path))
+    sonnet = render(signature, "anthropic/claude-sonnet-4-6")
+    haiku = render(signature, "anthropic/claude-haiku-5-5")
+    assert 2048 <= sonnet.cache_prefix.tokens < 4096
+    assert (sonnet.cache_prefix.minimum, sonnet.cache_prefix.marked) == (1024, True) and _marks(_messages(sonnet))
+    assert (haiku.cache_prefix.minimum, haiku.cache_prefix.marked) == (4096, False) and not _marks(_messages(haiku))
+    assert "not cached" in haiku.cache_prefix.describe() and "4,096-token minimum" in haiku.cache_prefix.describe()
+    gpt = render(signature, "openai/gpt-4o")
+    assert gpt.cache_prefix.minimum == ADAPTER_MINIMUM["openai"] == 1024 and not gpt.cache_prefix.marked
 
 
 @pytest.mark.parametrize("model", OTHERS)
@@ -84,7 +115,10 @@ def test_both_lengths_occur_among_the_bundled_agents() -> None:
 def test_hosts_that_cache_on_their_own_get_no_mark_and_the_stable_text_first(agent: str, model: str) -> None:
     prompt = _prompt(agent, model)
     messages = _messages(prompt)
-    assert prompt.cache_breakpoint is None and not _marks(messages)
+    prefix = prompt.cache_prefix
+    assert prefix is not None and not prefix.marked and not _marks(messages)  # recorded, never marked
+    assert prefix.tokens == _stable(prompt) and prefix.minimum == _minimum(model)
+    assert ("on its own" in prefix.describe()) is prefix.cached
     if prompt.system:  # the instructions, then the fixed demos, then the request: nothing per-request before them
         first = messages[0]["content"]
         assert first.startswith(prompt.system) or messages[0]["role"] == "system"
@@ -125,7 +159,7 @@ def _sent(served: VendorRecorder, agent: str, model: str) -> dict[str, Any]:
 def test_anthropic_and_bedrock_bodies_carry_the_mark_exactly_when_it_is_due(served: VendorRecorder, agent: str,
                                                                             marked: bool) -> None:
     claude = "anthropic/claude-sonnet-4-6"
-    assert (_prompt(agent, claude).cache_breakpoint is not None) is marked
+    assert _prompt(agent, claude).cache_prefix.marked is marked
     anthropic = _sent(served, agent, claude)
     assert not anthropic_problems(anthropic, f"{agent}@{claude}")  # the Anthropic SDK's own types accept it
     blocks = anthropic["system"] if isinstance(anthropic["system"], list) else [{"text": anthropic["system"]}]
@@ -145,3 +179,15 @@ def test_render_shows_the_mark_where_the_cached_prefix_ends_and_keeps_the_text_r
     system = shown.split("--- system ---\n", 1)[1].split("\n--- ", 1)[0]
     assert system == f"{prompt.system}\n[cache_control: ephemeral — the cached prefix ends here]"
     assert "cache_control" not in _prompt("release-notes", "anthropic/claude-sonnet-4-6").request_text()
+
+
+@pytest.mark.parametrize(("model", "says"), [
+    ("anthropic/claude-sonnet-4-6", "marked with cache_control where it ends"),
+    ("openai/gpt-5.6", "the host caches a prefix of 1,024+ tokens on its own"),
+    ("anthropic/claude-haiku-5-5", "under the host's 4,096-token minimum: not cached"),
+])
+def test_rosetta_render_says_what_the_host_caches(cli, model: str, says: str) -> None:
+    result = cli("--project", REPO, "render", REPO / "signatures" / "incident-responder.md", "--model", model)
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.output.splitlines() if line.startswith("prompt cache:"))
+    assert says in line and "stable prefix (up to the system text)" in line

@@ -75,6 +75,8 @@ def render(
         out.print(f"[bold]{escape(prompt.agent)}[/bold] on [bold]{escape(prompt.model)}[/bold] "
                   f"[dim](adapter {prompt.adapter}, {prompt.model_class}; ~{prompt.tokens['total']:,} tokens; "
                   f"from {escape(source)})[/dim]")
+        if prompt.cache_prefix is not None:
+            out.print(f"[dim]{escape(prompt.cache_prefix.describe())}[/dim]")
         sys.stdout.write(prompt.request_text(values))
 
 

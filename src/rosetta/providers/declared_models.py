@@ -33,7 +33,8 @@ STRUCTURED_OUTPUT: dict[str, StructuredOutput] = {
 """A declaration's ``structured_output`` words (and the mechanisms' own names) → mechanism."""
 
 DECLARABLE = ("base_model", "api_base", "api_base_env", "api_key_env", "adapter", "class", "context_window",
-              "max_output_tokens", "prompt_style", "structured_output", "family", "aliases", "capabilities")
+              "max_output_tokens", "prompt_style", "structured_output", "family", "aliases", "capabilities",
+              "cache_min_tokens")
 """The keys of a ``[tool.rosetta.models."<id>"]`` entry."""
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -81,7 +82,7 @@ def declared_model(model_id: str, entry: Any, base: CatalogModel | None, where: 
             values["model_class"] = where.choice(key, value, ("frontier", "mid", "open"))
         elif key == "prompt_style":
             values[key] = where.choice(key, value, ("chat", "completion"))
-        elif key in ("context_window", "max_output_tokens"):
+        elif key in ("context_window", "max_output_tokens", "cache_min_tokens"):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise where.error(key, f"{value!r} is not a positive whole number of tokens")
             values["max_output" if key == "max_output_tokens" else key] = value

@@ -77,6 +77,7 @@ class CatalogModel:
     weights: Weights | None = None  # local models shipped as GGUF files
     structured_output: StructuredOutput | None = None  # the vendor's mechanism for this model (None: the adapter's)
     thinking_reserve: int | None = None  # thinks by default, counted in max_tokens: tokens added for it
+    cache_min_tokens: int | None = None  # the shortest prefix the host's prompt cache takes (None: the adapter's)
     source: str | None = None  # "project" for an entry declared (or changed) in [tool.rosetta.models]
     endpoint: Endpoint | None = None  # a declared model's own server and key variable
     base: str | None = None  # the catalog model this id serves (another host's route, a deployment): its rules
@@ -125,7 +126,8 @@ class CatalogModel:
         if model.model_class not in ("frontier", "mid", "open") or model.context_window <= 0 \
                 or not 0 < model.max_output <= model.context_window or "/" not in model.id \
                 or model.prompt_style not in ("chat", "completion") \
-                or not 0 <= (model.thinking_reserve or 0) < model.max_output:
+                or not 0 <= (model.thinking_reserve or 0) < model.max_output \
+                or (model.cache_min_tokens is not None and model.cache_min_tokens < 1):
             raise ValueError(f"catalog entry {model.id!r} has an invalid class, limit or id")
         return model
 

@@ -125,12 +125,32 @@ class Message:
 
 
 @dataclass(frozen=True)
-class CacheBreakpoint:
-    """Where the stable prefix ends — the system text, or the fixed demos after it — marked for a
-    host that caches only up to a mark, and how many tokens (estimated) the prefix holds."""
+class CachePrefix:
+    """The prompt's stable prefix — tools and system text, and the fixed demos after it — as the
+    host's prompt cache sees it: how many tokens (estimated) it holds, the shortest prefix the host
+    caches, and whether the request marks where it ends (hosts that cache only up to a mark:
+    Anthropic, Bedrock, Vertex AI; hosts that cache on their own, OpenAI and Gemini, get no mark)."""
 
     after: Literal["system", "demos"]
     tokens: int
+    minimum: int
+    marked: bool
+
+    @property
+    def cached(self) -> bool:
+        """Whether the host caches it: long enough (and, on a host that needs one, marked)."""
+        return self.tokens >= self.minimum
+
+    def describe(self) -> str:
+        """One line for ``rosetta render``: what the host caches of this prompt."""
+        prefix = f"the stable prefix (up to the {'fixed demos' if self.after == 'demos' else 'system text'}) is " \
+                 f"~{self.tokens:,} tokens"
+        if not self.cached:
+            return f"prompt cache: {prefix}, under the host's {self.minimum:,}-token minimum: not cached"
+        if self.marked:
+            return f"prompt cache: {prefix}, marked with cache_control where it ends"
+        return (f"prompt cache: {prefix}, first in every request; the host caches a prefix of "
+                f"{self.minimum:,}+ tokens on its own")
 
 
 CACHE_CONTROL = {"type": "ephemeral"}
@@ -191,7 +211,7 @@ class RenderedPrompt:
     warnings: tuple[str, ...] = ()
     sampling_params: bool = True  # False: the model rejects temperature / top_p, so none is ever sent
     knobs: Knobs = field(default_factory=Knobs)
-    cache_breakpoint: CacheBreakpoint | None = None  # set: the host caches only up to a mark, put here
+    cache_prefix: CachePrefix | None = None  # set where the host caches prompts: its stable prefix, marked or not
 
     # -- plain data --------------------------------------------------------------------------
 
@@ -207,8 +227,8 @@ class RenderedPrompt:
             del data["demo_pool"]["policy"]
         if self.sampling_params:
             del data["sampling_params"]
-        if self.cache_breakpoint is None:
-            del data["cache_breakpoint"]
+        if self.cache_prefix is None:
+            del data["cache_prefix"]
         return data
 
     @classmethod
@@ -233,8 +253,11 @@ class RenderedPrompt:
             values["dropped"] = tuple(values.get("dropped", ()))
             values["warnings"] = tuple(values.get("warnings", ()))
             values["knobs"] = Knobs(**values.get("knobs", {}))
-            if values.get("cache_breakpoint") is not None:
-                values["cache_breakpoint"] = CacheBreakpoint(**values["cache_breakpoint"])
+            if "cache_breakpoint" in values:  # an artifact of rosetta 0.x before the prefix was recorded everywhere
+                mark = values.pop("cache_breakpoint")
+                values["cache_prefix"] = {**mark, "minimum": mark["tokens"], "marked": True} if mark else None
+            if values.get("cache_prefix") is not None:
+                values["cache_prefix"] = CachePrefix(**values["cache_prefix"])
             return cls(**values)
         except (KeyError, TypeError, ValueError, UsageError) as exc:
             raise ValueError(f"not a rendered prompt: {exc}") from None
@@ -267,7 +290,7 @@ class RenderedPrompt:
 
     def messages(self, inputs: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Chat messages for litellm (system placement applied), the stable prefix's last message
-        marked where the host caches only up to a mark (:attr:`cache_breakpoint`).
+        marked where the host caches only up to a mark (:attr:`cache_prefix`).
 
         A base model (``completion`` placement) gets one plain text instead: instructions, each
         example as request + ``Answer:`` + answer, then the request, ending where the answer begins.
@@ -287,8 +310,8 @@ class RenderedPrompt:
                 messages[0] = {"role": "user", "content": f"{self.system}\n\n{first['content']}"}
             else:
                 messages.insert(0, {"role": "system", "content": self.system})
-        mark = self.cache_breakpoint
-        if mark is not None and self.system_placement is not SystemPlacement.FIRST_USER_TURN:
+        mark = self.cache_prefix
+        if mark is not None and mark.marked:
             at = len(self.demos) if mark.after == "demos" else 0  # the system message is first
             messages[at] = {**messages[at], "content": [{"type": "text", "text": messages[at]["content"],
                                                          "cache_control": dict(CACHE_CONTROL)}]}

@@ -30,7 +30,7 @@ from rosetta.render.assemble import (
 )
 from rosetta.render.mechanisms import MECHANISMS, Request
 from rosetta.render.prompt import (
-    CacheBreakpoint,
+    CachePrefix,
     DemoPool,
     Knobs,
     Message,
@@ -157,7 +157,7 @@ def render(
         dropped=tuple(dropped),
         warnings=tuple(warnings),
         sampling_params=model.capabilities.sampling_params,
-        cache_breakpoint=_cache_breakpoint(adapter, placement, system, tokens, bool(demo_messages)),
+        cache_prefix=_cache_prefix(adapter, model, placement, system, tokens, bool(demo_messages)),
         knobs=replace(knobs, delimiter=delimiter, section_order=tuple(order), reasoning=reasoning,
                       demo_ids=tuple(d.id for d in demos), demo_count=pool.count if pool else len(demos),
                       structured_output=mechanism, demo_selection="nearest" if pool else "fixed",
@@ -165,18 +165,21 @@ def render(
     )
 
 
-def _cache_breakpoint(adapter: Adapter, placement: SystemPlacement, system: str, tokens: dict[str, int],
-                      fixed_demos: bool) -> CacheBreakpoint | None:
-    """Where a host that caches only up to a mark gets one: after the stable prefix — the tools and
-    system text, and the fixed demos when there are some (retrieved demos differ per request) —
-    when that prefix is long enough to be cached; None for other hosts, a short prefix, or a system
-    text that is no message of its own."""
+def _cache_prefix(adapter: Adapter, model: CatalogModel, placement: SystemPlacement, system: str,
+                  tokens: dict[str, int], fixed_demos: bool) -> CachePrefix | None:
+    """The stable prefix as the host's prompt cache sees it — the tools and system text, and the
+    fixed demos when there are some (retrieved demos differ per request) — with the host's minimum
+    (the model's own where the catalog gives one); marked for a host that caches only up to a mark
+    when it is long enough and the system text is a message of its own. None for a host without a
+    prompt cache, or a prompt without system text."""
     cache = adapter.prompt_cache
-    if cache is None or cache.mode != "explicit" or not system or placement not in (
-            SystemPlacement.SEPARATE, SystemPlacement.SYSTEM_MESSAGE):
+    if cache is None or not system or placement is SystemPlacement.COMPLETION:
         return None
     stable = tokens.get("tools", 0) + tokens["system"] + (tokens["demos"] if fixed_demos else 0)
-    return CacheBreakpoint("demos" if fixed_demos else "system", stable) if stable >= cache.min_tokens else None
+    minimum = model.cache_min_tokens or cache.min_tokens
+    marked = cache.mode == "explicit" and stable >= minimum and placement in (
+        SystemPlacement.SEPARATE, SystemPlacement.SYSTEM_MESSAGE)
+    return CachePrefix("demos" if fixed_demos else "system", stable, minimum, marked)
 
 
 def _retrieval(signature: Signature, knobs: Knobs) -> Retrieval | None:
