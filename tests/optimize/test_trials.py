@@ -60,3 +60,16 @@ def test_trials_fit_the_terminal_and_say_what_each_choice_is(searched: Path, cli
     assert "candidate 0 (unoptimized, seeded): the definition's own demos" in text
     assert "Score: the metric on the rows the unit answered" in text
     assert "A new study created" not in result.output
+
+
+def test_trials_show_each_candidates_input_per_call_at_the_models_price(searched: Path, cli) -> None:
+    """Issue 85: with a price for the model (the scripted one has litellm prices), each unit shows its
+    prompt's input per call in service: its cached prefix, where the host caches one, at the
+    cache-read rate (the scripted host caches nothing, so all of it at the input rate)."""
+    from rosetta.local.litellm_offline import import_litellm
+
+    price = import_litellm().get_model_info("scripted/toy")["input_cost_per_token"]
+    rows = json.loads(cli("-C", searched, "trials", "toy-sorter", "-m", "scripted/toy", "-f", "json").stdout)["trials"]
+    assert price > 0 and all(row["input_cost"] == pytest.approx(row["prompt_tokens"] * price) for row in rows)
+    table = cli("-C", searched, "trials", "toy-sorter", "--model", "scripted/toy")
+    assert "In $/call" in table.stdout and f"${rows[0]['input_cost']:.5f}" in table.stdout

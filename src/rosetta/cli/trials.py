@@ -81,7 +81,8 @@ def trial_row(trial: Any) -> dict[str, Any]:
             "phase": attrs.get("phase") or f"rung {attrs.get('rung')}", "rows": attrs.get("rows"), "state": trial.state.name.lower(),
             "score": sum(plain) / len(plain) if plain else values[0], "race_score": values[0],
             "stopped": attrs.get("stopped"), "calls": attrs.get("calls"), "cost": attrs.get("cost"),
-            "prompt_tokens": attrs.get("prompt_tokens"), "default": bool(attrs.get("default")),
+            "prompt_tokens": attrs.get("prompt_tokens"), "input_cost": attrs.get("input_cost"),
+            "default": bool(attrs.get("default")),
             "kind": kind, "origin": origin(kind) if kind else None, "knobs": dict(trial.params),
             "choices": attrs.get("knobs_text") or describe_params(dict(trial.params))}
 
@@ -96,7 +97,9 @@ def _print(rows: list[dict[str, Any]], title: str) -> None:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     odds = any(r["race_score"] is not None and r["score"] is not None and abs(r["race_score"] - r["score"]) > 1e-9
                for r in rows)
-    columns = ("#", "Cand.", "Phase", "Rows", "State", *(("Odds",) if odds else ()), "Score", "Calls", "Cost", "Tokens")
+    priced = any(row.get("input_cost") for row in rows)
+    columns = ("#", "Cand.", "Phase", "Rows", "State", *(("Odds",) if odds else ()), "Score", "Calls", "Cost", "Tokens",
+               *(("In $/call",) if priced else ()))
     for column in columns:
         table.add_column(column, justify="left" if column == "State" else "right", no_wrap=True)
     choices: dict[Any, str] = {}
@@ -105,12 +108,16 @@ def _print(rows: list[dict[str, Any]], title: str) -> None:
         race = (_cell(row["race_score"], "{:.3f}"),) if odds else ()
         table.add_row(str(row["number"]), _cell(row["candidate"]), row["phase"], _cell(row["rows"]), state,
                       *race, _cell(row["score"], "{:.3f}"), _cell(row["calls"]), _cell(row["cost"] or None, "${:.4f}"),
-                      _cell(row["prompt_tokens"] or None))
+                      _cell(row["prompt_tokens"] or None),
+                      *((_cell(row.get("input_cost") or None, "${:.5f}"),) if priced else ()))
         kind = f" ({row['kind']}, {row['origin']})" if row["kind"] else ""
         choices.setdefault(row["candidate"], kind + ": " + (row["choices"] or "the defaults"))
     out.print(table)
     notes = ["stopped: not answered, the race ended or the budget ran out first",
              f"Score: the metric on the rows the unit answered, {SCORES_NOTE}"]
+    if priced:
+        notes.append("In $/call: the prompt's input per call in service, its cached prefix at the host's cache-read "
+                     "price (litellm's); Cost: what the unit's calls were billed")
     if odds:
         notes.insert(1, "Odds: what the race ranked on, the probability the model gave the correct label "
                         "(finer than right or wrong on a few rows)")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rosetta.optimize.evaluation import BudgetExhausted, HeldBack, Scored
+from rosetta.runtime.usage import call_price
 
 if TYPE_CHECKING:
     from optuna.study import Study
@@ -182,6 +183,8 @@ def _unit(search: SearchState, trial: Trial, everyone: list[FrozenTrial]) -> _Un
     prompt = search.render(search.searchable, space.knobs(params))
     trial.set_user_attr("prompt_sha256", search.evaluator.prompt_key(prompt))
     trial.set_user_attr("prompt_tokens", prompt.tokens.get("total", 0))
+    # the prompt's input per call in service: its cached prefix at the cache-read rate (rosetta trials)
+    trial.set_user_attr("input_cost", call_price(prompt, output_tokens=0).steady)
     for mark, anchor in (("default", space.default_params()), ("few_shot", space.few_shot_params()),
                          ("nearest", space.nearest_params())):
         if params == anchor:

@@ -116,7 +116,7 @@ def optimize(request: OptimizeRequest, *, settings: Settings,
         report.rescoring, report.rescoring_why = (0, "") if request.activate else _rescored_rows(path, plan)
         most = (plan.search_calls() or 0) + plan.dspy_dev * plan.per_answer + plan.test_calls() \
             + report.rescoring * plan.per_answer
-        report.cost_usd = _cost_estimate(context, unoptimized, most)
+        report.cost_usd = _cost_estimate(unoptimized, most)
         report.notes.extend([context.data.summary(), *plan.notes])
         return report
     answerer = answerer_revision(model.id, LocalSettings.of(settings))  # a new decoder build: recorded scores stale
@@ -357,16 +357,9 @@ def _rescored_rows(path: Path, plan: CallPlan) -> tuple[int, str]:
     return (plan.race.confirm, "the confirmation rows, free where its prompt raced") if plan.race else (0, "")
 
 
-def _cost_estimate(context: Context, prompt: RenderedPrompt, calls: int) -> float:
-    """USD for ``calls`` calls of ``prompt``, from litellm's prices (0 when unknown or local)."""
-    try:
-        from rosetta.local.litellm_offline import import_litellm
-        from rosetta.third_party import using_litellm
+def _cost_estimate(prompt: RenderedPrompt, calls: int) -> float:
+    """USD for ``calls`` calls of ``prompt`` at litellm's prices, its cached prefix read from the
+    host's prompt cache after the first call (0 when the price is unknown or the model local)."""
+    from rosetta.runtime.usage import call_price
 
-        with using_litellm():
-            info = import_litellm().get_model_info(context.model.id)
-        per_call: float = prompt.tokens.get("total", 0) * float(info.get("input_cost_per_token") or 0) \
-            + prompt.generation.get("max_tokens", 0) * float(info.get("output_cost_per_token") or 0)
-    except Exception:  # litellm does not know the model's price
-        return 0.0
-    return round(calls * per_call, 4)
+    return round(call_price(prompt).of(calls), 4)

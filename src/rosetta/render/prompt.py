@@ -138,7 +138,7 @@ class CachePrefix:
 
     @property
     def cached(self) -> bool:
-        """Whether the host caches it: long enough (and, on a host that needs one, marked)."""
+        """Whether the host caches it: long enough (a host that needs a mark gets one exactly then)."""
         return self.tokens >= self.minimum
 
     def describe(self) -> str:

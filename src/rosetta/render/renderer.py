@@ -170,16 +170,17 @@ def _cache_prefix(adapter: Adapter, model: CatalogModel, placement: SystemPlacem
     """The stable prefix as the host's prompt cache sees it — the tools and system text, and the
     fixed demos when there are some (retrieved demos differ per request) — with the host's minimum
     (the model's own where the catalog gives one); marked for a host that caches only up to a mark
-    when it is long enough and the system text is a message of its own. None for a host without a
-    prompt cache, or a prompt without system text."""
+    when it is long enough. None for a host without a prompt cache, a prompt without system text, or
+    one whose system text is no message of its own on a host that needs a mark (nothing is cached)."""
     cache = adapter.prompt_cache
     if cache is None or not system or placement is SystemPlacement.COMPLETION:
         return None
+    explicit = cache.mode == "explicit"
+    if explicit and placement not in (SystemPlacement.SEPARATE, SystemPlacement.SYSTEM_MESSAGE):
+        return None  # the system text opens the first user turn: no block of its own to mark, nothing cached
     stable = tokens.get("tools", 0) + tokens["system"] + (tokens["demos"] if fixed_demos else 0)
     minimum = model.cache_min_tokens or cache.min_tokens
-    marked = cache.mode == "explicit" and stable >= minimum and placement in (
-        SystemPlacement.SEPARATE, SystemPlacement.SYSTEM_MESSAGE)
-    return CachePrefix("demos" if fixed_demos else "system", stable, minimum, marked)
+    return CachePrefix("demos" if fixed_demos else "system", stable, minimum, explicit and stable >= minimum)
 
 
 def _retrieval(signature: Signature, knobs: Knobs) -> Retrieval | None:

@@ -4,6 +4,12 @@ them per run (:mod:`rosetta.runtime.invoke`) and the tracing that records them p
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rosetta.render.prompt import RenderedPrompt
+
 
 def add_usage(total: dict[str, int], response: object) -> None:
     """Add a response's token counts to ``total``: prompt, completion and total, and of the prompt's
@@ -36,3 +42,45 @@ def response_cost(response: object) -> float:
         return float(import_litellm().completion_cost(completion_response=response) or 0.0)
     except Exception:  # unknown price (local and custom models): cost is simply not known
         return 0.0
+
+
+@dataclass(frozen=True)
+class CallPrice:
+    """What one call of a prompt costs in USD at litellm's prices: the first, which writes the cached
+    prefix (at the host's cache-write rate where it has one), and each later one within the cache's
+    lifetime, which reads it — the steady state, what a prompt in service costs per call."""
+
+    first: float
+    steady: float
+
+    def of(self, calls: int) -> float:
+        """USD for ``calls`` calls in a row: the first writes the prefix, the others read it."""
+        return 0.0 if calls <= 0 else self.first + (calls - 1) * self.steady
+
+
+def call_price(prompt: RenderedPrompt, output_tokens: int | None = None) -> CallPrice:
+    """:class:`CallPrice` of ``prompt`` answering ``output_tokens`` (default: its ``max_tokens``): the
+    cached prefix (:attr:`~rosetta.render.prompt.RenderedPrompt.cache_prefix`, where the host caches
+    it) at the cache rates, the rest at the input rate. Zero for a model litellm has no price for."""
+    try:
+        from rosetta.local.litellm_offline import import_litellm
+        from rosetta.third_party import using_litellm
+
+        with using_litellm():
+            info = import_litellm().get_model_info(prompt.model)
+    except Exception:  # unknown price (local and custom models): the cost is simply not known
+        return CallPrice(0.0, 0.0)
+
+    def rate(key: str) -> float | None:
+        value = info.get(key)
+        return float(value) if isinstance(value, (int, float)) else None
+
+    read = rate("cache_read_input_token_cost")
+    prefix = prompt.cache_prefix
+    cached = prefix.tokens if prefix is not None and prefix.cached and read is not None else 0
+    written = rate("cache_creation_input_token_cost")
+    answer = prompt.generation.get("max_tokens", 0) if output_tokens is None else output_tokens
+    rest = (prompt.tokens.get("total", 0) - cached) * (rate("input_cost_per_token") or 0.0) \
+        + answer * (rate("output_cost_per_token") or 0.0)
+    first = rest + cached * (written if written is not None else rate("input_cost_per_token") or 0.0)
+    return CallPrice(first, rest + cached * (read or 0.0))
