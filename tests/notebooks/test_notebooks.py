@@ -125,3 +125,15 @@ def test_strip_script_fixes_what_the_check_finds(tmp_path: Path) -> None:
     assert subprocess.run([*script, str(dirty)], capture_output=True).returncode == 0
     assert not _unstripped(nbformat.read(dirty, as_version=4))
     assert subprocess.run([*script, "--check", str(dirty)], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_notebooks_use_only_the_public_api(path: Path) -> None:
+    """Issue 86: a notebook teaches what a user imports — ``rosetta`` and its notebook helpers — never
+    an internal module that may move."""
+    import re
+
+    notebook = nbformat.read(path, as_version=4)
+    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    internal = sorted(set(re.findall(r"(?:from|import)\s+(rosetta\.[\w.]+)", code)) - {"rosetta.notebook"})
+    assert not internal, f"{path.name} imports {internal}: use rosetta's public names"

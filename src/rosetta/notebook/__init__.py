@@ -11,7 +11,17 @@ imported by the functions that need them.
 
 from __future__ import annotations
 
-from rosetta.notebook.prompts import View, diff, knobs, load, render, render_table, show_prompts
+from rosetta.notebook.prompts import (
+    View,
+    compile,
+    diff,
+    knobs,
+    load,
+    render,
+    render_table,
+    show_prompts,
+    signature,
+)
 from rosetta.notebook.optimization import (
     CrossScores,
     Evaluation,
@@ -23,5 +33,5 @@ from rosetta.notebook.optimization import (
     score_bars,
 )
 
-__all__ = ["CrossScores", "Evaluation", "Optimization", "View", "cross", "diff", "evaluate", "knobs", "load",
-           "optimize", "render", "render_table", "sandbox", "score_bars", "show_prompts"]
+__all__ = ["CrossScores", "Evaluation", "Optimization", "View", "compile", "cross", "diff", "evaluate", "knobs",
+           "load", "optimize", "render", "render_table", "sandbox", "score_bars", "show_prompts", "signature"]

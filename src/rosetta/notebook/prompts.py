@@ -68,6 +68,26 @@ def _definition(agent: Any, project: Any = None) -> tuple[Any, Any, Any]:
     return loaded, lower(definition), settings
 
 
+def signature(agent: Any, *, project: Any = None) -> Any:
+    """The agent's provider-neutral :class:`~rosetta.signature.Signature` (inputs, output schema,
+    sections and their roles, demos), lowered from its definition as ``rosetta compile`` lowers it."""
+    return _definition(agent, project)[1]
+
+
+def compile(agent: Any, models: Iterable[str] | str, *, out: str | os.PathLike[str],  # noqa: A001 (the verb)
+            project: Any = None) -> list[Any]:
+    """Compile the agent for ``models`` into the folder ``out`` (not the project's ``compiled/``),
+    as ``rosetta compile --model …`` does; one result per model (status, model, artifact path)."""
+    from rosetta.compile.compiler import CompileOptions, compile_paths
+    from rosetta.providers.adapter import load_adapters
+
+    loaded, _, settings = _definition(agent, project)
+    options = CompileOptions(out=Path(out), root=settings.root, adapters=load_adapters(settings.adapter_dirs),
+                             models=tuple(_models(models)), section_roles=dict(settings.section_roles),
+                             declared_models=dict(settings.models))
+    return list(compile_paths([loaded.definition_path], options).results)
+
+
 def render(agent: Any, model: str, knobs: Any = None, *, project: Any = None, **knob_values: Any) -> Any:
     """The prompt ``model`` gets for one variant (``render(signature, model, knobs)``): pass a
     :class:`~rosetta.render.Knobs` or its fields as keywords (``delimiter="xml"``, ``reasoning=True``)."""
