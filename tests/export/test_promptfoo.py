@@ -146,6 +146,18 @@ def test_a_model_without_an_artifact_or_bad_data_is_a_usage_error(compiled, cli,
     assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
 
 
+def test_a_planted_link_cannot_send_the_suite_outside_the_project(compiled, cli, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (compiled / "promptfoo").symlink_to(outside, target_is_directory=True)  # a cloned project's trap
+    result = cli("--project", compiled, "export", "promptfoo", "question-type")
+    assert result.exit_code == 2 and "symlink" in result.output and "--out" in result.output
+    assert not any(outside.iterdir())
+    mine = tmp_path / "mine"  # a folder the user names is the user's
+    assert cli("--project", compiled, "export", "promptfoo", "question-type", "--out", mine).exit_code == 0
+    assert (mine / CONFIG).is_file() and (mine / BRIDGE).is_file()
+
+
 def test_an_agent_never_compiled_is_a_usage_error(tmp_path, cli):
     root = question_type_project(tmp_path / "project", train=2, dev=2, test=2)
     result = cli("--project", root, "export", "promptfoo", "question-type")

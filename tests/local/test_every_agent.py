@@ -36,11 +36,11 @@ def test_each_embedded_model_answers_every_bundled_agent(local_model: str, model
                 agent.run(inputs, model=model)
             refused.append(name)
             continue
-        # an agent without an artifact for this model gets no correction retry and 64 tokens: its
+        # an agent without an artifact for this model gets no correction retry and 32 tokens: its
         # answer is checked for being there, not for keeping a contract a small model was never
         # tuned to (corrections are tests/runtime's business), and its 1,024-token rambling takes
         # half a minute a try
-        unbound = {} if name in BENCH else {"validation_retries": 0, "overrides": {"max_tokens": 64}}
+        unbound = {} if name in BENCH else {"validation_retries": 0, "overrides": {"max_tokens": 32}}
         try:
             result = agent.run(inputs, model=model, **unbound)
         except ModelCallError as error:  # answered, never within the contract, and the definition says halt

@@ -87,10 +87,13 @@ def test_the_cross_matrix_scores_every_prompt_on_every_model(tiny_project: Path)
     assert matrix["models"] == list(LOCAL_MODELS) and matrix["examples"] == 3
     assert set(matrix["scores"]) == {*LOCAL_MODELS, "uncompiled"}
     assert all(0.0 <= score <= 1.0 for row in matrix["scores"].values() for score in row.values())
-    # the diagonal is what `evaluate --model` scores; with no artifacts, each model's prompt is its render
+    # the diagonal is what `evaluate --model` scores (checked on the chat model, a process of its own);
+    # with no artifacts, each model's prompt is its render
+    alone = json.loads(_rosetta(tiny_project, "evaluate", "question-type", "--model", CHAT_LOCAL_MODEL,
+                                "-f", "json").stdout)
+    assert matrix["scores"][CHAT_LOCAL_MODEL][CHAT_LOCAL_MODEL] == alone["score"]
     for model in LOCAL_MODELS:
-        alone = json.loads(_rosetta(tiny_project, "evaluate", "question-type", "--model", model, "-f", "json").stdout)
-        assert matrix["scores"][model][model] == alone["score"] == matrix["scores"]["uncompiled"][model]
+        assert matrix["scores"][model][model] == matrix["scores"]["uncompiled"][model]
         assert matrix["prompts"][model].startswith("uncompiled: ")
         assert matrix["best"][model] and all(row in matrix["scores"] for row in matrix["best"][model])
     assert "plotly" in plot.read_text(encoding="utf-8")

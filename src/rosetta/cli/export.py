@@ -44,10 +44,8 @@ def promptfoo_command(
     loaded = load_agent(ctx, agent)
     if loaded.definition_path is None:
         raise UsageError(Problem(f"{loaded.name}: no definition found", field="agent"))
-    settings = project_settings(ctx)
-    folder = output if output is not None else settings.root / "promptfoo" / loaded.name
-    written = export_promptfoo(loaded.definition_path, folder, settings=settings, models=tuple(model or ()),
-                               split=split, limit=limit, dataset=dataset)
+    written = export_promptfoo(loaded.definition_path, output, settings=project_settings(ctx),
+                               models=tuple(model or ()), split=split, limit=limit, dataset=dataset)
     out.print(f"wrote {escape(str(relative(written.config)))}: {len(written.models)} prompt(s) "
               f"({escape(', '.join(written.models))}) × {written.tests} {split} row(s)")
     out.print(f"[dim]run it: cd {escape(str(relative(written.folder)))} && npx promptfoo@latest eval, "

@@ -14,9 +14,13 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Problem, UsageError
+
+if TYPE_CHECKING:
+    from rosetta.datasets import Example
+    from rosetta.settings import Settings
 
 CONFIG = "promptfooconfig.yaml"
 BRIDGE = "rosetta_promptfoo.py"
@@ -53,16 +57,16 @@ class Export:
         return self.folder / CONFIG
 
 
-def export_promptfoo(definition: Path, out: Path, *, settings: Any, models: Sequence[str] = (),
+def export_promptfoo(definition: Path, out: Path | None, *, settings: Settings, models: Sequence[str] = (),
                      split: str = "test", limit: int | None = None, dataset: str | None = None) -> Export:
-    """Write the suite for the agent at ``definition`` into ``out``: its compiled artifacts (those of
+    """Write the suite for the agent at ``definition`` into ``out`` (default: ``promptfoo/<agent>``
+    in the project, never through a link the project planted): its compiled artifacts (those of
     ``models`` when given), and the first ``limit`` rows of ``split`` as tests."""
-    from rosetta.fileio import write_atomic
+    from rosetta.fileio import NotRegularFile, write_trusted
     from rosetta.optimize.context import load_context
+    from rosetta.runtime.agent import load
     from rosetta.store.lookup import scan
     from rosetta.yaml_text import dump_yaml
-
-    from rosetta.runtime.agent import load
 
     agent = load(definition, project=settings.root)
     found = scan(settings.compiled_dir, agent.name)[0]
@@ -95,15 +99,19 @@ def export_promptfoo(definition: Path, out: Path, *, settings: Any, models: Sequ
     header = (f"# Written by `rosetta export promptfoo {agent.name}`: one prompt per compiled artifact, each sent to "
               f"its own model\n# through rosetta ({BRIDGE}); run it with `npx promptfoo eval -c {CONFIG}` here, "
               "then `npx promptfoo view`.\n")
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / CONFIG, header + dump_yaml(suite))
-    write_atomic(out / BRIDGE, _BRIDGE_SOURCE.format(agent=agent.name, project=str(settings.root.resolve()),
-                                                     definition=str(Path(definition).resolve()),
-                                                     artifacts=artifacts))
-    return Export(out, tuple(chosen), len(rows))
+    folder, root = (settings.root / "promptfoo" / agent.name, settings.root) if out is None else (out, out)
+    bridge = _BRIDGE_SOURCE.format(agent=agent.name, project=str(settings.root.resolve()),
+                                   definition=str(Path(definition).resolve()), artifacts=artifacts)
+    try:
+        write_trusted(folder / CONFIG, header + dump_yaml(suite), root)
+        write_trusted(folder / BRIDGE, bridge, root)
+    except NotRegularFile as refused:
+        raise UsageError(Problem(f"cannot write the suite: {refused}", field="--out",
+                                 hint="pass --out with a folder of your own")) from None
+    return Export(folder, tuple(chosen), len(rows))
 
 
-def _chosen(agent: str, found: dict[str, Path], models: Sequence[str], settings: Any) -> list[str]:
+def _chosen(agent: str, found: dict[str, Path], models: Sequence[str], settings: Settings) -> list[str]:
     """The models to export: all compiled ones, or those asked for (each resolved as the runtime
     resolves it, and each compiled)."""
     if not found:
@@ -126,7 +134,7 @@ def _chosen(agent: str, found: dict[str, Path], models: Sequence[str], settings:
     return list(dict.fromkeys(chosen))
 
 
-def _test(row: Any, schema: dict[str, Any] | None, metric: str) -> dict[str, Any]:
+def _test(row: Example, schema: dict[str, Any] | None, metric: str) -> dict[str, Any]:
     """One labeled row as a promptfoo test: its inputs as variables; valid JSON for the schema (when
     the agent has one) and the agent's metric against the row's output as assertions."""
     checks: list[dict[str, Any]] = [{"type": "is-json", "value": schema}] if schema else []
