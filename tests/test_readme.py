@@ -1,6 +1,7 @@
-"""The README's ``rosetta …`` commands, run in order against a temporary project on the embedded
-model: its bundled agents, a small slice of one dataset, and the README's own model declarations
-("Your own models", a deployment's ``base_model``) in its pyproject.toml.
+"""The ``rosetta …`` commands of the README and the docs site's guide (tests/documented.py: the
+README, then the guide's pages in nav order), run in order against a temporary project on the
+embedded model: its bundled agents, a small slice of one dataset, and the guide's own model
+declarations ("Your own models", a deployment's ``base_model``) in its pyproject.toml.
 
 They run in this process (Typer's runner, the project as the working directory), as the CLI's own
 entry point runs them: forty fresh interpreters spent three minutes importing litellm and loading
@@ -29,6 +30,7 @@ import typer
 from typer.testing import CliRunner
 
 from conftest import REPO
+from documented import guide_text
 
 LOCAL = "local/gemma-3-270m"
 
@@ -61,8 +63,9 @@ EXIT_CODES = {
 """Exit codes other than 0 that a command's README context implies in this offline project."""
 
 def readme_commands() -> list[str]:
-    """Every ``rosetta`` command of the README's bash blocks, continuation lines joined, comments dropped."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    """Every ``rosetta`` command of the README's and the guide's bash blocks, continuation lines
+    joined, comments dropped."""
+    text = guide_text()
     commands = []
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
         for line in block.replace("\\\n", " ").splitlines():
@@ -84,8 +87,7 @@ def make_project(root: Path) -> Path:
         target.write_text("\n".join(lines[:rows]) + "\n", encoding="utf-8")
     (root / "bug.txt").write_text("SQL injection in the login form lets an unauthenticated attacker dump the users "
                                   "table; a PoC request is attached.\n", encoding="utf-8")
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    declarations = "\n".join(block for block in re.findall(r"```toml\n(.*?)```", readme, re.S)
+    declarations = "\n".join(block for block in re.findall(r"```toml\n(.*?)```", guide_text(), re.S)
                              if "[tool.rosetta.models." in block)
     (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n\n" + declarations, encoding="utf-8")
     return root

@@ -10,10 +10,11 @@ import shutil
 import tomllib
 
 from conftest import REPO
+from documented import guide_text
 from fault_server import FaultServer
 from rosetta.runtime.agent import load
 
-README = (REPO / "README.md").read_text(encoding="utf-8")
+README = guide_text()  # the README and the guide ("Your own models")
 DECLARATION = next(block for block in re.findall(r"```toml\n(.*?)```", README, re.S)
                    if "[tool.rosetta.models." in block and "api_base" in block)
 LLAMA_CPP = next(line for line in README.splitlines() if line.startswith("| llama.cpp"))
