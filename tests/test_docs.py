@@ -31,3 +31,15 @@ def test_the_command_line_reference_is_current() -> None:
     page = script["PAGE"].read_text(encoding="utf-8")
     assert page == script["reference"](), "run `python docs/cli_reference.py` and commit docs/reference/cli.md"
     assert "## `rosetta export promptfoo`" in page and "## `rosetta experiment start`" in page
+
+
+def test_the_settings_table_lists_every_setting_and_no_other() -> None:
+    """The configuration page's table is the reference for ``[tool.rosetta]``: a key added to the
+    settings without a row, or a row for a key that is gone, fails here."""
+    import re
+
+    from rosetta.settings import KEYS
+
+    page = (REPO / "docs" / "guide" / "configuration.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `([a-z_]+)` \|", page, re.M))
+    assert rows == set(KEYS) - {"root"}  # the root is where pyproject.toml is, never a key
