@@ -190,7 +190,7 @@ def test_promptfoo_runs_the_suite_on_the_embedded_model_and_agrees_with_rosetta_
     from rosetta.local.weights import model_path
 
     monkeypatch.setenv("ROSETTA_CACHE_DIR", str(local_model_cache))
-    root = question_type_project(tmp_path / "project", train=4, dev=4, test=6)
+    root = question_type_project(tmp_path / "project", train=4, dev=4, test=3)
     server = Server(model_path("local/gemma-3-270m"), tmp_path / "server.log", alias=SERVED)
     try:
         declare(root, server.url)
@@ -210,7 +210,7 @@ def test_promptfoo_runs_the_suite_on_the_embedded_model_and_agrees_with_rosetta_
     finally:
         server.stop()
     results = json.loads((folder / "results.json").read_text())["results"]["results"]
-    assert len(results) == len(rosetta_rows) == 6
+    assert len(results) == len(rosetta_rows) == 3
     for cell in results:
         row = rosetta_rows[cell["testCase"]["description"]]
         assert cell["provider"]["label"] == MODEL and not cell["response"].get("error"), cell["response"]

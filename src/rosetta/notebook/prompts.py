@@ -8,9 +8,12 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rosetta.errors import Problem, RosettaError, UsageError
+
+if TYPE_CHECKING:
+    from rosetta.compile.compiler import TargetResult
 
 STYLE = """<style>
 .rosetta-nb table.diff {font-family: monospace; font-size: 12px; border-collapse: collapse}
@@ -75,7 +78,7 @@ def signature(agent: Any, *, project: Any = None) -> Any:
 
 
 def compile(agent: Any, models: Iterable[str] | str, *, out: str | os.PathLike[str],  # noqa: A001 (the verb)
-            project: Any = None) -> list[Any]:
+            project: Any = None) -> list[TargetResult]:
     """Compile the agent for ``models`` into the folder ``out`` (not the project's ``compiled/``),
     as ``rosetta compile --model …`` does; one result per model (status, model, artifact path)."""
     from rosetta.compile.compiler import CompileOptions, compile_paths
