@@ -191,3 +191,15 @@ def test_rosetta_render_says_what_the_host_caches(cli, model: str, says: str) ->
     assert result.exit_code == 0, result.output
     line = next(line for line in result.output.splitlines() if line.startswith("prompt cache:"))
     assert says in line and "stable prefix (up to the system text)" in line
+
+
+def test_an_artifact_from_before_the_prefix_record_reads_as_a_marked_prefix() -> None:
+    """Versions kept from before this record (compiled/*/*.versions/) name the mark
+    ``cache_breakpoint``: they read as a marked, cached prefix, and an unmarked one as none."""
+    prompt = _prompt("vuln-triage", "anthropic/claude-sonnet-4-6")
+    data = prompt.to_dict()
+    del data["cache_prefix"]
+    old = RenderedPrompt.from_dict({**data, "cache_breakpoint": {"after": "system", "tokens": 1041}})
+    assert old.cache_prefix.marked and old.cache_prefix.cached and old.cache_prefix.tokens == 1041
+    assert _marks(_messages(old)) == [0]
+    assert RenderedPrompt.from_dict({**data, "cache_breakpoint": None}).cache_prefix is None
