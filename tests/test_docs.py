@@ -20,7 +20,7 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path: Path) -> None:
     assert built.returncode == 0, built.stderr[-4000:]
     pages = {path.relative_to(tmp_path / "site").as_posix() for path in (tmp_path / "site").rglob("index.html")}
     assert {"index.html", "getting-started/index.html", "concepts/index.html", "reference/cli/index.html",
-            "reference/api/index.html"} <= pages
+            "reference/api/index.html", "reference/artifact/index.html"} <= pages
     api = (tmp_path / "site" / "reference" / "api" / "index.html").read_text(encoding="utf-8")
     assert "RetryPolicy" in api and "ModelCallError" in api  # the API reference came from the docstrings
     assert not (tmp_path / "site" / "cli_reference.py").exists()
