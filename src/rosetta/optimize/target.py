@@ -32,6 +32,7 @@ from rosetta.optimize.evaluation import draws_for
 from rosetta.optimize.provenance import budget_of, knobs_of, optimizer_of, scores_of
 from rosetta.optimize.search import run_search
 from rosetta.optimize.study import SearchOutcome, SearchSettings, SearchStatus
+from rosetta.runtime.usage import call_price
 from rosetta.settings import ProjectState, Settings
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ def optimize(request: OptimizeRequest, *, settings: Settings,
         report.rescoring, report.rescoring_why = (0, "") if request.activate else _rescored_rows(path, plan)
         most = (plan.search_calls() or 0) + plan.dspy_dev * plan.per_answer + plan.test_calls() \
             + report.rescoring * plan.per_answer
-        report.cost_usd = _cost_estimate(unoptimized, most)
+        report.cost_usd = round(call_price(unoptimized).of(most), 4)  # its cached prefix read after the first call
         report.notes.extend([context.data.summary(), *plan.notes])
         return report
     answerer = answerer_revision(model.id, LocalSettings.of(settings))  # a new decoder build: recorded scores stale
@@ -356,10 +357,3 @@ def _rescored_rows(path: Path, plan: CallPlan) -> tuple[int, str]:
         return 0, ""
     return (plan.race.confirm, "the confirmation rows, free where its prompt raced") if plan.race else (0, "")
 
-
-def _cost_estimate(prompt: RenderedPrompt, calls: int) -> float:
-    """USD for ``calls`` calls of ``prompt`` at litellm's prices, its cached prefix read from the
-    host's prompt cache after the first call (0 when the price is unknown or the model local)."""
-    from rosetta.runtime.usage import call_price
-
-    return round(call_price(prompt).of(calls), 4)

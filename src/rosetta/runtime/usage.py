@@ -4,6 +4,7 @@ them per run (:mod:`rosetta.runtime.invoke`) and the tracing that records them p
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -62,25 +63,34 @@ def call_price(prompt: RenderedPrompt, output_tokens: int | None = None) -> Call
     """:class:`CallPrice` of ``prompt`` answering ``output_tokens`` (default: its ``max_tokens``): the
     cached prefix (:attr:`~rosetta.render.prompt.RenderedPrompt.cache_prefix`, where the host caches
     it) at the cache rates, the rest at the input rate. Zero for a model litellm has no price for."""
+    rates = _rates(prompt.model)
+    if rates is None:
+        return CallPrice(0.0, 0.0)
+    read, written, per_input = rates["cache_read_input_token_cost"], rates["cache_creation_input_token_cost"], \
+        rates["input_cost_per_token"] or 0.0
+    prefix = prompt.cache_prefix
+    cached = prefix.tokens if prefix is not None and prefix.cached and read is not None else 0
+    answer = prompt.generation.get("max_tokens", 0) if output_tokens is None else output_tokens
+    rest = (prompt.tokens.get("total", 0) - cached) * per_input + answer * (rates["output_cost_per_token"] or 0.0)
+    first = rest + cached * (written if written is not None else per_input)
+    return CallPrice(first, rest + cached * (read or 0.0))
+
+
+PRICES = ("input_cost_per_token", "output_cost_per_token", "cache_read_input_token_cost",
+          "cache_creation_input_token_cost")
+"""The per-token prices :func:`call_price` reads from litellm's map."""
+
+
+@functools.lru_cache(maxsize=128)
+def _rates(model: str) -> dict[str, float | None] | None:
+    """litellm's per-token prices of ``model`` (None where it has none): asked once per model, since
+    the optimizer prices every candidate it races."""
     try:
         from rosetta.local.litellm_offline import import_litellm
         from rosetta.third_party import using_litellm
 
         with using_litellm():
-            info = import_litellm().get_model_info(prompt.model)
+            info = import_litellm().get_model_info(model)
     except Exception:  # unknown price (local and custom models): the cost is simply not known
-        return CallPrice(0.0, 0.0)
-
-    def rate(key: str) -> float | None:
-        value = info.get(key)
-        return float(value) if isinstance(value, (int, float)) else None
-
-    read = rate("cache_read_input_token_cost")
-    prefix = prompt.cache_prefix
-    cached = prefix.tokens if prefix is not None and prefix.cached and read is not None else 0
-    written = rate("cache_creation_input_token_cost")
-    answer = prompt.generation.get("max_tokens", 0) if output_tokens is None else output_tokens
-    rest = (prompt.tokens.get("total", 0) - cached) * (rate("input_cost_per_token") or 0.0) \
-        + answer * (rate("output_cost_per_token") or 0.0)
-    first = rest + cached * (written if written is not None else rate("input_cost_per_token") or 0.0)
-    return CallPrice(first, rest + cached * (read or 0.0))
+        return None
+    return {key: float(value) if isinstance(value := info.get(key), (int, float)) else None for key in PRICES}
