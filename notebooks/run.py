@@ -39,13 +39,28 @@ VOLATILE = [
 
 
 def clean(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook without widget state or run metadata (in place); outputs stay."""
+    """The notebook without widget state or run metadata (in place); outputs stay, with the path
+    the repository was cloned at written ``<repo>`` (a stored notebook names no one's machine, and
+    a clone elsewhere compares equal)."""
     for cell in notebook.cells:
         for key in RUN_METADATA:
             cell.metadata.pop(key, None)
+        for output in cell.get("outputs", []):
+            if "text" in output:
+                output.text = _unrooted(output.text)
+            for mime, value in output.get("data", {}).items():
+                if mime not in IMAGES and isinstance(value, (str, list)):
+                    output.data[mime] = _unrooted(value)
+            if "traceback" in output:
+                output.traceback = [_unrooted(line) for line in output.traceback]
     for key in ("widgets", "papermill"):
         notebook.metadata.pop(key, None)
     return notebook
+
+
+def _unrooted(text: Any) -> Any:
+    root = str(HERE.parent)
+    return [part.replace(root, "<repo>") for part in text] if isinstance(text, list) else text.replace(root, "<repo>")
 
 
 def execute(notebook: nbformat.NotebookNode, kernels: Path, *, timeout: int = 1500) -> nbformat.NotebookNode:

@@ -38,3 +38,28 @@ def test_the_notebook_extra_installs_what_the_script_needs():
     extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
     assert {"nbformat", "nbclient", "ipykernel"} <= {requirement.split(">")[0].split("[")[0]
                                                      for requirement in extras["notebook"]}
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("run_under_test", RUN)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def test_storing_writes_the_clone_path_as_repo():
+    import nbformat
+
+    script = _script()
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text=f"{REPO}/compiled: no usable artifact\n"),
+        nbformat.v4.new_output("execute_result", data={"text/plain": [f"'{REPO}/x'"]}, execution_count=1),
+        nbformat.v4.new_output("error", ename="E", evalue="e", traceback=[f"File {REPO}/src/a.py"])])])
+    stored = nbformat.writes(script.clean(notebook))
+    assert str(REPO) not in stored and stored.count("<repo>") == 3
+
+
+def test_the_stored_notebooks_name_no_clone_path():
+    """A notebook stored on one machine compares equal when CI runs it in a clone elsewhere."""
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        assert str(REPO) not in path.read_text(encoding="utf-8"), f"{path.name}: run `python notebooks/run.py {path.name}`"
