@@ -31,8 +31,13 @@ def nav_pages() -> list[Path]:
 GUIDE = [REPO / "README.md", *(page for page in nav_pages()
                               if page.parent.name == "guide" or page.name == "development.md")]
 """The README and the guide: their commands run in order in one project (tests/test_readme.py)."""
-OTHER_PAGES = [page for page in nav_pages() if page not in GUIDE and page.parent.name != "reference"]
-"""The front pages (home, getting started, concepts): every block runs (tests/test_docs_snippets.py)."""
+OTHER_PAGES = [page for page in nav_pages()
+               if page not in GUIDE and page.parent.name != "reference" and page.suffix == ".md"]
+"""The front pages (home, getting started, concepts, the notebook gallery): every block runs
+(tests/test_docs_snippets.py). The notebooks the gallery shows (docs/notebooks, a link to notebooks/)
+are not markdown: CI executes them itself (tests/notebooks)."""
+NOTEBOOK_PAGES = [page for page in nav_pages() if page.suffix == ".ipynb"]
+"""The notebooks rendered on the site with their stored outputs (mkdocs-jupyter; tests/test_docs.py)."""
 
 
 def guide_text() -> str:
