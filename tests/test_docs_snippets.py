@@ -1,6 +1,6 @@
 """Issue 86: every code block of the docs site runs, page by page, as a reader would run it: in a
-fresh project holding the bundled agents, ``rosetta`` commands through the CLI, ``export`` lines as
-the environment, Python blocks in order in one namespace. A cloud provider is a fake server on
+fresh project holding the bundled agents and their labeled data, ``rosetta`` commands through the
+CLI, ``export`` lines as the environment, Python blocks in order in one namespace. A cloud provider is a fake server on
 127.0.0.1 standing in for its API (the key is a placeholder), so a page that promises a call shows
 one succeed. A line the test cannot run (setting up the machine) is listed here with the reason;
 any other line fails."""
@@ -46,6 +46,7 @@ def test_every_code_block_runs(page: Path, tmp_path: Path, monkeypatch: pytest.M
 
     project = tmp_path / "project"
     shutil.copytree(REPO / "signatures", project / "signatures")
+    shutil.copytree(REPO / "datasets", project / "datasets", ignore=shutil.ignore_patterns("README.md"))
     (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n", encoding="utf-8")
     monkeypatch.chdir(project)
     for variable in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"):

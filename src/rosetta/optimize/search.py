@@ -281,7 +281,8 @@ class _Search:
         self.chosen = self.prior
         if self.prior is None or self.challenger is None or not self.plan.confirm or self.stopped:
             return
-        self.report("confirming", f"the best challenger on {self.plan.confirm} confirmation rows")
+        self.report("confirming", f"the best challenger answers the {self.plan.confirm} confirmation rows, "
+                                  "which the screening did not use")
         candidate = self.challenger.candidate
         full = {s.candidate: s for s in self.seeded}.get(candidate) or \
             self._rung(len(self.plan.rows), len(self.dev), [candidate]).get(candidate)
