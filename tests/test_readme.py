@@ -48,6 +48,10 @@ ADAPTED: dict[str, tuple[str, str]] = {
     "rosetta verify signatures/ --model local/gemma-3-270m --fast": (
         "rosetta verify signatures/question-type.md signatures/vuln-triage.md --model local/gemma-3-270m --fast",
         "every bundled agent takes over a minute: two of them here (bench/verify_fast.py times them all)"),
+    "rosetta evaluate question-type --cross local/gemma-3-270m --cross local/smollm2-135m-instruct": (
+        "rosetta evaluate question-type --cross local/gemma-3-270m --cross local/smollm2-135m-instruct "
+        "--dataset slices/question-type",
+        "six answers a row, ~5 s each on two cores: one row of each split (make_project), not the test split's 100"),
 }
 """README commands run differently here, with the reason."""
 
@@ -76,8 +80,9 @@ def readme_commands() -> list[str]:
 
 
 def make_project(root: Path) -> Path:
-    """The bundled agents and their data (vuln-triage's cut to a small slice), a bug report file, and
-    the README's declaration of a self-hosted model."""
+    """The bundled agents and their data (vuln-triage's cut to a small slice, and one row of each of
+    question-type's splits in slices/), a bug report file, and the README's declaration of a
+    self-hosted model."""
     shutil.copytree(REPO / "signatures", root / "signatures")
     shutil.copytree(REPO / "datasets", root / "datasets")
     for split, rows in (("train", 4), ("dev", 3), ("test", 2)):
@@ -85,6 +90,11 @@ def make_project(root: Path) -> Path:
         target = root / "datasets" / "vuln-triage" / f"{split}.jsonl"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text("\n".join(lines[:rows]) + "\n", encoding="utf-8")
+    for split in ("train", "dev", "test"):  # the cross-model matrix's one-row dataset (ADAPTED)
+        first = (REPO / "datasets" / "question-type" / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()[0]
+        target = root / "slices" / "question-type" / f"{split}.jsonl"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(first + "\n", encoding="utf-8")
     (root / "bug.txt").write_text("SQL injection in the login form lets an unauthenticated attacker dump the users "
                                   "table; a PoC request is attached.\n", encoding="utf-8")
     declarations = "\n".join(block for block in re.findall(r"```toml\n(.*?)```", guide_text(), re.S)
