@@ -86,13 +86,13 @@ def test_the_command_line_reference_is_current() -> None:
 
 
 def test_the_settings_table_lists_every_setting_and_no_other() -> None:
-    """The configuration page's table is the reference for ``[tool.rosetta]``: a key added to the
+    """The settings page's table is the reference for ``[tool.rosetta]``: a key added to the
     settings without a row, or a row for a key that is gone, fails here."""
     import re
 
     from rosetta.settings import KEYS
 
-    page = (REPO / "docs" / "guide" / "configuration.md").read_text(encoding="utf-8")
+    page = (REPO / "docs" / "reference" / "settings.md").read_text(encoding="utf-8")
     rows = set(re.findall(r"^\| `([a-z_]+)` \|", page, re.M))
     assert rows == set(KEYS) - {"root"}  # the root is where pyproject.toml is, never a key
 
@@ -109,3 +109,12 @@ def test_the_errors_page_lists_every_kind_outcome_and_public_error() -> None:
     assert set(re.findall(r"^\| `([a-z_]+)` \|", outcomes_table, re.M)) == {o.value for o in rosetta.Outcome}
     errors = {name for name in rosetta.__all__ if name.endswith("Error")}
     assert errors <= set(re.findall(r"`([A-Za-z]+Error)`", page))
+
+
+def test_the_readmes_links_lead_somewhere() -> None:
+    """The README is read on the repository page, outside the site's strict build: each relative link
+    names a file of the checkout (a page moved without its link fails here)."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    targets = [target.split("#")[0] for target in re.findall(r"\]\(([^)\s]+)\)", readme)
+               if "://" not in target and not target.startswith("#")]
+    assert targets and not [target for target in targets if not (REPO / target).exists()]
