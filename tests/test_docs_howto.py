@@ -13,8 +13,6 @@ how-to pages need no provider and run in tests/test_docs_snippets.py."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -26,7 +24,7 @@ from urllib.parse import urlsplit
 import pytest
 from cloud_credentials import VERTEX_LOCATION, VERTEX_PROJECT, cloud_env
 from conftest import REPO
-from typer.testing import CliRunner
+from documented import run_blocks
 from vendor_recorder import VendorRecorder
 
 HOWTO = REPO / "docs" / "howto"
@@ -97,38 +95,21 @@ def _run(text: str, title: str, recorder: VendorRecorder, tmp_path: Path,
          monkeypatch: pytest.MonkeyPatch) -> tuple[str, dict[str, object]]:
     """Run ``text``'s blocks in a fresh project against ``recorder``: what they printed, and their
     namespace."""
-    from rosetta.cli import app
-
     project = tmp_path / "project"
     shutil.copytree(REPO / "signatures", project / "signatures")
     (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n", encoding="utf-8")
-    monkeypatch.chdir(project)
     monkeypatch.delenv("ROSETTA_TRUSTED_ENDPOINTS", raising=False)
     faked = _variables_set_by(lambda: cloud_env(recorder, monkeypatch, tmp_path))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-not-a-real-key")
     for variable, path in PUBLIC_ENDPOINTS.items():
         monkeypatch.setenv(variable, recorder.root + path)
-    namespace: dict[str, object] = {"__name__": "__docs__"}
-    printed = io.StringIO()
-    for language, code in re.findall(r"```(toml|bash|python)\n(.*?)```", text, re.S):
-        if language == "toml":
-            with (project / "pyproject.toml").open("a", encoding="utf-8") as pyproject:
-                pyproject.write("\n" + code)
-        elif language == "python":
-            with contextlib.redirect_stdout(printed):
-                exec(compile(code, title, "exec"), namespace)  # noqa: S102 (the page's own code)
-        else:
-            for line in code.replace("\\\n", " ").splitlines():
-                line = re.sub(r"\s+#.*$", "", line.strip())
-                if line.startswith("export "):
-                    name, _, value = line.removeprefix("export ").partition("=")
-                    if name not in faked:
-                        monkeypatch.setenv(name, _on_recorder(value, recorder) if "://" in value else value)
-                elif line:
-                    assert line.startswith("rosetta "), f"{title}: no rule to run {line!r}"
-                    done = CliRunner().invoke(app, line.split()[1:], catch_exceptions=True)
-                    assert done.exit_code == 0 and done.exception is None, f"{title}: {line}\n{done.output}"
-    return printed.getvalue(), namespace
+
+    def export(name: str, value: str) -> None:
+        if name not in faked:  # a key or file the fake cloud set up keeps its fake value
+            monkeypatch.setenv(name, _on_recorder(value, recorder) if "://" in value else value)
+
+    shown, namespace = run_blocks(text, title, project, monkeypatch, export=export)
+    return "".join(shown), namespace
 
 
 def _variables_set_by(set_up: Callable[[], object]) -> set[str]:
