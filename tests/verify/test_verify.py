@@ -307,6 +307,41 @@ def test_fast_mode_runs_one_example_and_one_probe_without_the_judge(tmp_path: Pa
 
 
 
+def test_fast_mode_reports_a_reworded_role_as_not_judged(tmp_path: Path) -> None:
+    """An optimized artifact whose instruction rewrite leaves the role out: PV-014 would ask the judge
+    whether the role is stated in other words; --fast asks none, so PV-014 is n/a, naming what is
+    not stated word for word (it raised AttributeError on the missing judge)."""
+    from rosetta.definition.loader import load_definition
+    from rosetta.providers.adapter import load_adapters
+    from rosetta.providers.catalog import catalog_for
+    from rosetta.render.prompt import Knobs
+    from rosetta.render.renderer import render
+    from rosetta.signature import lower
+    from rosetta.store.artifact import artifact_path, dump_artifact
+    from rosetta.store.verify import artifact_of, expected_provenance
+
+    root = make_project(tmp_path)
+    settings = load_settings(root)
+    path = root / "signatures" / "toy-sorter.md"
+    definition = load_definition(path, root=root)
+    signature = lower(definition)
+    adapters = load_adapters(settings.adapter_dirs)
+    model = catalog_for(root, settings.models).resolve("scripted/toy", adapters, unlisted=settings.unlisted_models)
+    prompt = render(signature, model, Knobs(instructions="Sort each note into its topic."), adapters=adapters)
+    assert signature.role not in prompt.system  # the rewrite dropped the role
+    provenance = expected_provenance(definition, model, adapters[model.adapter], root, settings.section_roles)
+    out = artifact_path(settings.compiled_dir, signature.name, model.id)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(dump_artifact(artifact_of(signature, adapters[model.adapter], provenance, prompt)), encoding="utf-8")
+
+    report = verify([path], VerifyOptions.smoke(("scripted/toy",)), settings=settings)
+    result = report.agents[0].models[0]
+    assert result.prompt_source == str(out)  # the artifact was verified, not the plain render
+    identity = {c.id: c for c in result.criteria}["PV-014"]
+    assert identity.status == "n/a" and identity.detail.startswith("not judged with --fast")
+    assert repr(signature.role) in identity.detail
+
+
 def test_a_tree_skips_agents_with_nothing_to_verify_and_lists_them(tmp_path: Path, cli) -> None:
     root = make_project(tmp_path)  # its rubric-reviewer has neither labeled data nor examples
     result = cli("-C", root, "verify", root / "signatures", "--model", "scripted/toy", "--fast")

@@ -337,6 +337,9 @@ class _AgentContext:
         if all(item.lower() in instructions.lower() for item in stated):
             return CriterionResult(id="PV-014", title=rules.CRITERIA["PV-014"], status="pass",
                                    detail="the role and every area of expertise are stated word for word")
+        if self.reviewer is None:  # --fast: a rewording of the role is for the judge, which is not asked
+            missing = ", ".join(repr(item) for item in stated if item.lower() not in instructions.lower())
+            return rules.not_applicable("PV-014", f"not judged with --fast: {missing} not stated word for word")
         review = self.reviewer.review(instructions, rules.identity_rubric(self.spec),
                                       context="The instructions a model receives for this agent")
         check = rules.judge_check("PV-014", review)
