@@ -47,6 +47,21 @@ def test_unknown_key_is_an_error_with_line_and_hint(project):
     assert problem.location.line == 3 and problem.hint == "did you mean 'default_models'?"
 
 
+
+def test_a_root_key_is_refused_not_ignored(project):
+    """The root is the folder of the pyproject.toml that configures it: a ``root`` key there was
+    read by nothing, so the project silently stayed where it was."""
+    (project / "pyproject.toml").write_text("[tool.rosetta]\nstrict = true\nroot = '/tmp'\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(project)
+    (problem,) = caught.value.problems
+    assert problem.location.line == 3 and problem.field == "tool.rosetta.root"
+    assert "cannot be set" in problem.message and "--project/-C" in problem.hint and "$ROSETTA_ROOT" in problem.hint
+    (project / "pyproject.toml").write_text("[tool.rosetta]\nroots = 'x'\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(project)
+    assert "'root'" not in (caught.value.problems[0].hint or "")  # never suggested as a setting
+
 def test_bad_value_names_its_source(project, monkeypatch):
     (project / "pyproject.toml").write_text("[tool.rosetta]\nstrict = 'maybe'\n")
     with pytest.raises(ConfigError) as caught:

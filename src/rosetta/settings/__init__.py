@@ -76,7 +76,7 @@ def load_settings(start: str | os.PathLike[str] | None = None, **overrides: Any)
     warn_unknown_env()
     read = Reader(table, {k: v for k, v in overrides.items() if v is not None}, pyproject, text)
     # the root: an argument, else $ROSETTA_ROOT, else the pyproject.toml's folder (a `root` key in
-    # that file would be relative to itself: it is not read)
+    # that file is refused by read_tool_table: it would be relative to itself)
     given = read.overrides.get("root") or os.environ.get(ENV_PREFIX + "ROOT")
     root = (parse_path(given) if given else pyproject.parent if pyproject else origin).resolve()
 

@@ -142,12 +142,19 @@ def read_tool_table(pyproject: Path, text: str | None = None) -> dict[str, Any]:
     if not isinstance(table, dict):
         raise ConfigError.at("[tool.rosetta] must be a table", file=pyproject, line=_line_of(text, "rosetta"))
     problems = []
+    settable = [key for key in KEYS if key != "root"]  # the root is where this file is
     for key in table:
-        if key not in KEYS:
-            close = difflib.get_close_matches(key, KEYS, n=1)
-            problems.append(Problem(f"unknown setting {key!r} in [tool.rosetta]", Location(str(pyproject), _line_of(
-                text, key)), f"tool.rosetta.{key}", hint=f"did you mean {close[0]!r}?" if close else
-                                    f"known settings: {', '.join(KEYS)}"))
+        where = Location(str(pyproject), _line_of(text, key))
+        if key == "root":
+            problems.append(Problem("the project root cannot be set in [tool.rosetta]: it is the folder of this "
+                                    "pyproject.toml", where, "tool.rosetta.root",
+                                    hint="remove it; to work on another project, pass --project/-C or set "
+                                         "$ROSETTA_ROOT"))
+        elif key not in KEYS:
+            close = difflib.get_close_matches(key, settable, n=1)
+            problems.append(Problem(f"unknown setting {key!r} in [tool.rosetta]", where, f"tool.rosetta.{key}",
+                                    hint=f"did you mean {close[0]!r}?" if close else
+                                    f"known settings: {', '.join(settable)}"))
     if problems:
         raise ConfigError(problems)
     return table
