@@ -227,6 +227,25 @@ def test_14_an_environment_value_is_never_quoted_in_an_error(tmp_path, monkeypat
     assert "PLANTED" not in str(refused.value) and variable in str(refused.value)
 
 
+
+@pytest.mark.parametrize("command", [["compile"], ["validate"], ["validate", "-f", "sarif"]])
+def test_14_a_default_model_from_the_environment_is_refused_by_position_never_quoted(tmp_path, monkeypatch, command):
+    """$ROSETTA_DEFAULT_MODELS is read as model ids, which compile's table, its errors and validate's
+    RS-007 would show: an entry that names no model is refused where the settings are used, by its
+    position (exit 2), and the value appears nowhere."""
+    from typer.testing import CliRunner
+
+    from rosetta.cli import app
+
+    root = make_project(tmp_path / "project")
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("ROSETTA_DEFAULT_MODELS", "openai/gpt-4o, sk-PLANTED-0123456789")
+    done = CliRunner().invoke(app, command, catch_exceptions=False)
+    assert done.exit_code == 2 and "PLANTED" not in done.output
+    assert "$ROSETTA_DEFAULT_MODELS" in done.output and "entry 2 of 2" in done.output
+    monkeypatch.setenv("ROSETTA_DEFAULT_MODELS", "openai/gpt-4o")  # model ids: compiled as before
+    assert CliRunner().invoke(app, command, catch_exceptions=False).exit_code in (0, 1)
+
 # -- 5: a pyproject sends your vendor key to its host -------------------------------------------------
 
 HIJACK = """

@@ -96,11 +96,36 @@ class CompileOptions:
         compile and for the gate `rosetta validate` shares with it."""
         from rosetta.providers.adapter import load_adapters
 
-        return cls(**{"out": settings.compiled_dir, "root": settings.root,
-                      "adapters": load_adapters([*settings.adapter_dirs, *adapter_dirs]),
-                      "default_models": tuple(settings.default_models), "section_roles": dict(settings.section_roles),
-                      "unlisted": tuple(settings.unlisted_models), "datasets_dir": settings.datasets_dir,
-                      "cache_dir": settings.cache_dir, "declared_models": dict(settings.models), **overrides})
+        options = cls(**{"out": settings.compiled_dir, "root": settings.root,
+                         "adapters": load_adapters([*settings.adapter_dirs, *adapter_dirs]),
+                         "default_models": tuple(settings.default_models),
+                         "section_roles": dict(settings.section_roles), "unlisted": tuple(settings.unlisted_models),
+                         "datasets_dir": settings.datasets_dir, "cache_dir": settings.cache_dir,
+                         "declared_models": dict(settings.models), **overrides})
+        options.refuse_unknown_environment_defaults()
+        return options
+
+    def refuse_unknown_environment_defaults(self) -> None:
+        """``$ROSETTA_DEFAULT_MODELS`` may hold a key pasted into the wrong variable, and a value from
+        the environment is never quoted: an entry that names no model is refused here, by its
+        position, before any target, report or later error could show it."""
+        from rosetta.errors import ConfigError, Location, Problem
+        from rosetta.settings import ENV_PREFIX
+
+        variable = f"{ENV_PREFIX}DEFAULT_MODELS"
+        if variable not in os.environ:
+            return
+        catalog = self.catalog()
+        for number, name in enumerate(self.default_models, 1):
+            try:
+                catalog.resolve(name, dict(self.adapters), unlisted=self.unlisted)
+            except RosettaError:
+                raise ConfigError(Problem(
+                    f"entry {number} of {len(self.default_models)} names no model rosetta or litellm knows, or one "
+                    "the project does not accept (its value is not shown: it may be a key pasted into the wrong "
+                    "variable)", Location(f"${variable}"),
+                    expected="comma-separated model ids", hint="`rosetta models` lists them; e.g. "
+                    f"{variable}=anthropic/claude-sonnet-5-5,openai/gpt-5.6")) from None
 
     def catalog(self) -> Any:
         """The model catalog with the project's declared models."""
