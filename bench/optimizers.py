@@ -54,8 +54,8 @@ nearest demos, no search) on test: per agent and pooled, with a hierarchical boo
 one-sided paired test at 95%). Every row keeps its per-row test scores for that, and for the oracle:
 the best of the prompts scored here, chosen on one half of the test rows and scored on the other
 (halves swapped, the two averaged), beside rosetta's score — how much a better choice among these
-prompts could have gained. It covers the prompts scored on test here, not every candidate of the
-search's pool (scoring each of ~40 candidates on 300 test rows is 12,000 calls per agent).
+prompts could have gained. It covers the prompts scored on test here; ``bench/search_pool.py`` scores
+every candidate of the search's pool on all of dev and test for the pool's own oracle.
 """
 
 from __future__ import annotations
@@ -309,10 +309,13 @@ def run(args: argparse.Namespace, state: Path) -> list[dict]:
 
     def rosetta_search(seed: int) -> dict:
         started = time.monotonic()
-        search = SearchSettings(trials=args.trials, max_calls=args.max_calls, seed=seed, proposer=MODEL)
+        # the study in a journal named by URL: a throwaway, not a project's own (which is sealed under its key)
+        journal = state / f"study-{seed}.journal"
+        search = SearchSettings(trials=args.trials, max_calls=args.max_calls, seed=seed, proposer=MODEL,
+                                storage=f"journal:{journal}")
         cache = EvalCache(state / f"cache-{seed}.sqlite")
         outcome = run_search(context.agent, signature, model, adapter, data, metric, search, cache=cache,
-                             default_storage=state / f"study-{seed}.journal")
+                             default_storage=journal)
         # the search chooses on dev only; the winner's test pass is scored here, once, through the runtime
         race = outcome.race
         interval = outcome.dev_interval or (outcome.dev_score, outcome.dev_score)
@@ -723,12 +726,14 @@ def oracle(lines: list[dict], folds: int = 2) -> dict | None:
     the other (then the halves swapped, and the two scores averaged): how much better a choice among
     these prompts could have done than rosetta's. The pool is every model row with per-row scores
     (each seed's row of a search apart); the no-model vote is not a prompt and is left out. None
-    when rosetta's row or any other has no per-row scores."""
+    when rosetta's row or any other has no per-row scores, or test has fewer rows than halves."""
     pool = [row for line in lines if line["name"] != "nearest-vote" for row in line["rows"] if row.get("per_row")]
     ours = [row for row in pool if row.get("name") == "rosetta"]
     if not ours or len(pool) < 2:
         return None
     size = len(ours[0]["per_row"])
+    if size < folds:  # a smoke run's one test row: no half to choose on
+        return None
     order = list(range(size))
     random.Random(79).shuffle(order)
     halves = [order[fold::folds] for fold in range(folds)]

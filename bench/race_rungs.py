@@ -14,12 +14,11 @@ row), and measures:
 
 Matrices come from two sources:
 
-- **Recorded** (``--journal PATH``, repeatable): the study journal of a run in which every
-  candidate answered all of dev, e.g.
-  ``rosetta compile signatures/news-topic.md --model local/gemma-3-270m --optimize --pruner none
-  --trials 30 --max-calls 1560`` (the journal is ``.rosetta/studies/<agent>/<model>.journal``).
+- **Recorded** (``--pool PATH``, repeatable): one agent's search pool with every candidate scored
+  on all of dev and test, as ``bench/search_pool.py`` keeps it (``bench/results/pool-AGENT.jsonl``).
   Each replay races a random subset of the recorded candidates on a random order of the rows; the
-  truth is the full-dev plain score.
+  truth is each candidate's test score. (A ``--pruner none`` study no longer records such a matrix:
+  since issue 79 only the best challenger answers the confirmation rows.)
 - **Synthetic** (always): a documented item-response model. Candidate ``i`` has a true accuracy
   ``p_i``; row ``j`` a difficulty ``b_j ~ N(0, 1)`` shared by all candidates (some rows are hard
   for every prompt); candidate ``i`` answers row ``j`` right when ``z_ij = a_i - b_j + e_ij > 0``
@@ -29,7 +28,7 @@ Matrices come from two sources:
   scored 0.04–0.68 on dev, on 40–50 dev rows): ``uniform``: ``p ~ U(0.1, 0.7)``; ``skewed``:
   ``p = 0.1 + 0.6 * Beta(2, 5)`` (most candidates mediocre, a few good ones).
 
-    python bench/race_rungs.py [--reps 2000] [--dev 50] [--budgets 100,150,300] [--journal PATH ...]
+    python bench/race_rungs.py [--reps 2000] [--dev 50] [--budgets 100,150,300] [--pool PATH ...]
 
 Prints one table per (source, scoring, budget): per first-rung size, the plan (rows and candidates
 per rung) and the measurements above; then the size each scoring's rule chose.
@@ -38,6 +37,7 @@ per rung) and the measurements above; then the size each scoring's rule chose.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from dataclasses import dataclass
@@ -57,7 +57,7 @@ SLACK = 2  # calls the call plan keeps for one answer's validation retries: the 
 @dataclass
 class Matrix:
     """Every candidate's per-row scores on all of dev: the race's score and the plain metric's; the
-    true accuracy per candidate where it is known (synthetic pools)."""
+    true accuracy per candidate where it is known (synthetic pools; a recorded pool's test scores)."""
 
     race: np.ndarray  # candidates × rows
     plain: np.ndarray
@@ -87,41 +87,31 @@ def interleaved(labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
                      for label in ordered if k < len(groups[label])])
 
 
-def recorded(path: Path, seed: int) -> Matrix:
-    """The full-dev matrix of a ``--pruner none`` study kept at ``path``
-    (``<project>/.rosetta/studies/<agent>/<model>.journal``): each candidate's race and plain
-    scores on every dev row, in the study's dev order, which is rebuilt from the project's data and
-    ``seed`` (the study's ``--seed``) to know each row's label."""
-    import optuna
-
-    from rosetta.settings import load_settings
-    from rosetta.optimize.context import load_context
-    from rosetta.optimize.race import dev_order
-    from rosetta.optimize.space import label_function
-    from rosetta.optimize.study import open_storage
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    project, agent, model = path.parents[3], path.parent.name, path.stem.replace("__", "/", 1)
-    storage, _ = open_storage(None, path)
-    study = optuna.load_study(study_name=optuna.get_all_study_names(storage)[0], storage=storage)
-    units = {}
-    for trial in study.get_trials(deepcopy=False):
-        attrs = trial.user_attrs
-        if trial.state.name == "COMPLETE" and "candidate" in attrs:
-            units[int(attrs["candidate"])] = (attrs["race"], attrs["plain"])
-    context = load_context(project / "signatures" / f"{agent}.md", model, settings=load_settings(project))
-    label_of = label_function(context.signature)
-    order = dev_order(context.data.dev, seed, label_of)
-    full = [units[c] for c in sorted(units) if len(units[c][0]) == len(order)]
-    labels = np.array([label_of(row.output) if label_of else "" for row in order])
-    return Matrix(np.array([race for race, _ in full], float), np.array([plain for _, plain in full], float),
-                  np.unique(labels, return_inverse=True)[1])
+def recorded(path: Path) -> Matrix:
+    """The full-dev matrix of the pool kept at ``path`` by ``bench/search_pool.py``: each candidate's
+    race and plain scores on every dev row (in the race's dev order), each row's label, and each
+    candidate's mean test score as its true accuracy. Rows of the last measurement only (its
+    fingerprint), one per candidate; a line torn by a kill is skipped."""
+    lines = []
+    for text in path.read_text(encoding="utf-8").splitlines():
+        try:
+            lines.append(json.loads(text))
+        except json.JSONDecodeError:
+            continue
+    if not lines:
+        raise SystemExit(f"{path}: no candidates kept; run bench/search_pool.py first")
+    stamp = lines[-1]["fingerprint"]
+    pool = {line["candidate"]: line for line in lines if line.get("fingerprint") == stamp}
+    ordered = [pool[c] for c in sorted(pool)]
+    labels = np.unique(np.array(ordered[0]["dev_labels"]), return_inverse=True)[1]
+    return Matrix(np.array([c["dev_race"] for c in ordered], float), np.array([c["dev_plain"] for c in ordered], float),
+                  labels, np.array([float(np.mean(c["test"])) for c in ordered]))
 
 
-def replay(race: Plan, matrix: Matrix, rng: np.random.Generator) -> tuple[list[bool], bool, int]:
+def replay(race: Plan, matrix: Matrix, rng: np.random.Generator) -> tuple[list[bool], bool, int, np.ndarray]:
     """One race on ``matrix`` (``race.candidates`` of its candidates, drawn at random, answering its
     rows in a random order with labels interleaved): for each cut, whether a full-dev best of those
-    raced was still in; whether one won; and the winner."""
+    raced was still in; whether one won; the winner; and the candidates raced."""
     chosen = rng.permutation(len(matrix.race))[:race.candidates]
     order = interleaved(matrix.labels, rng)
     scores, full = matrix.race[chosen][:, order], matrix.plain[chosen].mean(axis=1)
@@ -136,7 +126,7 @@ def replay(race: Plan, matrix: Matrix, rng: np.random.Generator) -> tuple[list[b
             kept.append(bool(best & set(alive.tolist())))
     means = scores[alive].mean(axis=1)
     winner = int(alive[np.lexsort((tie[alive], -means))][0])
-    return kept, winner in best, int(chosen[winner])
+    return kept, winner in best, int(chosen[winner]), chosen
 
 
 def measure(race: Plan, source: str, rng: np.random.Generator, reps: int, dev: int,
@@ -146,14 +136,14 @@ def measure(race: Plan, source: str, rng: np.random.Generator, reps: int, dev: i
     for rep in range(reps):
         matrix = matrices[rep % len(matrices)] if matrices else synthetic(rng, race.candidates, dev,
                                                                           source.split(":")[1])
-        kept, best_won, winner = replay(race, matrix, rng)
+        kept, best_won, winner, raced = replay(race, matrix, rng)
         survived += kept
         won += best_won
         full_score += matrix.plain[winner].mean()
         if matrix.truth is not None:
             true_score += matrix.truth[winner]
-            best_true += matrix.truth.max()
-    known = not matrices
+            best_true += matrix.truth[raced].max()
+    known = all(m.truth is not None for m in matrices)
     return {"survived": list(survived / reps), "won": won / reps, "full": full_score / reps,
             "true": true_score / reps if known else math.nan, "best_true": best_true / reps if known else math.nan}
 
@@ -163,13 +153,13 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--dev", type=int, default=50)
     parser.add_argument("--budgets", default="100,150,300")
-    parser.add_argument("--journal", type=Path, action="append", default=[])
+    parser.add_argument("--pool", type=Path, action="append", default=[],
+                        help="a pool kept by bench/search_pool.py (bench/results/pool-AGENT.jsonl), repeatable")
     parser.add_argument("--seed", type=int, default=55, help="the simulation's own seed")
-    parser.add_argument("--study-seed", type=int, default=0, help="the recorded studies' --seed (their dev order)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     sources = [(f"synthetic:{pool}", []) for pool in ("uniform", "skewed", "label-biased")]
-    sources += [(f"recorded:{path.parent.name}", [recorded(path, args.study_seed)]) for path in args.journal]
+    sources += [(f"recorded:{path.stem.removeprefix('pool-')}", [recorded(path)]) for path in args.pool]
     for source, matrices in sources:
         dev = matrices[0].race.shape[1] if matrices else args.dev
         for scoring in ("odds", "metric"):
@@ -184,7 +174,7 @@ def table(source: str, scoring: str, budget: int, dev: int, rng: np.random.Gener
           matrices: list[Matrix]) -> None:
     if matrices:
         scores = matrices[0].race if scoring == "odds" else matrices[0].plain
-        matrices = [Matrix(scores, matrices[0].plain, matrices[0].labels)]
+        matrices = [Matrix(scores, matrices[0].plain, matrices[0].labels, matrices[0].truth)]
     print(f"\n{source}, {dev} dev rows, scored by {'label odds' if scoring == 'odds' else 'the metric'}, "
           f"--max-calls {budget}" + (f" ({len(matrices[0].race)} recorded candidates)" if matrices else ""))
     print("| rung 0 rows | rows per rung | candidates per rung | best survives each cut | best wins | winner's "

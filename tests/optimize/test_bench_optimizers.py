@@ -1,5 +1,5 @@
 """``bench/optimizers.py`` keeps working as the code it measures changes: a smoke run (one row per
-split) of the DSPy rows on the embedded model reaches the table, with their answers parsed and
+split) of the DSPy rows and rosetta's on the embedded model reaches the table, with their answers parsed and
 scored, and DSPy's search's choice scored again through rosetta's runtime; the KNNFewShot row
 retrieves what rosetta's nearest demos do."""
 
@@ -14,14 +14,15 @@ from conftest import REPO
 
 
 def test_the_dspy_rows_of_the_optimizer_bench_run_on_the_embedded_model(tmp_path: Path, local_model: str) -> None:
+    # rosetta's row too, in the same process: its search keeps a throwaway study outside any project
     results = tmp_path / "rows.jsonl"
     done = subprocess.run([sys.executable, str(REPO / "bench" / "optimizers.py"), "--agent", "question-type",
-                           "--limit", "1", "--rows", "dspy-labeled,dspy-knn,dspy-bootstrap", "--seeds", "1",
+                           "--limit", "1", "--rows", "dspy-labeled,dspy-knn,dspy-bootstrap,rosetta", "--seeds", "1",
                            "--results", str(results)], capture_output=True, text=True, timeout=1500, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "SMOKE RUN on 1 rows" in done.stdout
     rows = {row["key"]: row for row in map(json.loads, results.read_text(encoding="utf-8").splitlines())}
-    assert set(rows) == {"dspy-labeled", "dspy-knn", "dspy-bootstrap@1", "dspy-bootstrap-runtime@1"}
+    assert set(rows) == {"dspy-labeled", "dspy-knn", "dspy-bootstrap@1", "dspy-bootstrap-runtime@1", "rosetta@1"}
     for row in rows.values():
         assert row["parsed"] > 0 and 0.0 <= row["test"] <= 1.0, row  # answers were parsed and scored
     labeled = rows["dspy-labeled"]
@@ -32,6 +33,7 @@ def test_the_dspy_rows_of_the_optimizer_bench_run_on_the_embedded_model(tmp_path
     runtime = rows["dspy-bootstrap-runtime@1"]  # DSPy's choice, rendered by rosetta: its calls are the choice's
     assert runtime["method"].endswith("rosetta's runtime") and runtime["calls"] == chosen["calls"]
     assert runtime["note"].startswith(f"{len(chosen['program']['demos'])} demos")
+    assert rows["rosetta@1"]["calls"] > 0 and "candidates raced" in rows["rosetta@1"]["note"]
 
 
 def test_the_knn_row_retrieves_what_rosetta_s_nearest_demos_do() -> None:
