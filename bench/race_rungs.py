@@ -37,7 +37,6 @@ per rung) and the measurements above; then the size each scoring's rule chose.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from dataclasses import dataclass
@@ -92,17 +91,11 @@ def recorded(path: Path) -> Matrix:
     race and plain scores on every dev row (in the race's dev order), each row's label, and each
     candidate's mean test score as its true accuracy. Rows of the last measurement only (its
     fingerprint), one per candidate; a line torn by a kill is skipped."""
-    lines = []
-    for text in path.read_text(encoding="utf-8").splitlines():
-        try:
-            lines.append(json.loads(text))
-        except json.JSONDecodeError:
-            continue
-    if not lines:
+    from search_pool import kept_pool
+
+    ordered = kept_pool(path)
+    if not ordered:
         raise SystemExit(f"{path}: no candidates kept; run bench/search_pool.py first")
-    stamp = lines[-1]["fingerprint"]
-    pool = {line["candidate"]: line for line in lines if line.get("fingerprint") == stamp}
-    ordered = [pool[c] for c in sorted(pool)]
     labels = np.unique(np.array(ordered[0]["dev_labels"]), return_inverse=True)[1]
     return Matrix(np.array([c["dev_race"] for c in ordered], float), np.array([c["dev_plain"] for c in ordered], float),
                   labels, np.array([float(np.mean(c["test"])) for c in ordered]))

@@ -173,6 +173,15 @@ def read_lines(path: Path) -> list[dict]:
     return rows
 
 
+def kept_pool(path: Path) -> list[dict]:
+    """The candidates of the last measurement kept at ``path`` (its fingerprint), one per candidate,
+    in candidate order: what ``bench/race_rungs.py --pool`` replays."""
+    lines = read_lines(path)
+    stamp = lines[-1].get("fingerprint") if lines else None
+    pool = {line["candidate"]: line for line in lines if line.get("fingerprint") == stamp}
+    return [pool[c] for c in sorted(pool)]
+
+
 def rosetta_rows(path: Path, bench: argparse.Namespace, data: object) -> dict[int, list[float]]:
     """rosetta's artifact's per-row test scores by seed, from ``bench/optimizers.py``'s kept rows
     (``path``) measured under the code now (its fingerprint for each seed)."""
