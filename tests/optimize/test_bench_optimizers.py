@@ -1,7 +1,7 @@
 """``bench/optimizers.py`` keeps working as the code it measures changes: a smoke run (one row per
-split) of the DSPy rows and rosetta's on the embedded model reaches the table, with their answers parsed and
-scored, and DSPy's search's choice scored again through rosetta's runtime; the KNNFewShot row
-retrieves what rosetta's nearest demos do."""
+split) of the DSPy rows and rosetta's on the embedded model reaches the table, with their answers
+parsed and scored, and DSPy's search's choice scored again through rosetta's runtime; the
+KNNFewShot row retrieves what rosetta's nearest demos do."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from conftest import REPO
 
 
-def test_the_dspy_rows_of_the_optimizer_bench_run_on_the_embedded_model(tmp_path: Path, local_model: str) -> None:
+def test_the_dspy_and_rosetta_rows_of_the_optimizer_bench_run_on_the_embedded_model(tmp_path: Path, local_model: str) -> None:
     # rosetta's row too, in the same process: its search keeps a throwaway study outside any project
     results = tmp_path / "rows.jsonl"
     done = subprocess.run([sys.executable, str(REPO / "bench" / "optimizers.py"), "--agent", "question-type",
