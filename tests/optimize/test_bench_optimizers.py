@@ -13,7 +13,8 @@ from pathlib import Path
 from conftest import REPO
 
 
-def test_the_dspy_and_rosetta_rows_of_the_optimizer_bench_run_on_the_embedded_model(tmp_path: Path, local_model: str) -> None:
+def test_the_dspy_and_rosetta_rows_of_the_optimizer_bench_run_on_the_embedded_model(tmp_path: Path,
+                                                                                     local_model: str) -> None:
     # rosetta's row too, in the same process: its search keeps a throwaway study outside any project
     results = tmp_path / "rows.jsonl"
     done = subprocess.run([sys.executable, str(REPO / "bench" / "optimizers.py"), "--agent", "question-type",

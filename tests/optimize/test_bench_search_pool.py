@@ -49,7 +49,8 @@ def test_race_rungs_replays_the_last_measurement_of_a_kept_pool(tmp_path: Path) 
              candidate(1, [1.0] * 4, [1.0, 1.0, 1.0, 0.0])]
     kept.write_text("\n".join(json.dumps(line) for line in lines) + '\n{"candidate": 2, "dev_pl', encoding="utf-8")
     matrix = race_rungs.recorded(kept)
-    assert matrix.plain.tolist() == [[1.0, 0.0, 1.0, 0.0], [1.0] * 4]  # the old fingerprint's and the torn line left out
+    # the old fingerprint's line and the torn one are left out
+    assert matrix.plain.tolist() == [[1.0, 0.0, 1.0, 0.0], [1.0] * 4]
     assert matrix.truth.tolist() == [0.5, 0.75] and matrix.labels.tolist() == [0, 1, 0, 1]
     assert np.allclose(matrix.race, matrix.plain * 0.9)
     result = race_rungs.measure(race_rungs.plan(4, 12, 2, first=2), "recorded:news-topic",
