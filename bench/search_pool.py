@@ -185,13 +185,11 @@ def kept_pool(path: Path) -> list[dict]:
 def rosetta_rows(path: Path, bench: argparse.Namespace, data: object) -> dict[int, list[float]]:
     """rosetta's artifact's per-row test scores by seed, from ``bench/optimizers.py``'s kept rows
     (``path``) measured under the code now (its fingerprint for each seed)."""
-    found = {}
-    for row in read_lines(path):
-        seed = row.get("seed")
-        if row.get("name") == "rosetta" and row.get("per_row") and \
-                row.get("fingerprint") == optimizers.fingerprint(bench, data, row="search", seed=seed):
-            found[seed] = row["per_row"]
-    return found
+    rows = [row for row in read_lines(path) if row.get("name") == "rosetta" and row.get("per_row")]
+    # a fingerprint hashes every source file: once per seed, not once per kept row
+    stamps = {seed: optimizers.fingerprint(bench, data, row="search", seed=seed)
+              for seed in {row.get("seed") for row in rows}}
+    return {row["seed"]: row["per_row"] for row in rows if row.get("fingerprint") == stamps[row.get("seed")]}
 
 
 def oracle(candidates: list[dict], folds: int = 2) -> tuple[float, list[int]]:
