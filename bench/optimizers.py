@@ -54,8 +54,8 @@ nearest demos, no search) on test: per agent and pooled, with a hierarchical boo
 one-sided paired test at 95%). Every row keeps its per-row test scores for that, and for the oracle:
 the best of the prompts scored here, chosen on one half of the test rows and scored on the other
 (halves swapped, the two averaged), beside rosetta's score — how much a better choice among these
-prompts could have gained. It covers the prompts scored on test here; ``bench/search_pool.py`` scores
-every candidate of the search's pool on all of dev and test for the pool's own oracle.
+prompts could have gained; and beside it the oracle of the search's whole pool, from the candidates
+``bench/search_pool.py`` kept (each scored on all of dev and test), where it kept them.
 """
 
 from __future__ import annotations
@@ -745,19 +745,32 @@ def oracle(lines: list[dict], folds: int = 2) -> dict | None:
     value = statistics.fmean(score for score, _ in scores)
     mean = statistics.fmean(row["test"] for row in ours)
     return {"oracle": value, "rosetta": mean, "gap": value - mean, "chosen": [method for _, method in scores],
-            "pool": len(pool)}
+            "pool": len(pool), "rows": size}
 
 
-def print_oracle(tables: dict[str, list[dict]]) -> None:
+def print_oracle(tables: dict[str, list[dict]], pools: Path = ROOT / "bench" / "results") -> None:
+    """Two oracles per agent: the best of the prompts scored here, and the best of the search's whole
+    pool as ``bench/search_pool.py`` kept it in ``pools`` (every candidate on all of test), each chosen
+    on one half of test and scored on the other, beside rosetta's score."""
+    from search_pool import kept_pool
+    from search_pool import oracle as pool_oracle
+
     found = {agent: oracle(lines) for agent, lines in tables.items()}
-    print("\noracle: the best of the prompts scored here (every model row; each seed of a search apart), chosen on "
-          "one half of test and scored on the other, halves swapped:")
+    print("\noracle: the best of the prompts scored here (every model row; each seed of a search apart), and the "
+          "best of the search's pool (bench/search_pool.py), chosen on one half of test and scored on the other, "
+          "halves swapped:")
     for agent, result in found.items():
         if result is None:
             print(f"{agent:<22} — not enough rows with per-row test scores")
             continue
         print(f"{agent:<22} oracle {result['oracle']:.3f} vs rosetta {result['rosetta']:.3f}: gap "
               f"{result['gap']:+.3f} (pool of {result['pool']}; chose {' / '.join(dict.fromkeys(result['chosen']))})")
+        pool = kept_pool(pools / f"pool-{agent}.jsonl")
+        if pool and len(pool[0]["test"]) == result["rows"]:  # not a smoke run's few rows
+            value, _ = pool_oracle(pool)
+            print(f"{'':<22} the search's pool: oracle {value:.3f} vs rosetta {result['rosetta']:.3f}: gap "
+                  f"{value - result['rosetta']:+.3f} ({len(pool)} candidates kept, the last measured "
+                  f"{pool[-1].get('measured_at', '?')}; bench/search_pool.py)")
 
 
 def print_paired(tables: dict[str, list[dict]]) -> None:

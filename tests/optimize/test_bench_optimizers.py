@@ -87,3 +87,23 @@ def test_the_nearest_label_vote_row_calls_no_model(tmp_path: Path) -> None:
     row = json.loads(results.read_text(encoding="utf-8"))
     assert row["key"] == "nearest-vote" and row["calls"] == 0 and len(row["per_row"]) == 6
     assert row["test"] == sum(row["per_row"]) / 6 and row["note"] == "labels voted"
+
+
+def test_the_oracle_report_adds_the_search_s_kept_pool(tmp_path: Path, capsys: object) -> None:
+    """Beside the oracle of the prompts scored here, the pool's (``bench/search_pool.py``): its best
+    candidate chosen on one half of test and scored on the other; a pool of another test size (a
+    smoke run's) is left out."""
+    sys.path.insert(0, str(REPO / "bench"))
+    import optimizers
+
+    prior = [1.0, 0.0] * 4
+    lines = [{"name": "nearest-k", "rows": [{"per_row": prior, "method": "k nearest"}]},
+             {"name": "rosetta", "rows": [{"name": "rosetta", "per_row": prior, "test": 0.5, "method": "rosetta"}]}]
+    kept = [{"candidate": 0, "anchor": True, "test": prior, "fingerprint": "f", "measured_at": "today"},
+            {"candidate": 1, "anchor": False, "test": [1.0] * 8, "fingerprint": "f", "measured_at": "today"}]
+    (tmp_path / "pool-news-topic.jsonl").write_text("\n".join(map(json.dumps, kept)), encoding="utf-8")
+    (tmp_path / "pool-sms-spam.jsonl").write_text(json.dumps({**kept[1], "test": [1.0] * 3}), encoding="utf-8")
+    optimizers.print_oracle({"news-topic": lines, "sms-spam": lines}, pools=tmp_path)
+    printed = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "the search's pool: oracle 1.000 vs rosetta 0.500: gap +0.500 (2 candidates kept" in printed
+    assert printed.count("the search's pool:") == 1
