@@ -14,7 +14,9 @@ prior's, is what that split of dev would have shipped.
 It does so for the pool as built and for the pool with one kind of candidate left out (the fixed
 demo sets, the drawn retrieval policies, the knob variants, ...), and prints per agent and pooled:
 how often the prior is replaced, the mean test gain over the prior (and how often a replacement
-loses on test), and the best test score the pool holds (what a perfect choice could gain). A kind
+loses on test); the same for the screening's winner had it replaced the prior without the paired
+test (the race before issue 79); and the best test score the pool holds (what a perfect choice could
+gain). A kind
 earns its place when leaving it out lowers the gain or the best the pool holds; a kind whose
 removal changes nothing only spends calls.
 
@@ -41,7 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from search_pool import kept_pool  # noqa: E402
 
-from rosetta.optimize.race import Standing, leaders, plan, replaces, split_dev, tie_order, winner  # noqa: E402
+from rosetta.optimize.race import (  # noqa: E402
+    CONFIDENCE, Standing, leaders, plan, replaces, split_dev, tie_order, winner)
 
 ROOT = Path(__file__).resolve().parents[1]
 SLACK = 2  # calls the call plan keeps for one answer's validation retries (as bench/race_rungs.py)
@@ -76,10 +79,11 @@ class Row:
 class Replay:
     replaced: bool
     gain: float  # the chosen candidate's test mean less the prior's
+    unconfirmed: float  # the same for the screening's winner, had it replaced the prior untested
 
 
-def decide(pool: list[dict], split: int, max_calls: int) -> Replay:
-    """The search's decision on ``pool`` with dev split by seed ``split``."""
+def decide(pool: list[dict], split: int, max_calls: int, confidence: float = CONFIDENCE) -> Replay:
+    """The search's decision on ``pool`` with dev split by seed ``split``, the paired test at ``confidence``."""
     rows = [Row(i, label) for i, label in enumerate(pool[0]["dev_labels"])]
     labelled = any(rows[0].output != row.output for row in rows)
     screening, confirming = split_dev(rows, split, (lambda label: label) if labelled else None)
@@ -90,7 +94,7 @@ def decide(pool: list[dict], split: int, max_calls: int) -> Replay:
     race = plan(len(rows), max_calls - SLACK, len(pool), anchors=1)
     ties = tie_order(len(pool), split)
     if race is None or not challengers or not race.keep[0]:
-        return Replay(False, 0.0)
+        return Replay(False, 0.0, 0.0)
     alive = list(range(min(race.keep[0], len(challengers))))
 
     def standing(index: int, answered: int) -> Standing:
@@ -102,18 +106,22 @@ def decide(pool: list[dict], split: int, max_calls: int) -> Replay:
         if rung:
             alive = leaders([standing(c, race.rows[rung - 1]) for c in alive], race.keep[rung])
     best = challengers[winner([standing(c, race.rows[-1]) for c in alive]).candidate]
-    better, _ = replaces([best["dev_plain"][i] for i in confirm], [prior["dev_plain"][i] for i in confirm])
+    better, _ = replaces([best["dev_plain"][i] for i in confirm], [prior["dev_plain"][i] for i in confirm],
+                         confidence)
     chosen = best if better else prior
-    return Replay(better, statistics.fmean(chosen["test"]) - statistics.fmean(prior["test"]))
+    return Replay(better, statistics.fmean(chosen["test"]) - statistics.fmean(prior["test"]),
+                  statistics.fmean(best["test"]) - statistics.fmean(prior["test"]))
 
 
-def summary(pool: list[dict], splits: int, max_calls: int) -> dict[str, float]:
-    replays = [decide(pool, split, max_calls) for split in range(splits)]
+def summary(pool: list[dict], splits: int, max_calls: int, confidence: float = CONFIDENCE) -> dict[str, float]:
+    replays = [decide(pool, split, max_calls, confidence) for split in range(splits)]
     replaced = [r for r in replays if r.replaced]
     prior = max((c for c in pool if c["anchor"]), key=lambda c: statistics.fmean(c["dev_plain"]), default=pool[0])
     return {"candidates": len(pool), "replaced": len(replaced) / splits,
             "gain": statistics.fmean(r.gain for r in replays),
             "losing": sum(r.gain < 0 for r in replaced) / splits,
+            "unconfirmed": statistics.fmean(r.unconfirmed for r in replays),
+            "unconfirmed_losing": sum(r.unconfirmed < 0 for r in replays) / splits,
             "headroom": max(statistics.fmean(c["test"]) for c in pool) - statistics.fmean(prior["test"])}
 
 
@@ -123,27 +131,42 @@ def main() -> None:
                         help="a pool kept by bench/search_pool.py (default: every bench/results/pool-*.jsonl)")
     parser.add_argument("--splits", type=int, default=500, help="seeded splits of dev replayed per pool")
     parser.add_argument("--max-calls", type=int, default=150, help="the budget the race is planned for")
+    parser.add_argument("--confidences", default="0.95,0.9,0.8",
+                        help="the paired test's confidences replayed on the pool as built (comma-separated)")
     args = parser.parse_args()
     paths = args.pool or sorted((ROOT / "bench" / "results").glob("pool-*.jsonl"))
     pools = {path.stem.removeprefix("pool-"): kept_pool(path) for path in paths}
     pools = {agent: pool for agent, pool in pools.items() if pool}
     if not pools:
         raise SystemExit("no pool kept: run bench/search_pool.py first")
-    print(f"the race's decision replayed on {args.splits} splits of dev per pool (--max-calls {args.max_calls}); "
-          "test scores against the prior's")
-    print("| pool | agent | candidates | prior replaced | mean test gain | replaced and worse on test | "
-          "best in pool − prior (test) |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    print(f"the race's decision replayed on {args.splits} splits of dev per pool (--max-calls {args.max_calls}, "
+          f"the paired test at {CONFIDENCE:.0%}); test scores against the prior's")
+    header("pool")
     for variant, keeps in VARIANTS.items():
-        found = {agent: summary([c for c in pool if c["anchor"] or keeps(c)], args.splits, args.max_calls)
-                 for agent, pool in pools.items()}
-        for agent, result in found.items():
-            print(f"| {variant} | {agent} | {result['candidates']:.0f} | {result['replaced']:.1%} | "
-                  f"{result['gain']:+.4f} | {result['losing']:.1%} | {result['headroom']:+.3f} |")
-        if len(found) > 1:
-            mean = {key: statistics.fmean(r[key] for r in found.values()) for key in next(iter(found.values()))}
-            print(f"| {variant} | **mean of {len(found)}** | {mean['candidates']:.1f} | {mean['replaced']:.1%} | "
-                  f"{mean['gain']:+.4f} | {mean['losing']:.1%} | {mean['headroom']:+.3f} |")
+        rows(variant, {agent: summary([c for c in pool if c["anchor"] or keeps(c)], args.splits, args.max_calls)
+                       for agent, pool in pools.items()})
+    print("\nthe pool as built, the paired test at other confidences:")
+    header("confidence")
+    for confidence in (float(value) for value in args.confidences.split(",")):
+        rows(f"{confidence:.0%}", {agent: summary(pool, args.splits, args.max_calls, confidence)
+                                   for agent, pool in pools.items()})
+
+
+def header(first: str) -> None:
+    print(f"| {first} | agent | candidates | prior replaced | mean test gain | replaced and worse on test | "
+          "untested screening winner: gain | worse on test | best in pool − prior (test) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+
+
+def rows(label: str, found: dict[str, dict[str, float]]) -> None:
+    """One table row per agent, then their mean where there are several."""
+    lines = list(found.items())
+    if len(found) > 1:
+        lines.append((f"**mean of {len(found)}**",
+                      {key: statistics.fmean(r[key] for r in found.values()) for key in next(iter(found.values()))}))
+    for agent, r in lines:
+        print(f"| {label} | {agent} | {r['candidates']:.3g} | {r['replaced']:.1%} | {r['gain']:+.4f} | "
+              f"{r['losing']:.1%} | {r['unconfirmed']:+.4f} | {r['unconfirmed_losing']:.1%} | {r['headroom']:+.3f} |")
 
 
 if __name__ == "__main__":

@@ -55,5 +55,9 @@ def test_a_variant_leaves_out_its_kind_but_never_the_prior(tmp_path: Path) -> No
     done = subprocess.run([sys.executable, str(REPO / "bench" / "pool_replay.py"), "--pool", str(path), "--splits",
                            "10"], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    assert "| the pool as built | news-topic | 3 | 100.0% | +0.5000 | 0.0% | +0.500 |" in done.stdout
-    assert "| without retrieval policies | news-topic | 2 | 0.0% | +0.0000 | 0.0% | +0.000 |" in done.stdout
+    assert "| the pool as built | news-topic | 3 | 100.0% | +0.5000 | 0.0% | +0.5000 | 0.0% | +0.500 |" in done.stdout
+    # left with a worse challenger: the paired test keeps the prior; had the screening's winner replaced
+    # it untested (the race before issue 79), test would have lost 0.3 on every split
+    assert "| without retrieval policies | news-topic | 2 | 0.0% | +0.0000 | 0.0% | -0.3000 | 100.0% | +0.000 |" \
+        in done.stdout
+    assert "| 80% | news-topic | 3 | 100.0% |" in done.stdout  # the other confidences, on the pool as built
