@@ -20,9 +20,11 @@ gain). A kind
 earns its place when leaving it out lowers the gain or the best the pool holds; a kind whose
 removal changes nothing only spends calls.
 
-One simplification: prompt sizes are not recorded, so :func:`~rosetta.optimize.race.winner`'s
+Two simplifications: prompt sizes are not recorded, so :func:`~rosetta.optimize.race.winner`'s
 preference for the shorter of two finalists within noise is not replayed (every prompt counts 0
-tokens; ties go by the race's seeded tie order).
+tokens; ties go by the race's seeded tie order); and the plan is :func:`~rosetta.optimize.race.plan`'s
+for the pool's candidates at the budget less two calls, not the search's own call plan (which also
+pays for set-up calls), so a later rung may keep one candidate more or fewer than the search did.
 
     python bench/pool_replay.py [--pool bench/results/pool-AGENT.jsonl ...] [--splits 500]
 
