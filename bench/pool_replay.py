@@ -43,19 +43,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from search_pool import kept_pool  # noqa: E402
+from race_rungs import SLACK  # noqa: E402
+from search_pool import demos_of, kept_pool, prior_of  # noqa: E402
 
 from rosetta.optimize.race import (  # noqa: E402
     CONFIDENCE, Standing, leaders, plan, replaces, split_dev, tie_order, winner)
+from rosetta.optimize.space import DRAWN_SETS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SLACK = 2  # calls the call plan keeps for one answer's validation retries (as bench/race_rungs.py)
-FIXED = ("first-k", "label-balanced", "diverse", "sampled", "bootstrapped")
-
-
-def demos_of(candidate: dict) -> str:
-    """The kind of a candidate's demos (a knob variant's suffix dropped)."""
-    return str(candidate["kind"]).split(" + ")[0]
+FIXED = ("first-k", *DRAWN_SETS)
 
 
 VARIANTS: dict[str, Callable[[dict], bool]] = {
@@ -104,9 +100,8 @@ def decide(pool: list[dict], split: int, max_calls: int, confidence: float = CON
         return Standing(index, tuple(c["dev_race"][i] for i in screen[:answered]),
                         tuple(c["dev_plain"][i] for i in screen[:answered]), 0, tie=ties[index])
 
-    for rung, answered in enumerate(race.rows):
-        if rung:
-            alive = leaders([standing(c, race.rows[rung - 1]) for c in alive], race.keep[rung])
+    for rung in range(1, len(race.rows)):  # each cut on the rows the rung before answered
+        alive = leaders([standing(c, race.rows[rung - 1]) for c in alive], race.keep[rung])
     best = challengers[winner([standing(c, race.rows[-1]) for c in alive]).candidate]
     better, _ = replaces([best["dev_plain"][i] for i in confirm], [prior["dev_plain"][i] for i in confirm],
                          confidence)
@@ -118,7 +113,7 @@ def decide(pool: list[dict], split: int, max_calls: int, confidence: float = CON
 def summary(pool: list[dict], splits: int, max_calls: int, confidence: float = CONFIDENCE) -> dict[str, float]:
     replays = [decide(pool, split, max_calls, confidence) for split in range(splits)]
     replaced = [r for r in replays if r.replaced]
-    prior = max((c for c in pool if c["anchor"]), key=lambda c: statistics.fmean(c["dev_plain"]), default=pool[0])
+    prior = prior_of(pool)
     return {"candidates": len(pool), "replaced": len(replaced) / splits,
             "gain": statistics.fmean(r.gain for r in replays),
             "losing": sum(r.gain < 0 for r in replaced) / splits,

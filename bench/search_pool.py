@@ -235,7 +235,7 @@ def print_report(found: dict[str, dict]) -> None:
     for agent, result in found.items():
         kinds: dict[str, list[dict]] = {}
         for candidate in result["candidates"]:
-            kinds.setdefault(candidate["kind"].split(" + ")[0], []).append(candidate)
+            kinds.setdefault(demos_of(candidate), []).append(candidate)
         for kind, members in sorted(kinds.items(), key=lambda item: -max(statistics.fmean(c["test"])
                                                                           for c in item[1])):
             dev = [statistics.fmean(c["dev_plain"]) for c in members]
@@ -250,6 +250,11 @@ def prior_of(candidates: list[dict]) -> dict:
     on the screening rows, the first on a tie."""
     anchors = [c for c in candidates if c["anchor"]] or candidates[:1]
     return max(anchors, key=lambda c: (statistics.fmean(c["dev_plain"][:c["screening"]]), -c["candidate"]))
+
+
+def demos_of(candidate: dict) -> str:
+    """The kind of a candidate's demos (a knob variant's suffix dropped)."""
+    return str(candidate["kind"]).split(" + ")[0]
 
 
 def kind_of(candidates: list[dict], index: int) -> str:
