@@ -90,22 +90,27 @@ def write_kernel(root: Path) -> Path:
 
 def comparable(notebook: nbformat.NotebookNode) -> list[list[Any]]:
     """Each code cell's outputs with what is volatile replaced: texts normalized, images by kind,
-    standard error only where rosetta logged (kernel and library warnings left out)."""
+    standard error only where rosetta logged (kernel and library warnings left out). Each stream is
+    compared whole: the kernel flushes standard output and standard error on its own schedule, so how
+    their chunks interleave differs from run to run."""
     cells = []
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
         outputs: list[Any] = []
+        streams: dict[str, str] = {}
         for output in cell.outputs:
             if output.output_type == "stream":
-                own = [line for line in output.text.splitlines() if output.name == "stdout" or " rosetta" in line]
-                if own:  # rosetta's own log lines count; other libraries' warnings on standard error do not
-                    outputs.append((output.name, normal("\n".join(own))))
+                streams[output.name] = streams.get(output.name, "") + output.text
             elif output.output_type in ("display_data", "execute_result"):
                 outputs.append({mime: f"<{mime}>" if mime in IMAGES else normal(_text(value))
                                 for mime, value in sorted(output.data.items())})
             elif output.output_type == "error":
                 outputs.append(("error", output.ename, normal(output.evalue)))
+        for name, text in sorted(streams.items()):
+            own = [line for line in text.splitlines() if name == "stdout" or " rosetta" in line]
+            if own:  # rosetta's own log lines count; other libraries' warnings on standard error do not
+                outputs.append((name, normal("\n".join(own))))
         cells.append(outputs)
     return cells
 

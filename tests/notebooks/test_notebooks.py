@@ -126,6 +126,26 @@ def test_the_comparison_ignores_what_is_volatile_and_nothing_else() -> None:
     assert RUN.differences(stored, again)  # what the notebook says changed: caught
 
 
+def test_the_comparison_reads_each_stream_whole_however_the_kernel_interleaved_them() -> None:
+    """The kernel flushes standard output and standard error apart: a rosetta warning may land before,
+    between or after a cell's printed lines, and a line may come in two chunks, from run to run."""
+    warning = "WARNING rosetta.runtime: no usable compiled artifact\n"
+    stored, again = nbformat.v4.new_notebook(), nbformat.v4.new_notebook()
+    stored.cells.append(nbformat.v4.new_code_cell(outputs=[
+        nbformat.v4.new_output("stream", name="stderr", text=warning),
+        nbformat.v4.new_output("stream", name="stdout", text="one\ntwo\n")]))
+    again.cells.append(nbformat.v4.new_code_cell(outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="one\nt"),
+        nbformat.v4.new_output("stream", name="stderr", text=warning),
+        nbformat.v4.new_output("stream", name="stdout", text="wo\n")]))
+    assert RUN.differences(stored, again) == []
+    again.cells[0].outputs[-1].text = "wo, and three\n"
+    assert RUN.differences(stored, again)  # a changed line is still caught
+    again.cells[0].outputs[-1].text = "wo\n"
+    again.cells[0].outputs[1].text = "WARNING rosetta.runtime: something else\n"
+    assert RUN.differences(stored, again)  # and so is a changed warning
+
+
 @pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
 def test_notebooks_use_only_the_public_api(path: Path) -> None:
     """Issue 86: a notebook teaches what a user imports — ``rosetta`` and its notebook helpers — never
